@@ -1,0 +1,172 @@
+"""Plain records passed between the stages (task -> generate -> store -> grade -> diff).
+
+Every stage takes and returns these; none of them knows about HTTP, SQLite or
+reports.  Token-level data is kept column-wise in numpy arrays because the diff
+has to walk millions of tokens quickly.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+
+TokenLevel = Literal["ids", "strings", "text"]
+"""How much token detail an engine gave: ids (best), token strings, or text only."""
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One dataset item, ready to be prompted.
+
+    `id` is stable across dataset revisions where the source has a stable key
+    (MATH-500 `unique_id`); `strata` are the fields results are broken down by.
+    """
+
+    id: str
+    task: str
+    messages: tuple[dict[str, str], ...]
+    reference: Any
+    strata: dict[str, str] = field(default_factory=dict)
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def prompt_text(self) -> str:
+        """The prompt flattened for completions-style APIs."""
+        return "\n\n".join(m["content"] for m in self.messages)
+
+
+@dataclass(frozen=True)
+class GenerationParams:
+    """Everything sent to the engine that changes its output."""
+
+    max_tokens: int = 8192
+    temperature: float = 0.0
+    top_p: float = 1.0
+    top_k: int | None = 1
+    seed: int = 42
+    n: int = 1
+    top_logprobs: int = 5
+    stop: tuple[str, ...] = ()
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "max_tokens": self.max_tokens,
+            "temperature": self.temperature,
+            "top_p": self.top_p,
+            "top_k": self.top_k,
+            "seed": self.seed,
+            "n": self.n,
+            "top_logprobs": self.top_logprobs,
+            "stop": list(self.stop),
+        }
+
+
+@dataclass
+class TokenTrace:
+    """Per-token data of one completion, column-wise.
+
+    Missing values: id -1, logprob NaN, top_* padded with -1 / NaN / "".  A
+    speculative llama-server returns accepted draft tokens with logprob 0.0 and
+    no alternatives; `has_top[i]` is False there so a diff never mistakes them
+    for confident tokens.
+    """
+
+    ids: np.ndarray  # int64 [n], -1 when the engine gave no id
+    pieces: list[str]  # decoded token strings
+    raw: list[bytes | None]  # exact token bytes when the engine gave them
+    logprobs: np.ndarray  # float32 [n]
+    top_ids: np.ndarray  # int64 [n, k]
+    top_logprobs: np.ndarray  # float32 [n, k]
+    top_pieces: list[list[str]]  # [n][<=k]
+
+    def __len__(self) -> int:
+        return len(self.pieces)
+
+    @property
+    def has_ids(self) -> bool:
+        return len(self.ids) > 0 and bool((self.ids >= 0).all())
+
+    @property
+    def has_top(self) -> np.ndarray:
+        return ~np.isnan(self.top_logprobs[:, 0]) if self.top_logprobs.size else np.zeros(len(self), bool)
+
+    @property
+    def level(self) -> TokenLevel:
+        return "ids" if self.has_ids else "strings"
+
+    @staticmethod
+    def empty(k: int = 0) -> TokenTrace:
+        return TokenTrace(
+            ids=np.zeros(0, np.int64),
+            pieces=[],
+            raw=[],
+            logprobs=np.zeros(0, np.float32),
+            top_ids=np.zeros((0, k), np.int64),
+            top_logprobs=np.zeros((0, k), np.float32),
+            top_pieces=[],
+        )
+
+
+@dataclass
+class Completion:
+    """What one request produced, with enough detail to diff, grade and time it."""
+
+    text: str
+    finish_reason: str | None
+    tokens: TokenTrace | None = None
+    usage: dict[str, int] = field(default_factory=dict)
+    timings: dict[str, float] = field(default_factory=dict)
+    latency_s: float = 0.0
+    ttft_s: float | None = None
+    engine_extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def token_level(self) -> TokenLevel:
+        return self.tokens.level if self.tokens is not None and len(self.tokens) else "text"
+
+    @property
+    def truncated(self) -> bool:
+        return self.finish_reason == "length"
+
+    @property
+    def completion_tokens(self) -> int | None:
+        if "completion_tokens" in self.usage:
+            return int(self.usage["completion_tokens"])
+        return len(self.tokens) if self.tokens is not None else None
+
+
+@dataclass(frozen=True)
+class SampleResult:
+    """A stored (sample, completion) pair: the unit the run store keeps."""
+
+    sample_id: str
+    task: str
+    strata: dict[str, str]
+    completion: Completion
+    attempts: int = 1
+    finished_at: float = 0.0
+
+
+GradeStatus = Literal["correct", "incorrect", "ungraded"]
+
+
+@dataclass(frozen=True)
+class Grade:
+    """A grader's judgement of one completion, with the evidence for it.
+
+    `ungraded` is explicit (a timeout, a missing reference) so it is never
+    silently counted as wrong.
+    """
+
+    sample_id: str
+    status: GradeStatus
+    extracted: str | None
+    reason: str
+    score: float = 0.0
+    details: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def correct(self) -> bool:
+        return self.status == "correct"

@@ -1,0 +1,109 @@
+"""Dataset rows from the hub (pinned), a local file, or a bundled fixture subset.
+
+Whichever source is used, the run records which one and its identity (hub
+revision, or the file's sha256), so two runs on different data never compare.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from evalsuite.errors import DatasetError
+from evalsuite.tasks.spec import TaskSpec
+
+DataChoice = Literal["hf", "local", "fixture"]
+
+
+@dataclass(frozen=True)
+class DatasetIdentity:
+    """What pins the data a run saw: goes into the run fingerprint."""
+
+    source: DataChoice
+    location: str
+    revision: str  # hub revision, or sha256 of the file bytes
+
+    def as_dict(self) -> dict[str, str]:
+        return {"source": self.source, "location": self.location, "revision": self.revision}
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    """Rows of a JSON Lines file; a malformed line is named by file and line number."""
+    rows: list[dict[str, Any]] = []
+    opener = gzip.open if path.name.endswith(".gz") else open
+    with opener(path, "rt", encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise DatasetError(f"{path}, line {lineno}: not valid JSON ({exc.msg}).") from None
+            if not isinstance(row, dict):
+                raise DatasetError(f"{path}, line {lineno}: expected a JSON object, got {type(row).__name__}.")
+            rows.append(row)
+    return rows
+
+
+def read_local(path: Path) -> list[dict[str, Any]]:
+    """Rows of a local JSONL, JSON (list of objects) or Parquet file."""
+    if not path.exists():
+        raise DatasetError(f"Dataset file {path} does not exist.")
+    suffix = "".join(path.suffixes[-2:]) if path.name.endswith(".gz") else path.suffix
+    if suffix in (".jsonl", ".jsonl.gz"):
+        return read_jsonl(path)
+    if suffix == ".json":
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if not isinstance(data, list):
+            raise DatasetError(f"{path}: a .json dataset must be a list of objects.")
+        return data
+    if suffix == ".parquet":
+        import pandas as pd
+
+        return pd.read_parquet(path).to_dict(orient="records")
+    raise DatasetError(f"{path}: unsupported dataset format '{suffix}' (use .jsonl, .json or .parquet).")
+
+
+def load_rows(
+    spec: TaskSpec, choice: DataChoice, *, root: Path, path: str | None = None
+) -> tuple[list[dict[str, Any]], DatasetIdentity]:
+    """Rows for a task from the chosen source, with the identity that pins them."""
+    if choice == "hf":
+        if spec.dataset.hf is None:
+            raise DatasetError(f"Task '{spec.name}' has no Hugging Face source; use a local file or the fixture.")
+        hf = spec.dataset.hf
+        try:
+            import datasets
+
+            ds = datasets.load_dataset(hf.path, hf.name, split=hf.split, revision=hf.revision)
+        except Exception as exc:  # the hub raises many types; the user needs one sentence
+            raise DatasetError(
+                f"Could not load {hf.path} ({hf.name or 'default'}, split {hf.split}, revision {hf.revision}) "
+                f"from the Hugging Face hub: {exc}. Offline? Use --data local --data-path FILE or --data fixture."
+            ) from None
+        location = f"{hf.path}:{hf.name or ''}:{hf.split}"
+        return [dict(r) for r in ds], DatasetIdentity("hf", location, hf.revision)
+    if choice == "fixture":
+        if spec.dataset.fixture is None:
+            raise DatasetError(f"Task '{spec.name}' has no fixture subset.")
+        file = root / "fixtures" / spec.dataset.fixture
+    else:
+        chosen = path or spec.dataset.local
+        if chosen is None:
+            raise DatasetError(f"Task '{spec.name}': --data local needs --data-path FILE.")
+        file = Path(chosen) if Path(chosen).is_absolute() else (root / chosen)
+    file = file.resolve()
+    rows = read_local(file)
+    return rows, DatasetIdentity(choice, file.name, "sha256:" + _sha256(file))

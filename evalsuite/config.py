@@ -1,0 +1,142 @@
+"""The project config (`evalsuite.toml`): targets, their baselines, and run defaults.
+
+A target is one endpoint configuration: where it is, which engine dialect it
+speaks, and which target is its baseline.  API keys are named by environment
+variable only; the key itself never enters a config, a run or a report.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
+
+from evalsuite.errors import ConfigError, format_validation_error
+from evalsuite.records import GenerationParams
+
+Engine = Literal["llamacpp", "vllm", "sglang", "openai"]
+
+
+class TargetConfig(BaseModel):
+    """One endpoint configuration."""
+
+    model_config = ConfigDict(extra="forbid")
+    name: str = ""
+    base_url: str | None = Field(None, description="OpenAI-compatible root, e.g. http://127.0.0.1:8080/v1")
+    model: str | None = None
+    engine: Engine = "openai"
+    api: Literal["chat", "completions"] = "chat"
+    api_key_env: str | None = None
+    extra: dict[str, Any] = Field(default_factory=dict, description="extra JSON fields sent with every request")
+    concurrency: int = Field(1, ge=1, le=512)
+    timeout_s: float = Field(600.0, gt=0)
+    max_retries: int = Field(5, ge=0, le=50)
+    stream: bool = False
+    baseline: str | None = None
+    control: str | None = None
+    rig: str | None = Field(None, description="reference-rig configuration that serves this target")
+    description: str = ""
+
+    @model_validator(mode="after")
+    def _has_endpoint(self) -> TargetConfig:
+        if self.rig is None and not self.base_url:
+            raise ValueError("needs base_url (or rig = '<rig configuration>')")
+        if self.base_url and not self.base_url.startswith(("http://", "https://")):
+            raise ValueError(f"base_url must start with http:// or https://, got {self.base_url!r}")
+        return self
+
+    def api_key(self) -> str | None:
+        """The key from the environment; a named but unset variable is an error, not an empty key."""
+        if self.api_key_env is None:
+            return None
+        value = os.environ.get(self.api_key_env)
+        if not value:
+            raise ConfigError(
+                f"Target '{self.name}' reads its API key from ${self.api_key_env}, which is not set. "
+                f"Export it (the key is never written to a file or report)."
+            )
+        return value
+
+
+class Defaults(BaseModel):
+    """Run defaults; generation defaults are greedy and seeded."""
+
+    model_config = ConfigDict(extra="forbid")
+    runs_dir: str = "runs"
+    reports_dir: str = "reports"
+    tasks: list[str] = Field(default_factory=lambda: ["math500", "gsm8k", "livecodebench"])
+    data: Literal["hf", "local", "fixture"] = "hf"
+    max_tokens: int = Field(8192, ge=1)
+    temperature: float = Field(0.0, ge=0)
+    top_p: float = Field(1.0, gt=0, le=1)
+    top_k: int | None = 1
+    seed: int = 42
+    top_logprobs: int = Field(5, ge=0, le=20)
+
+    def params(self, overrides: dict[str, Any] | None = None) -> GenerationParams:
+        values: dict[str, Any] = {
+            "max_tokens": self.max_tokens,
+            "temperature": self.temperature,
+            "top_p": self.top_p,
+            "top_k": self.top_k,
+            "seed": self.seed,
+            "top_logprobs": self.top_logprobs,
+        }
+        for key, value in (overrides or {}).items():
+            if key not in values and key != "stop":
+                raise ConfigError(f"Unknown generation override '{key}' (known: {', '.join(sorted(values))}, stop).")
+            values[key] = tuple(value) if key == "stop" else value
+        return GenerationParams(**values)
+
+
+class Config(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    defaults: Defaults = Field(default_factory=Defaults)
+    targets: dict[str, TargetConfig] = Field(default_factory=dict)
+    _path: Path | None = PrivateAttr(None)
+
+    @model_validator(mode="after")
+    def _links(self) -> Config:
+        for name, target in self.targets.items():
+            target.name = name
+            for link in ("baseline", "control"):
+                other = getattr(target, link)
+                if other is not None and other not in self.targets:
+                    raise ValueError(f"targets.{name}.{link} = {other!r} names no target")
+        return self
+
+    @property
+    def path(self) -> Path | None:
+        return self._path
+
+    @property
+    def root(self) -> Path:
+        return self._path.parent if self._path else Path.cwd()
+
+    def target(self, name: str) -> TargetConfig:
+        try:
+            return self.targets[name]
+        except KeyError:
+            known = ", ".join(sorted(self.targets)) or "none"
+            where = self.path or "the config"
+            raise ConfigError(f"No target named '{name}' in {where}. Targets: {known}.") from None
+
+
+def load_config(path: str | Path | None = None) -> Config:
+    """Read `evalsuite.toml` (default: the one in the current folder); errors name file, key and value."""
+    file = Path(path) if path else Path.cwd() / "evalsuite.toml"
+    if not file.exists():
+        raise ConfigError(f"Config file {file} does not exist. Create one (see README) or pass --config PATH.")
+    try:
+        raw = tomllib.loads(file.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{file} is not valid TOML: {exc}.") from None
+    try:
+        config = Config.model_validate(raw)
+    except ValidationError as exc:
+        raise ConfigError(format_validation_error(exc, str(file))) from None
+    config._path = file.resolve()
+    return config

@@ -1,0 +1,55 @@
+"""llama.cpp `llama-server`: deterministic request fields, /props provenance, slot warning."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from evalsuite.engines.base import Engine
+from evalsuite.records import GenerationParams
+
+log = logging.getLogger(__name__)
+
+_PROVENANCE_PARAMS = ("speculative", "n_ctx", "samplers")
+
+
+class LlamaCppEngine(Engine):
+    """llama-server's OpenAI routes; entries carry token ids, `timings` carry draft counts."""
+
+    dialect = "llamacpp"
+
+    def extra_fields(self, params: GenerationParams) -> dict[str, Any]:
+        # cache_prompt reuses KV from earlier requests, which changes batch shapes and so logits.
+        fields: dict[str, Any] = {"cache_prompt": False}
+        if params.top_k is not None:
+            fields["top_k"] = params.top_k
+        return fields
+
+    async def probe(self) -> dict[str, Any]:
+        info = await super().probe()
+        props = await self._get_json(f"{self.server_root}/props")
+        if isinstance(props, dict):
+            info["build_info"] = props.get("build_info")
+            info["model_path"] = props.get("model_path")
+            info["total_slots"] = props.get("total_slots")
+            info["chat_template_sha"] = _short_hash(props.get("chat_template") or "")
+            params = (props.get("default_generation_settings") or {}).get("params") or {}
+            info["server_params"] = {k: v for k, v in params.items() if k.startswith(_PROVENANCE_PARAMS)}
+            slots = props.get("total_slots")
+            if isinstance(slots, int) and slots > 1:
+                info.setdefault("warnings", []).append(
+                    f"llama-server at {self.server_root} has {slots} parallel slots; concurrent requests share "
+                    "batches, which changes logits. Start it with --parallel 1 for comparisons."
+                )
+        models = await self._get_json(f"{self.base_url}/models")
+        if isinstance(models, dict):
+            metas = [m.get("meta") for m in models.get("data", []) if isinstance(m, dict) and m.get("meta")]
+            if metas:
+                info["model_meta"] = metas[0]
+        return info
+
+
+def _short_hash(text: str) -> str:
+    import hashlib
+
+    return hashlib.sha256(text.encode()).hexdigest()[:16]

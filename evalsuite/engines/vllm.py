@@ -1,0 +1,47 @@
+"""vLLM: token ids in responses and speculative counters from Prometheus /metrics."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from evalsuite.engines.base import Engine
+from evalsuite.records import GenerationParams
+
+_SPEC_COUNTERS = (
+    "vllm:spec_decode_num_drafts",
+    "vllm:spec_decode_num_draft_tokens",
+    "vllm:spec_decode_num_accepted_tokens",
+)
+_SAMPLE = re.compile(r"^(?P<name>[a-zA-Z_:][a-zA-Z0-9_:]*)(?:_total)?(?:\{[^}]*\})?\s+(?P<value>[-+0-9.eE]+|NaN)$")
+
+
+def parse_counters(text: str, names: tuple[str, ...] = _SPEC_COUNTERS) -> dict[str, float]:
+    """Sum each named counter over its label sets in a Prometheus text exposition."""
+    totals: dict[str, float] = {}
+    for line in text.splitlines():
+        match = _SAMPLE.match(line.strip())
+        if match and match["name"] in names:
+            totals[match["name"]] = totals.get(match["name"], 0.0) + float(match["value"])
+    return totals
+
+
+class VLLMEngine(Engine):
+    """vLLM's OpenAI server; acceptance comes from counter deltas around a run."""
+
+    dialect = "vllm"
+
+    def extra_fields(self, params: GenerationParams) -> dict[str, Any]:
+        fields: dict[str, Any] = {"return_token_ids": True}
+        if params.top_logprobs:
+            fields["return_tokens_as_token_ids"] = True
+        if params.top_k is not None:
+            fields["top_k"] = params.top_k
+        return fields
+
+    async def run_stats(self) -> dict[str, float]:
+        try:
+            resp = await self.http.get(f"{self.server_root}/metrics", headers=self._auth_headers(), timeout=10.0)
+        except Exception:
+            return {}
+        return parse_counters(resp.text) if resp.status_code == 200 else {}

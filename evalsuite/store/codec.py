@@ -1,0 +1,134 @@
+"""Row <-> record conversion for the run store.
+
+Token columns are stored as raw little-endian arrays (int32 ids, float32
+logprobs) rather than JSON, so loading a 1,319 x 2,000-token run is a memcpy
+per sample, not millions of parsed numbers.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import numpy as np
+
+from evalsuite.records import Completion, Grade, Sample, SampleResult, TokenTrace
+
+RESULT_COLUMNS = (
+    "sample_id", "task", "strata", "finished_at", "attempts", "text", "finish_reason", "usage", "timings",
+    "latency_s", "ttft_s", "engine_extra", "n_tokens", "top_k", "ids", "logprobs", "top_ids", "top_logprobs",
+    "pieces", "top_pieces", "raw", "raw_lens",
+)  # fmt: skip
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+
+
+def result_to_row(result: SampleResult) -> tuple[Any, ...]:
+    c = result.completion
+    t = c.tokens
+    base = (
+        result.sample_id, result.task, _dumps(result.strata), result.finished_at, result.attempts, c.text,
+        c.finish_reason, _dumps(c.usage), _dumps(c.timings), c.latency_s, c.ttft_s, _dumps(c.engine_extra),
+    )  # fmt: skip
+    if t is None:
+        return base + (None,) * 10
+    raw_lens = np.array([-1 if b is None else len(b) for b in t.raw], np.int32)
+    raw = b"".join(b for b in t.raw if b is not None)
+    return base + (
+        len(t),
+        t.top_ids.shape[1],
+        t.ids.astype("<i4").tobytes(),
+        t.logprobs.astype("<f4").tobytes(),
+        t.top_ids.astype("<i4").tobytes(),
+        t.top_logprobs.astype("<f4").tobytes(),
+        _dumps(t.pieces),
+        _dumps(t.top_pieces),
+        raw,
+        raw_lens.astype("<i4").tobytes(),
+    )
+
+
+def _trace_from_row(row: dict[str, Any], with_strings: bool) -> TokenTrace | None:
+    n = row["n_tokens"]
+    if n is None:
+        return None
+    k = row["top_k"]
+    ids = np.frombuffer(row["ids"], "<i4").astype(np.int64)
+    top_ids = np.frombuffer(row["top_ids"], "<i4").astype(np.int64).reshape(n, k)
+    logprobs = np.frombuffer(row["logprobs"], "<f4").copy()
+    top_lp = np.frombuffer(row["top_logprobs"], "<f4").reshape(n, k).copy()
+    if not with_strings:
+        return TokenTrace(ids, [""] * n, [None] * n, logprobs, top_ids, top_lp, [[] for _ in range(n)])
+    lens = np.frombuffer(row["raw_lens"], "<i4")
+    blob = row["raw"] or b""
+    raw: list[bytes | None] = []
+    offset = 0
+    for length in lens.tolist():
+        if length < 0:
+            raw.append(None)
+        else:
+            raw.append(blob[offset : offset + length])
+            offset += length
+    return TokenTrace(ids, json.loads(row["pieces"]), raw, logprobs, top_ids, top_lp, json.loads(row["top_pieces"]))
+
+
+def row_to_result(row: dict[str, Any], *, with_strings: bool = True) -> SampleResult:
+    completion = Completion(
+        text=row["text"],
+        finish_reason=row["finish_reason"],
+        tokens=_trace_from_row(row, with_strings),
+        usage=json.loads(row["usage"]),
+        timings=json.loads(row["timings"]),
+        latency_s=row["latency_s"],
+        ttft_s=row["ttft_s"],
+        engine_extra=json.loads(row["engine_extra"]),
+    )
+    return SampleResult(
+        sample_id=row["sample_id"],
+        task=row["task"],
+        strata=json.loads(row["strata"]),
+        completion=completion,
+        attempts=row["attempts"],
+        finished_at=row["finished_at"],
+    )
+
+
+GRADE_COLUMNS = ("sample_id", "status", "extracted", "reason", "score", "details", "grader", "grader_version")
+
+
+def grade_to_row(grade: Grade, grader: str, version: str) -> tuple[Any, ...]:
+    return (
+        grade.sample_id, grade.status, grade.extracted, grade.reason, grade.score,
+        _dumps(grade.details), grader, version,
+    )  # fmt: skip
+
+
+def row_to_grade(row: dict[str, Any]) -> Grade:
+    return Grade(
+        sample_id=row["sample_id"],
+        status=row["status"],
+        extracted=row["extracted"],
+        reason=row["reason"],
+        score=row["score"],
+        details=json.loads(row["details"]),
+    )
+
+
+def sample_to_row(sample: Sample) -> tuple[Any, ...]:
+    return (
+        sample.id, sample.task, _dumps(list(sample.messages)), _dumps(sample.reference),
+        _dumps(sample.strata), _dumps(sample.metadata),
+    )  # fmt: skip
+
+
+def row_to_sample(row: dict[str, Any]) -> Sample:
+    return Sample(
+        id=row["sample_id"],
+        task=row["task"],
+        messages=tuple(json.loads(row["messages"])),
+        reference=json.loads(row["reference"]),
+        strata=json.loads(row["strata"]),
+        metadata=json.loads(row["metadata"]),
+    )

@@ -1,0 +1,258 @@
+"""A run on disk: `manifest.json` (what produced it) + `records.sqlite` (what it produced).
+
+SQLite in WAL mode with synchronous=FULL: a committed sample survives
+`kill -9` and power loss, and a half-written one never appears.  Commits
+happen on a writer thread that groups whatever finished meanwhile into one
+transaction, so durability costs one fsync per group, not per sample, and
+never blocks the request loop.
+"""
+
+from __future__ import annotations
+
+import json
+import queue
+import sqlite3
+import threading
+import time
+from pathlib import Path
+from typing import Any, Iterator
+
+import pandas as pd
+
+from evalsuite.errors import StoreError
+from evalsuite.records import Grade, Sample, SampleResult
+from evalsuite.store.codec import (
+    GRADE_COLUMNS,
+    RESULT_COLUMNS,
+    grade_to_row,
+    result_to_row,
+    row_to_grade,
+    row_to_result,
+    row_to_sample,
+    sample_to_row,
+)
+
+STORE_SCHEMA = 1
+MANIFEST = "manifest.json"
+DATABASE = "records.sqlite"
+
+_SCHEMA = f"""
+CREATE TABLE IF NOT EXISTS results (
+    sample_id TEXT PRIMARY KEY, task TEXT, strata TEXT, finished_at REAL, attempts INTEGER, text TEXT,
+    finish_reason TEXT, usage TEXT, timings TEXT, latency_s REAL, ttft_s REAL, engine_extra TEXT,
+    n_tokens INTEGER, top_k INTEGER, ids BLOB, logprobs BLOB, top_ids BLOB, top_logprobs BLOB,
+    pieces TEXT, top_pieces TEXT, raw BLOB, raw_lens BLOB
+);
+CREATE TABLE IF NOT EXISTS grades (
+    sample_id TEXT PRIMARY KEY, status TEXT, extracted TEXT, reason TEXT, score REAL, details TEXT,
+    grader TEXT, grader_version TEXT
+);
+CREATE TABLE IF NOT EXISTS samples (
+    sample_id TEXT PRIMARY KEY, task TEXT, messages TEXT, reference TEXT, strata TEXT, metadata TEXT
+);
+CREATE TABLE IF NOT EXISTS sessions (
+    started_at REAL, ended_at REAL, requested INTEGER, recorded INTEGER, outcome TEXT, info TEXT
+);
+PRAGMA user_version = {STORE_SCHEMA};
+"""
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=30.0)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA synchronous=FULL")
+    conn.row_factory = sqlite3.Row
+    return conn
+
+
+class RunStore:
+    """One run folder.  Create with `RunStore.create`, reopen with `open_run`."""
+
+    def __init__(self, folder: Path, manifest: dict[str, Any]):
+        self.folder = folder
+        self.manifest = manifest
+        self._conn = _connect(folder / DATABASE)
+        version = self._conn.execute("PRAGMA user_version").fetchone()[0]
+        if version not in (0, STORE_SCHEMA):
+            raise StoreError(f"{folder} was written by store schema {version}; this evalsuite reads {STORE_SCHEMA}.")
+        self._conn.executescript(_SCHEMA)
+
+    @classmethod
+    def create(cls, folder: Path, manifest: dict[str, Any]) -> RunStore:
+        """Open the run folder for this manifest, creating it when new; refuses a folder of another run."""
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / MANIFEST
+        if path.exists():
+            existing = json.loads(path.read_text(encoding="utf-8"))
+            if existing.get("fingerprint") != manifest.get("fingerprint"):
+                raise StoreError(f"{folder} holds run {existing.get('fingerprint')}, not {manifest.get('fingerprint')}.")
+            return cls(folder, existing)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(manifest, indent=2, sort_keys=True, default=str), encoding="utf-8")
+        tmp.replace(path)
+        return cls(folder, manifest)
+
+    @property
+    def fingerprint(self) -> str:
+        return str(self.manifest["fingerprint"])
+
+    def write_samples(self, samples: list[Sample]) -> None:
+        """Keep the prompts and references with the run, so grading and reports never need the dataset again."""
+        with self._transaction():
+            self._conn.executemany(
+                "INSERT OR IGNORE INTO samples VALUES (?, ?, ?, ?, ?, ?)",
+                [sample_to_row(s) for s in samples],
+            )
+
+    def samples(self) -> dict[str, Sample]:
+        rows = self._conn.execute("SELECT * FROM samples ORDER BY rowid")
+        return {row["sample_id"]: row_to_sample(dict(row)) for row in rows}
+
+    def done_ids(self) -> set[str]:
+        return {r[0] for r in self._conn.execute("SELECT sample_id FROM results")}
+
+    def __len__(self) -> int:
+        return int(self._conn.execute("SELECT COUNT(*) FROM results").fetchone()[0])
+
+    def iter_results(self, *, with_strings: bool = True) -> Iterator[SampleResult]:
+        for row in self._conn.execute(f"SELECT {', '.join(RESULT_COLUMNS)} FROM results ORDER BY rowid"):
+            yield row_to_result(dict(row), with_strings=with_strings)
+
+    def results(self, *, with_strings: bool = True) -> dict[str, SampleResult]:
+        return {r.sample_id: r for r in self.iter_results(with_strings=with_strings)}
+
+    def grades(self) -> dict[str, Grade]:
+        rows = self._conn.execute(f"SELECT {', '.join(GRADE_COLUMNS)} FROM grades")
+        return {row["sample_id"]: row_to_grade(dict(row)) for row in rows}
+
+    def grader_identity(self) -> tuple[str, str] | None:
+        row = self._conn.execute("SELECT grader, grader_version FROM grades LIMIT 1").fetchone()
+        return (row[0], row[1]) if row else None
+
+    def write_grades(self, grades: list[Grade], grader: str, version: str) -> None:
+        """Replace all grades at once: grades are derived data, recomputable from the results."""
+        placeholders = ", ".join("?" * len(GRADE_COLUMNS))
+        with self._transaction():
+            self._conn.execute("DELETE FROM grades")
+            self._conn.executemany(
+                f"INSERT INTO grades ({', '.join(GRADE_COLUMNS)}) VALUES ({placeholders})",
+                [grade_to_row(g, grader, version) for g in grades],
+            )
+
+    def record_session(self, started_at: float, requested: int, recorded: int, outcome: str, info: dict) -> None:
+        with self._transaction():
+            self._conn.execute(
+                "INSERT INTO sessions VALUES (?, ?, ?, ?, ?, ?)",
+                (started_at, time.time(), requested, recorded, outcome, json.dumps(info, default=str)),
+            )
+
+    def sessions(self) -> list[dict[str, Any]]:
+        rows = self._conn.execute("SELECT * FROM sessions ORDER BY started_at")
+        return [{**dict(r), "info": json.loads(r["info"])} for r in rows]
+
+    def writer(self) -> RunWriter:
+        return RunWriter(self.folder / DATABASE)
+
+    def frame(self) -> pd.DataFrame:
+        """One row per sample: ids, strata, text, finish reason, token counts, timings and grade."""
+        grades = self.grades()
+        rows = []
+        for r in self.iter_results(with_strings=False):
+            c = r.completion
+            grade = grades.get(r.sample_id)
+            rows.append(
+                {
+                    "sample_id": r.sample_id,
+                    "task": r.task,
+                    **{f"stratum.{k}": v for k, v in r.strata.items()},
+                    "text": c.text,
+                    "finish_reason": c.finish_reason,
+                    "truncated": c.truncated,
+                    "completion_tokens": c.completion_tokens,
+                    "token_level": c.token_level,
+                    "latency_s": c.latency_s,
+                    "ttft_s": c.ttft_s,
+                    **{f"timing.{k}": v for k, v in c.timings.items()},
+                    "attempts": r.attempts,
+                    "grade": grade.status if grade else None,
+                    "extracted": grade.extracted if grade else None,
+                }
+            )
+        return pd.DataFrame(rows)
+
+    def _transaction(self) -> Any:
+        conn = self._conn
+
+        class _Tx:
+            def __enter__(self) -> None:
+                conn.execute("BEGIN IMMEDIATE")
+
+            def __exit__(self, exc_type: Any, *_: Any) -> None:
+                conn.execute("ROLLBACK" if exc_type else "COMMIT")
+
+        return _Tx()
+
+    def close(self) -> None:
+        self._conn.close()
+
+
+class RunWriter:
+    """Background committer: `put` returns at once; `close` waits until everything is on disk."""
+
+    def __init__(self, db_path: Path):
+        self._queue: queue.Queue[SampleResult | None] = queue.Queue()
+        self._conn = _connect(db_path)
+        self._error: BaseException | None = None
+        self.committed = 0
+        self._thread = threading.Thread(target=self._loop, name="evalsuite-writer", daemon=True)
+        self._thread.start()
+
+    def put(self, result: SampleResult) -> None:
+        if self._error is not None:
+            raise StoreError(f"The run store stopped accepting results: {self._error}")
+        self._queue.put(result)
+
+    def _loop(self) -> None:
+        sql = f"INSERT OR IGNORE INTO results ({', '.join(RESULT_COLUMNS)}) VALUES ({', '.join('?' * len(RESULT_COLUMNS))})"
+        stop = False
+        while not stop:
+            batch = [self._queue.get()]
+            while True:
+                try:
+                    batch.append(self._queue.get_nowait())
+                except queue.Empty:
+                    break
+            stop = batch[-1] is None
+            rows = [result_to_row(r) for r in batch if r is not None]
+            if not rows:
+                continue
+            try:
+                self._conn.execute("BEGIN IMMEDIATE")
+                self._conn.executemany(sql, rows)
+                self._conn.execute("COMMIT")
+                self.committed += len(rows)
+            except BaseException as exc:  # surfaced to the request loop on the next put/close
+                self._error = exc
+                return
+
+    def close(self) -> None:
+        self._queue.put(None)
+        self._thread.join()
+        self._conn.close()
+        if self._error is not None:
+            raise StoreError(f"Could not write results to the run store: {self._error}")
+
+
+def open_run(path: str | Path) -> RunStore:
+    """Open an existing run folder (or its manifest.json / records.sqlite) for reading."""
+    folder = Path(path)
+    if folder.name in (MANIFEST, DATABASE):
+        folder = folder.parent
+    manifest_path = folder / MANIFEST
+    if not manifest_path.exists():
+        raise StoreError(f"{folder} is not a run folder (no {MANIFEST}). Runs live under the runs/ folder.")
+    try:
+        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise StoreError(f"{manifest_path} is not valid JSON ({exc.msg}).") from None
+    return RunStore(folder, manifest)

@@ -1,0 +1,116 @@
+"""Command line: thin wrappers over the library.  `evalsuite --help` is the tour."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from typing import Sequence
+
+from evalsuite import __version__
+from evalsuite.errors import EvalsuiteError
+
+EPILOG = """\
+examples:
+  evalsuite targets                          list the targets in evalsuite.toml
+  evalsuite eval dflash --limit 20           baseline + dflash on every task, then compare
+  evalsuite run baseline --task gsm8k        one target, one task (resumes if interrupted)
+  evalsuite grade runs/baseline/gsm8k/1a2b3c4d5e6f7a8b
+  evalsuite runs                             what is stored, with sample counts
+  evalsuite rig build                        build the reference llama-server (CPU)
+
+exit codes: 0 ok, 1 verdict/gate failed, 2 bad input or config, 3 endpoint error, 130 interrupted.
+Docs: README.md (quick start), docs/ (design notes).
+"""
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--config", metavar="PATH", help="config file (default: ./evalsuite.toml)")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress bars; only results and errors")
+    p.add_argument("-v", "--verbose", action="store_true", help="log retries and engine details")
+
+
+def _data_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--data", choices=["hf", "local", "fixture"],
+                   help="dataset source: the pinned hub revision, a local file, or the bundled subset "
+                        "(default: defaults.data in the config)")  # fmt: skip
+    p.add_argument("--data-path", metavar="FILE", help="local JSONL/JSON/Parquet file for --data local")
+    p.add_argument("--limit", type=int, metavar="N", help="only the first N samples of each task")
+    p.add_argument("--max-tokens", type=int, metavar="N", help="override the task's max_tokens")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="evalsuite",
+        description="Is speculative decoding lossless? Run the same greedy, seeded evals against a baseline "
+        "and a speculative endpoint, diff them token by token, grade them, and compare.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"evalsuite {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    p = sub.add_parser("run", help="generate (and grade) one target on tasks; resumable",
+                       formatter_class=argparse.RawDescriptionHelpFormatter,
+                       description="Ask TARGET for every sample of each task that is not stored yet, then grade.\n"
+                       "Re-running the same command after Ctrl-C or a crash resumes: nothing is asked twice.",
+                       epilog="examples:\n  evalsuite run baseline --task math500 --limit 50\n"
+                       "  evalsuite run my-vllm --task gsm8k --data local --data-path gsm8k_test.jsonl")  # fmt: skip
+    p.add_argument("target", help="a target name from the config")
+    p.add_argument("--task", action="append", metavar="NAME", help="task(s) to run (repeatable; default: defaults.tasks)")
+    p.add_argument("--role", default="candidate", choices=["baseline", "candidate", "control"], help=argparse.SUPPRESS)
+    p.add_argument("--no-grade", action="store_true", help="only generate; grade later with `evalsuite grade`")
+    _data_options(p)
+    _common(p)
+
+    p = sub.add_parser("eval", help="baseline + target (+ control) on tasks, then compare",
+                       formatter_class=argparse.RawDescriptionHelpFormatter,
+                       description="Run TARGET's baseline, its numerics control (if configured) and TARGET on the "
+                       "tasks, grade all of them, then compare and report.",
+                       epilog="examples:\n  evalsuite eval dflash\n  evalsuite eval draft --task gsm8k --limit 20")  # fmt: skip
+    p.add_argument("target")
+    p.add_argument("--task", action="append", metavar="NAME", help="task(s) (repeatable; default: defaults.tasks)")
+    _data_options(p)
+    _common(p)
+
+    p = sub.add_parser("grade", help="re-grade stored runs without asking the endpoint",
+                       formatter_class=argparse.RawDescriptionHelpFormatter,
+                       epilog="example:\n  evalsuite grade runs/baseline/math500/*")  # fmt: skip
+    p.add_argument("runs", nargs="+", metavar="RUN", help="run folders")
+    p.add_argument("--workers", type=int, help="grading processes (default: all cores)")
+    _common(p)
+
+    p = sub.add_parser("runs", help="list stored runs")
+    p.add_argument("--target", help="only this target")
+    _common(p)
+
+    p = sub.add_parser("targets", help="list the configured targets")
+    _common(p)
+
+    p = sub.add_parser("rig", help="the reference llama-server rig (build, models, up, status)", add_help=False)
+    p.add_argument("args", nargs=argparse.REMAINDER)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
+    if argv[:1] == ["rig"]:
+        from evalsuite.rig.command import main as rig_main
+
+        return rig_main(argv[1:])
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return 2
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(message)s")
+    from evalsuite.cli import commands
+
+    try:
+        return getattr(commands, f"cmd_{args.command}")(args)
+    except EvalsuiteError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("\ninterrupted: finished samples are saved; re-run the same command to resume.", file=sys.stderr)
+        return 130

@@ -1,0 +1,29 @@
+"""The grade stage: score every stored completion of a run, without asking the endpoint."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from evalsuite.graders import GradeInput, get_grader
+from evalsuite.records import Grade
+from evalsuite.store import RunStore
+from evalsuite.tasks.spec import GraderSpec, find_task
+
+
+def grader_spec_for(store: RunStore, tasks_dir: Path | None = None) -> GraderSpec:
+    """The task's current grader when its spec is at hand (so fixes re-grade old runs), else the recorded one."""
+    if tasks_dir is not None and (tasks_dir / f"{store.manifest['task']}.yaml").exists():
+        return find_task(store.manifest["task"], tasks_dir).grader
+    return GraderSpec.model_validate(store.manifest["grader"])
+
+
+def grade_run(store: RunStore, *, tasks_dir: Path | None = None, workers: int | None = None) -> list[Grade]:
+    """Grade all stored results and replace the run's grades; returns them in store order."""
+    spec = grader_spec_for(store, tasks_dir)
+    grader = get_grader(spec)
+    samples = store.samples()
+    results = list(store.iter_results(with_strings=False))
+    items = [GradeInput(samples[r.sample_id], r.completion.text, r.completion.truncated) for r in results]
+    grades = grader.grade_batch(items, workers=workers) if items else []
+    store.write_grades(grades, grader.name, grader.version)
+    return grades

@@ -1,0 +1,240 @@
+"""The generate stage: ask an endpoint for every sample not yet in the run store.
+
+Re-running the same command resumes: the fingerprint finds the same run
+folder, and only samples without a stored record are requested.  A fatal
+endpoint error (wrong model name, bad key) stops the run with the server's
+message; transient ones are retried a bounded number of times.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import platform
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+from evalsuite import __version__
+from evalsuite.config import Config, TargetConfig
+from evalsuite.engines import Engine, make_engine
+from evalsuite.engines.retry import RequestFailed, RetriesExhausted, RetryPolicy, with_retries
+from evalsuite.errors import EndpointError
+from evalsuite.records import GenerationParams, Sample, SampleResult
+from evalsuite.store import RunStore, fingerprint
+from evalsuite.tasks.build import build_samples, prompt_template_digest
+from evalsuite.tasks.data import DataChoice, DatasetIdentity, load_rows
+from evalsuite.tasks.spec import TaskSpec, find_task
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class RunPlan:
+    """Everything a run needs, resolved: which samples, with what parameters, against what."""
+
+    target: TargetConfig
+    task: TaskSpec
+    samples: list[Sample]
+    params: GenerationParams
+    data: DatasetIdentity
+    runs_dir: Path
+    role: str = "candidate"
+    base_url: str | None = None
+    server_args: list[str] | None = None
+
+
+@dataclass
+class RunOutcome:
+    store: RunStore
+    requested: int
+    recorded: int
+    skipped: int
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def folder(self) -> Path:
+        return self.store.folder
+
+
+def plan_run(
+    config: Config,
+    target_name: str,
+    task_name: str,
+    *,
+    data: DataChoice | None = None,
+    data_path: str | None = None,
+    limit: int | None = None,
+    max_tokens: int | None = None,
+    role: str = "candidate",
+) -> RunPlan:
+    """Resolve a target and a task into a plan (reads the dataset, not the endpoint)."""
+    target = config.target(target_name)
+    spec = find_task(task_name, config.root / "tasks")
+    choice = data or config.defaults.data
+    rows, identity = load_rows(spec, choice, root=config.root, path=data_path)
+    samples = build_samples(spec, rows, source=f"{spec.name} ({identity.location})")
+    if limit is not None:
+        samples = samples[:limit]
+    overrides = dict(spec.generation)
+    if max_tokens is not None:
+        overrides["max_tokens"] = max_tokens
+    params = config.defaults.params(overrides)
+    return RunPlan(target, spec, samples, params, identity, config.root / config.defaults.runs_dir, role)
+
+
+def _endpoint_identity(plan: RunPlan) -> dict[str, Any]:
+    target = plan.target
+    if target.rig is not None:
+        args = [a for a in (plan.server_args or []) if a]
+        return {"rig": target.rig, "server_args": _without_ports(args)}
+    return {"base_url": target.base_url}
+
+
+def _without_ports(args: list[str]) -> list[str]:
+    """Server command lines minus the loopback port, which changes from launch to launch."""
+    out: list[str] = []
+    skip = False
+    for arg in args:
+        if skip:
+            skip = False
+            continue
+        if arg in ("--port", "--host"):
+            skip = True
+            continue
+        out.append(Path(arg).name if "/" in arg else arg)
+    return out
+
+
+def fingerprint_fields(plan: RunPlan, probe: dict[str, Any]) -> dict[str, Any]:
+    """The fields that change outputs; equal fields mean the same run."""
+    stable_probe = {k: v for k, v in probe.items() if k not in ("base_url", "warnings", "models")}
+    return {
+        "suite_version": __version__,
+        "target": plan.target.name,
+        "endpoint": _endpoint_identity(plan),
+        "server": stable_probe,
+        "engine": {"dialect": plan.target.engine, "api": plan.target.api, "extra": plan.target.extra},
+        "task": plan.task.name,
+        "prompt_template": prompt_template_digest(plan.task),
+        "params": plan.params.as_dict(),
+        "dataset": plan.data.as_dict(),
+    }
+
+
+def _manifest(plan: RunPlan, fields: dict[str, Any], probe: dict[str, Any]) -> dict[str, Any]:
+    target = plan.target.model_dump(exclude={"description"})
+    return {
+        "fingerprint": fingerprint(fields),
+        "fingerprint_fields": fields,
+        "target": plan.target.name,
+        "task": plan.task.name,
+        "role": plan.role,
+        "created_at": time.time(),
+        "suite_version": __version__,
+        "target_config": target,  # api_key_env names a variable; the key itself is never stored
+        "probe": probe,
+        "server_args": plan.server_args,
+        "grader": plan.task.grader.model_dump(),
+        "strata": plan.task.strata,
+        "host": {"python": sys.version.split()[0], "platform": platform.platform()},
+    }
+
+
+def run_folder(runs_dir: Path, target: str, task: str, fp: str) -> Path:
+    return runs_dir / target / task / fp[:16]
+
+
+async def execute(
+    plan: RunPlan,
+    *,
+    engine: Engine | None = None,
+    progress: Callable[[int, int], Any] | None = None,
+    on_warning: Callable[[str], None] = log.warning,
+) -> RunOutcome:
+    """Generate every missing sample of the plan into its run store; returns what was done."""
+    engine = engine or make_engine(plan.target, base_url=plan.base_url)
+    try:
+        probe = await engine.probe()
+        for warning in probe.get("warnings", []):
+            on_warning(warning)
+        fields = fingerprint_fields(plan, probe)
+        store = RunStore.create(
+            run_folder(plan.runs_dir, plan.target.name, plan.task.name, fingerprint(fields)),
+            _manifest(plan, fields, probe),
+        )
+        store.write_samples(plan.samples)
+        done = store.done_ids()
+        todo = [s for s in plan.samples if s.id not in done]
+        outcome = RunOutcome(store, len(todo), 0, len(plan.samples) - len(todo), list(probe.get("warnings", [])))
+        started = time.time()
+        before = await engine.run_stats()
+        status = "interrupted"
+        try:
+            await _generate_all(engine, plan, todo, store, outcome, progress)
+            status = "complete"
+        except EndpointError as exc:
+            status = f"failed: {exc}"
+            raise
+        finally:
+            after = await _safe_stats(engine)
+            info = {"engine_stats_before": before, "engine_stats_after": after, "requested_ids": len(todo)}
+            store.record_session(started, len(todo), outcome.recorded, status, info)
+        return outcome
+    finally:
+        await engine.aclose()
+
+
+async def _safe_stats(engine: Engine) -> dict[str, float]:
+    try:
+        return await asyncio.wait_for(engine.run_stats(), 10)
+    except Exception:
+        return {}
+
+
+async def _generate_all(
+    engine: Engine,
+    plan: RunPlan,
+    todo: list[Sample],
+    store: RunStore,
+    outcome: RunOutcome,
+    progress: Callable[[int, int], Any] | None,
+) -> None:
+    policy = RetryPolicy(max_retries=plan.target.max_retries)
+    queue: Iterable[Sample] = iter(todo)
+    writer = store.writer()
+
+    def on_retry(attempt: int, failure: RequestFailed) -> None:
+        log.info("retrying after %s (attempt %d): %s", failure.kind, attempt, failure)
+
+    async def worker() -> None:
+        for sample in queue:  # a shared iterator: each sample is taken by exactly one worker
+            try:
+                completion, attempts = await with_retries(
+                    lambda: engine.generate(sample, plan.params), policy, on_retry=on_retry
+                )
+            except RequestFailed as failure:
+                raise EndpointError(
+                    f"Target '{plan.target.name}' refused sample {sample.id}: {failure}. "
+                    f"Nothing was scored; {outcome.recorded} new samples were saved. Fix the target and re-run."
+                ) from None
+            except RetriesExhausted as exc:
+                raise EndpointError(
+                    f"Target '{plan.target.name}' kept failing on sample {sample.id}: {exc}. "
+                    f"{outcome.recorded} new samples were saved; re-run the same command to resume."
+                ) from None
+            writer.put(SampleResult(sample.id, sample.task, sample.strata, completion, attempts, time.time()))
+            outcome.recorded += 1
+            if progress is not None:
+                progress(outcome.recorded, len(todo))
+
+    workers = [asyncio.create_task(worker()) for _ in range(min(plan.target.concurrency, max(1, len(todo))))]
+    try:
+        await asyncio.gather(*workers)
+    finally:
+        for task in workers:
+            task.cancel()
+        await asyncio.gather(*workers, return_exceptions=True)
+        writer.close()

@@ -1,0 +1,183 @@
+"""What isolation this machine allows, which uid a run gets, and sweeping its processes.
+
+Three levels, best first:
+
+- `namespaces` (root with CAP_SYS_ADMIN): fresh network, mount, pid, IPC and
+  UTS namespaces; a minimal read-only root holding only the system libraries,
+  the interpreter and the job; a private size-limited /tmp; an unprivileged
+  uid.  No network at all (the namespace's loopback is down).
+- `uid` (root without namespaces): an unprivileged uid, so root-only files
+  and other users' processes are out of reach, but world-readable files are
+  visible and world-writable folders writable; sockets blocked by an audit
+  hook inside the interpreter, which a program using ctypes could bypass.
+- `none` (not root): only rlimits, the process group and the audit hook.
+
+Each concurrent run holds its own uid (a file lock per uid, shared by every
+evalsuite process on the machine), so RLIMIT_NPROC bounds that run alone and
+every process left with that uid after a run is certainly the run's.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import pwd
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Literal
+
+Isolation = Literal["namespaces", "uid", "none"]
+
+UID_BASE = 61000
+UID_COUNT = 256
+STATE_DIR = Path("/tmp/evalsuite-sandbox")
+LAUNCHER = Path(__file__).with_name("launcher.py")
+
+
+@dataclass(frozen=True)
+class Slot:
+    """An unprivileged uid reserved for one run; the lock is released by `release`."""
+
+    uid: int
+    gid: int
+    fd: int
+
+    def release(self) -> None:
+        os.close(self.fd)
+
+
+def state_dir() -> Path:
+    """Root-owned folder for job folders and uid locks (not world-writable)."""
+    STATE_DIR.mkdir(mode=0o711, exist_ok=True)
+    os.chmod(STATE_DIR, 0o711)
+    (STATE_DIR / "locks").mkdir(mode=0o700, exist_ok=True)
+    return STATE_DIR
+
+
+def acquire_slot(wait_s: float = 30.0) -> Slot:
+    """Lock a free uid in [UID_BASE, UID_BASE + UID_COUNT) that no account uses."""
+    locks = state_dir() / "locks"
+    deadline = time.monotonic() + wait_s
+    while True:
+        for uid in range(UID_BASE, UID_BASE + UID_COUNT):
+            try:
+                pwd.getpwuid(uid)
+                continue  # a real account owns it
+            except KeyError:
+                pass
+            fd = os.open(locks / f"uid-{uid}.lock", os.O_CREAT | os.O_RDWR, 0o600)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(fd)
+                continue
+            sweep_uid(uid)  # a crashed earlier holder may have left processes
+            return Slot(uid=uid, gid=uid, fd=fd)
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"No free sandbox uid in {UID_BASE}..{UID_BASE + UID_COUNT - 1} after {wait_s:.0f} s.")
+        time.sleep(0.05)
+
+
+def processes_of(uid: int) -> list[int]:
+    """Pids whose real, effective or saved uid is `uid` (read from /proc)."""
+    found = []
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/status", "rb") as fh:
+                for line in fh:
+                    if line.startswith(b"Uid:"):
+                        if str(uid).encode() in line.split()[1:4]:
+                            found.append(int(entry.name))
+                        break
+        except (FileNotFoundError, ProcessLookupError, PermissionError):
+            continue
+    return found
+
+
+def sweep_uid(uid: int, timeout_s: float = 5.0) -> list[int]:
+    """SIGKILL every process of `uid` until none is left; returns pids still there at the timeout."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        pids = processes_of(uid)
+        if not pids:
+            return []
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        if time.monotonic() > deadline:
+            return processes_of(uid)
+        time.sleep(0.002)
+
+
+def _world_usable(path: str) -> bool:
+    """True when an unprivileged user can reach and run `path` (others' x bit along the way)."""
+    real = Path(os.path.realpath(path))
+    for part in [*reversed(real.parents), real]:
+        try:
+            mode = part.stat().st_mode
+        except OSError:
+            return False
+        if not mode & 0o001:
+            return False
+    return bool(real.stat().st_mode & 0o004)
+
+
+@lru_cache(maxsize=None)
+def interpreter(isolation: Isolation) -> str:
+    """The Python that runs programs: this one's base interpreter when reachable there, else a system one."""
+    base = os.path.realpath(getattr(sys, "_base_executable", sys.executable))
+    if isolation == "namespaces" or isolation == "none" or _world_usable(base):
+        return base
+    for candidate in ("/usr/bin/python3", "/usr/local/bin/python3", "/bin/python3"):
+        if os.path.exists(candidate) and _world_usable(candidate):
+            return os.path.realpath(candidate)
+    raise RuntimeError(f"No Python interpreter usable by an unprivileged uid (tried {base} and /usr/bin/python3).")
+
+
+def system_binds() -> list[str]:
+    """Host paths mirrored read-only into the sandbox root: system libraries and the interpreter's prefix."""
+    paths = ["/usr", "/bin", "/lib", "/lib64", "/etc/ld.so.cache", "/etc/localtime"]
+    prefix = os.path.realpath(sys.base_prefix)
+    if not any(prefix == p or prefix.startswith(p + "/") for p in paths):
+        paths.append(prefix)
+    return paths
+
+
+@lru_cache(maxsize=None)
+def detect_isolation() -> Isolation:
+    """Probe once per process by building a real sandbox for `true`; the answer is cached."""
+    if os.geteuid() != 0:
+        return "none"
+    read_fd, write_fd = os.pipe()
+    job = state_dir() / f"probe-{os.getpid()}"
+    (job / "root").mkdir(parents=True, exist_ok=True)
+    (job / "box").mkdir(exist_ok=True)
+    cfg = {
+        "isolation": "namespaces", "status_fd": write_fd, "root": str(job / "root"), "box": str(job / "box"),
+        "binds": system_binds(), "uid": 65534, "gid": 65534, "drop": True, "workdir": "/",
+        "limits": {"cpu_s": 5, "memory_mb": 512, "file_size_mb": 1, "open_files": 32, "processes": 8,
+                   "scratch_mb": 1, "wall_s": 10},
+        "argv": [interpreter("namespaces"), "-S", "-c", "pass"], "env": {},
+    }
+    try:
+        subprocess.run([sys.executable, "-I", "-S", str(LAUNCHER), json.dumps(cfg)], pass_fds=(write_fd,),
+                       stdin=subprocess.DEVNULL, capture_output=True, timeout=20, check=False)
+        os.close(write_fd)
+        with os.fdopen(read_fd, "rb") as fh:
+            lines = [json.loads(x) for x in fh.read().splitlines() if x.strip()]
+    finally:
+        import shutil
+
+        shutil.rmtree(job, ignore_errors=True)
+    ok = any(line.get("exit") == 0 for line in lines) and not any("setup_error" in line for line in lines)
+    return "namespaces" if ok else "uid"

@@ -1,0 +1,183 @@
+"""Privileged half of one sandboxed execution; run as its own interpreter, never imported.
+
+The executor starts this file as `python -I -S launcher.py CONFIG_JSON` with real
+pipes and a status pipe.  It enters fresh namespaces when asked, forks the
+program's process, builds a minimal read-only root for it, applies rlimits,
+drops to the slot's unprivileged uid, and execs the interpreter.  It then
+waits for that process, kills it at the wall-clock limit, and writes one JSON
+status line: exit code or signal, CPU seconds, peak RSS, whether it timed out.
+
+This file only uses the standard library because it runs before anything else
+and outside the package's virtual environment.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import resource
+import signal
+import sys
+import time
+
+CLONE_NEWNS = 0x00020000
+CLONE_NEWUTS = 0x04000000
+CLONE_NEWIPC = 0x08000000
+CLONE_NEWPID = 0x20000000
+CLONE_NEWNET = 0x40000000
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
+MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
+MNT_DETACH = 2
+PR_SET_PDEATHSIG, PR_SET_NO_NEW_PRIVS = 1, 38
+SYS_PIVOT_ROOT = 155  # x86_64; see _pivot_root for other machines
+SETUP_FAILED = 121  # exit code of the child when the sandbox could not be built
+
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def _check(ret: int, what: str) -> None:
+    if ret != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"{what}: {os.strerror(err)}")
+
+
+def _mount(source: str | None, target: str, fstype: str | None, flags: int, data: str | None = None) -> None:
+    enc = (lambda s: s.encode() if s is not None else None)
+    _check(_libc.mount(enc(source), enc(target), enc(fstype), ctypes.c_ulong(flags), enc(data)), f"mount {target}")
+
+
+def _pivot_root(new_root: str) -> None:
+    """Make `new_root` the root and detach the old one (the `pivot_root(".", ".")` idiom)."""
+    import platform
+
+    number = {"x86_64": 155, "aarch64": 41, "arm64": 41}.get(platform.machine(), SYS_PIVOT_ROOT)
+    os.chdir(new_root)
+    _check(_libc.syscall(ctypes.c_long(number), b".", b"."), "pivot_root")
+    _check(_libc.umount2(b".", MNT_DETACH), "umount old root")
+    os.chdir("/")
+
+
+def _bind(root: str, path: str, writable: bool = False) -> None:
+    """Mirror host `path` read-only at the same place under `root` (symlinks are copied as links)."""
+    target = root + path
+    if os.path.islink(path):
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        os.symlink(os.readlink(path), target)
+        return
+    if not os.path.exists(path):
+        return
+    if os.path.isdir(path):
+        os.makedirs(target, exist_ok=True)
+    else:
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        open(target, "a").close()
+    _mount(path, target, None, MS_BIND | MS_REC)
+    if not writable:
+        _mount(None, target, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID)
+
+
+def _build_root(cfg: dict) -> None:
+    """Minimal filesystem: read-only system dirs and interpreter, the job box, a private /tmp."""
+    root, lim = cfg["root"], cfg["limits"]
+    _mount(None, "/", None, MS_REC | MS_PRIVATE)
+    _mount("tmpfs", root, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=755")
+    for path in cfg["binds"]:
+        _bind(root, path)
+    for dev in ("null", "zero", "random", "urandom"):
+        _bind(root, f"/dev/{dev}", writable=True)
+    os.makedirs(root + "/box")
+    _mount(cfg["box"], root + "/box", None, MS_BIND)
+    _mount(None, root + "/box", None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
+    os.makedirs(root + "/proc")
+    _mount("proc", root + "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+    os.makedirs(root + "/tmp")
+    scratch = f"size={lim['scratch_mb']}m,mode=700,uid={cfg['uid']},gid={cfg['gid']}"
+    _mount("tmpfs", root + "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, scratch)
+    _mount(None, root, None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, "size=1m,mode=755")
+    _pivot_root(root)
+
+
+def _apply_limits(lim: dict) -> None:
+    cpu = int(lim["cpu_s"])
+    resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
+    mem = int(lim["memory_mb"]) << 20
+    resource.setrlimit(resource.RLIMIT_AS, (mem, mem))
+    fsize = int(lim["file_size_mb"]) << 20
+    resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, fsize))
+    resource.setrlimit(resource.RLIMIT_NOFILE, (lim["open_files"], lim["open_files"]))
+    resource.setrlimit(resource.RLIMIT_NPROC, (lim["processes"], lim["processes"]))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
+
+def _drop_privileges(uid: int, gid: int) -> None:
+    os.setgroups([])
+    os.setresgid(gid, gid, gid)
+    os.setresuid(uid, uid, uid)
+    if os.getresuid() != (uid, uid, uid) or os.getresgid() != (gid, gid, gid) or os.getgroups():
+        raise OSError(f"could not drop to uid {uid} / gid {gid}")
+    _check(_libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
+
+
+def _child(cfg: dict, status_fd: int) -> None:
+    """Runs in the forked child; never returns."""
+    try:
+        if cfg["isolation"] == "namespaces":
+            _build_root(cfg)
+            os.chdir("/tmp")
+        else:
+            os.chdir(cfg["workdir"])
+        _apply_limits(cfg["limits"])
+        if cfg["drop"]:
+            _drop_privileges(cfg["uid"], cfg["gid"])
+        _check(_libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0), "pdeathsig")
+        os.close(status_fd)
+        os.execve(cfg["argv"][0], cfg["argv"], cfg["env"])
+    except BaseException as exc:  # noqa: BLE001 - anything here means the sandbox was not built
+        try:
+            os.write(status_fd, (json.dumps({"setup_error": f"{type(exc).__name__}: {exc}"}) + "\n").encode())
+        finally:
+            os._exit(SETUP_FAILED)
+
+
+def main() -> None:
+    cfg = json.loads(sys.argv[1])
+    status_fd = int(cfg["status_fd"])
+    _check(_libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0), "pdeathsig")
+    if os.getppid() == 1:  # the executor died before we got here
+        os._exit(1)
+    if cfg["isolation"] == "namespaces":
+        flags = CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS
+        try:
+            _check(_libc.unshare(flags), "unshare")
+        except OSError as exc:
+            os.write(status_fd, (json.dumps({"setup_error": str(exc)}) + "\n").encode())
+            os._exit(SETUP_FAILED)
+    started = time.monotonic()
+    pid = os.fork()
+    if pid == 0:
+        _child(cfg, status_fd)
+    timed_out = False
+
+    def on_alarm(signum: int, frame: object) -> None:
+        nonlocal timed_out
+        timed_out = True
+        os.kill(pid, signal.SIGKILL)
+
+    signal.signal(signal.SIGALRM, on_alarm)
+    signal.setitimer(signal.ITIMER_REAL, float(cfg["limits"]["wall_s"]))
+    _, status, usage = os.wait4(pid, 0)
+    signal.setitimer(signal.ITIMER_REAL, 0)
+    report = {
+        "exit": os.waitstatus_to_exitcode(status),
+        "wall_s": time.monotonic() - started,
+        "cpu_s": usage.ru_utime + usage.ru_stime,
+        "maxrss_kb": usage.ru_maxrss,
+        "timed_out": timed_out,
+    }
+    os.write(status_fd, (json.dumps(report) + "\n").encode())
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    main()

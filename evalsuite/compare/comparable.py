@@ -1,0 +1,104 @@
+"""Are two runs comparable?  Fields that change what a correct engine must output have to match.
+
+Candidate and baseline must share the task, the prompt template, the
+generation parameters, the dataset identity and the model's identity; server
+flags, speculative settings and builds are expected to differ and are
+reported, not refused.  Fields are dotted paths into the manifest's
+`fingerprint_fields`, compared leaf by leaf so the error names exactly what
+differs (`params.max_tokens: 2048 vs 8192`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+from evalsuite.errors import NotComparableError
+
+MUST_MATCH: tuple[str, ...] = (
+    "task",
+    "prompt_template",
+    "params",
+    "dataset",
+    "server.model",
+    "server.model_meta",
+)
+_MISSING = "<absent>"
+
+
+@dataclass(frozen=True)
+class FieldDifference:
+    """One leaf of the fingerprint fields that differs between two runs."""
+
+    path: str
+    baseline: Any
+    other: Any
+
+    def __str__(self) -> str:
+        return f"{self.path}: baseline {self.baseline!r}, other {self.other!r}"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"path": self.path, "baseline": self.baseline, "other": self.other}
+
+
+def _flatten(value: Any, prefix: str = "") -> dict[str, Any]:
+    if isinstance(value, Mapping):
+        out: dict[str, Any] = {}
+        for key, sub in value.items():
+            out.update(_flatten(sub, f"{prefix}.{key}" if prefix else str(key)))
+        return out or {prefix: {}}
+    if isinstance(value, tuple):
+        value = list(value)
+    return {prefix: value}
+
+
+def field_differences(baseline: Mapping[str, Any], other: Mapping[str, Any]) -> list[FieldDifference]:
+    """Every leaf path whose value differs (a path present on one side only counts as a difference)."""
+    a, b = _flatten(baseline), _flatten(other)
+    return [
+        FieldDifference(path, a.get(path, _MISSING), b.get(path, _MISSING))
+        for path in sorted(a.keys() | b.keys())
+        if a.get(path, _MISSING) != b.get(path, _MISSING)
+    ]
+
+
+def _governed(path: str, prefixes: Sequence[str]) -> bool:
+    return any(path == p or path.startswith(p + ".") for p in prefixes)
+
+
+def _name(manifest: Mapping[str, Any]) -> str:
+    return f"{manifest.get('target', '?')}/{manifest.get('task', '?')} {str(manifest.get('fingerprint', '?'))[:16]}"
+
+
+def check_comparable(
+    baseline_manifest: Mapping[str, Any],
+    other_manifest: Mapping[str, Any],
+    *,
+    other_name: str = "candidate",
+    must_match: Sequence[str] = MUST_MATCH,
+    allow: Sequence[str] = (),
+) -> list[FieldDifference]:
+    """Raise NotComparableError listing every must-match field that differs; return the others (to report).
+
+    `allow` waives must-match prefixes on purpose (say, comparing a quantized
+    target with the full-precision baseline to measure the loss); waived
+    differences are returned with the reported ones.
+    """
+    base_fields = baseline_manifest.get("fingerprint_fields")
+    other_fields = other_manifest.get("fingerprint_fields")
+    for label, fields in (("baseline", base_fields), (other_name, other_fields)):
+        if not isinstance(fields, Mapping):
+            raise NotComparableError(
+                f"The {label} run's manifest has no 'fingerprint_fields' mapping, so it cannot be checked "
+                "for comparability; it was not written by `evalsuite run`."
+            )
+    diffs = field_differences(base_fields, other_fields)  # type: ignore[arg-type]
+    refused = [d for d in diffs if _governed(d.path, must_match) and not _governed(d.path, allow)]
+    if refused:
+        lines = "\n".join(f"  - {d.path}: baseline {d.baseline!r}, {other_name} {d.other!r}" for d in refused)
+        raise NotComparableError(
+            f"The {other_name} run ({_name(other_manifest)}) and the baseline run ({_name(baseline_manifest)}) "
+            f"differ in {len(refused)} field(s) that change outputs, so their outputs cannot be compared:\n{lines}\n"
+            "Re-run one of them with matching settings (or pass allow=[...] to waive a field deliberately)."
+        )
+    return diffs

@@ -1,0 +1,239 @@
+"""Compare a candidate run with its baseline from stored runs only: diff, statistics, verdicts.
+
+`compare_runs` refuses runs that are not comparable (naming the fields), diffs
+every sample both runs answered, calibrates the divergence threshold with the
+control runs when given, judges tokens and accuracy, and returns a
+`Comparison` that serialises to a versioned JSON summary and to pandas frames.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping, Protocol, Sequence, Union
+
+import pandas as pd
+
+from evalsuite.compare.accuracy import OVERALL, AccuracyRow, accuracy_rows
+from evalsuite.compare.comparable import MUST_MATCH, FieldDifference, check_comparable
+from evalsuite.diff.align import SampleDiff, diff_runs
+from evalsuite.diff.classify import (
+    DEFAULT_CONTROL_SLACK,
+    DEFAULT_NEAR_TIE_NATS,
+    ControlKind,
+    ControlProfile,
+    Thresholds,
+    calibrate,
+    classify_all,
+)
+from evalsuite.errors import NotComparableError
+from evalsuite.records import Grade, SampleResult
+from evalsuite.stats.intervals import BootstrapMethod
+from evalsuite.verdict.summary import summary_line
+from evalsuite.verdict.token import TokenVerdict, token_verdict
+
+SCHEMA_VERSION = 1
+CONTROL_KINDS: tuple[ControlKind, ...] = ("determinism", "numerics")
+
+
+class RunLike(Protocol):
+    """What comparison needs from a stored run (the run store's reader satisfies it)."""
+
+    manifest: dict[str, Any]
+
+    def results(self) -> dict[str, SampleResult]: ...
+
+    def grades(self) -> dict[str, Grade]: ...
+
+
+RunSource = Union[RunLike, str, Path]
+
+
+def _open(source: RunSource) -> RunLike:
+    if isinstance(source, (str, Path)):
+        from evalsuite.store import open_run
+
+        return open_run(source)
+    return source
+
+
+def _identity(run: RunLike) -> dict[str, Any]:
+    m = run.manifest
+    return {k: m.get(k) for k in ("fingerprint", "target", "task", "role")}
+
+
+@dataclass
+class Comparison:
+    """Everything `evalsuite compare` knows about a candidate against its baseline."""
+
+    candidate: dict[str, Any]
+    baseline: dict[str, Any]
+    differences: list[FieldDifference]
+    waived: list[str]
+    diffs: list[SampleDiff]
+    controls: list[ControlProfile]
+    control_differences: dict[str, list[FieldDifference]]
+    thresholds: Thresholds
+    token: TokenVerdict
+    accuracy: list[AccuracyRow]
+    summary: str
+    missing: dict[str, list[str]]
+    settings: dict[str, Any] = field(default_factory=dict)
+
+    def overall(self) -> list[AccuracyRow]:
+        return [r for r in self.accuracy if r.stratum == OVERALL]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schema_version": SCHEMA_VERSION,
+            "summary": self.summary,
+            "candidate": self.candidate,
+            "baseline": self.baseline,
+            "settings": self.settings,
+            "differences": [d.as_dict() for d in self.differences],
+            "waived": self.waived,
+            "missing": {k: len(v) for k, v in self.missing.items()},
+            "token": self.token.as_dict(),
+            "controls": [
+                {**c.as_dict(), "differences": [d.as_dict() for d in self.control_differences.get(c.name, [])]}
+                for c in self.controls
+            ],
+            "accuracy": [r.as_dict() for r in self.accuracy],
+            "divergences": [_diff_record(d) for d in self.diffs if not d.identical],
+        }
+
+    def to_json(self, path: str | Path | None = None) -> str:
+        """The versioned JSON summary (NaN written as null); written to `path` when given."""
+        text = json.dumps(_clean(self.to_dict()), indent=2, ensure_ascii=False, default=str)
+        if path is not None:
+            Path(path).write_text(text + "\n", encoding="utf-8")
+        return text
+
+    def samples_frame(self) -> pd.DataFrame:
+        """One row per sample: identity, divergence, margin, classification, answer and correctness flips."""
+        frame = pd.DataFrame([_diff_record(d) for d in self.diffs])
+        if frame.empty:
+            return frame
+        return frame.set_index("sample_id")
+
+    def accuracy_frame(self) -> pd.DataFrame:
+        """One row per task and stratum with both accuracies, the difference, intervals, p-values and verdict."""
+        rows = []
+        for r in self.accuracy:
+            s = r.summary
+            rows.append({
+                "task": r.task, "stratum": r.stratum, "value": r.value, "n": s.n,
+                "candidate": s.candidate.accuracy, "baseline": s.baseline.accuracy,
+                "difference": s.difference, "low95": s.interval95.low, "high95": s.interval95.high,
+                "low90": s.interval90.low, "high90": s.interval90.high, "discordance": s.discordance,
+                "p": s.p_value, "p_holm": s.p_adjusted, "verdict": r.verdict.label, "reason": r.verdict.reason,
+                "n_to_settle": r.verdict.n_to_settle, "ungraded_excluded": r.ungraded,
+            })
+        return pd.DataFrame(rows)
+
+
+def _diff_record(d: SampleDiff) -> dict[str, Any]:
+    return {
+        "sample_id": d.sample_id, "level": d.level, "identical": d.identical, "kind": d.kind,
+        "explained_by": d.explained_by, "first_divergence": d.first_divergence, "common_prefix": d.common_prefix,
+        "baseline_length": d.baseline_length, "candidate_length": d.candidate_length, "char_offset": d.char_offset,
+        "margin": d.margin, "margin_source": d.margin_source, "baseline_logprob": d.baseline_logprob,
+        "candidate_rank": d.candidate_rank, "candidate_logprob": d.candidate_logprob, "ended": d.ended,
+        "answer_changed": d.answer_changed, "correctness_flipped": d.correctness_flipped, "window": d.window,
+    }
+
+
+def _clean(value: Any) -> Any:
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _clean(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_clean(v) for v in value]
+    return value
+
+
+def _completions(results: Mapping[str, SampleResult]) -> dict[str, Any]:
+    return {sid: r.completion for sid, r in results.items()}
+
+
+def compare_runs(
+    candidate: RunSource,
+    baseline: RunSource,
+    *,
+    controls: Mapping[ControlKind, RunSource] | None = None,
+    grades: Mapping[str, Mapping[str, Grade]] | None = None,
+    delta: float | Mapping[str, float] = 0.02,
+    seed: int = 0,
+    near_tie: float = DEFAULT_NEAR_TIE_NATS,
+    control_slack: float = DEFAULT_CONTROL_SLACK,
+    bootstrap_method: BootstrapMethod = "bca",
+    n_resamples: int = 10_000,
+    must_match: Sequence[str] = MUST_MATCH,
+    allow: Sequence[str] = (),
+) -> Comparison:
+    """Compare stored runs.
+
+    `controls` maps "determinism" (the baseline run again) and/or "numerics"
+    (the speculative server with the target as its own drafter) to runs.
+    `grades` overrides stored grades: {"candidate": {...}, "baseline": {...}}.
+    `delta` is the equivalence margin declared before the run (a proportion,
+    0.02 = 2 points), one for all tasks or one per task name.
+    """
+    cand_run, base_run = _open(candidate), _open(baseline)
+    differences = check_comparable(base_run.manifest, cand_run.manifest, must_match=must_match, allow=allow)
+    base_results, cand_results = base_run.results(), cand_run.results()
+    grades = grades or {}
+    cand_grades = dict(grades.get("candidate") or cand_run.grades())
+    base_grades = dict(grades.get("baseline") or base_run.grades())
+
+    profiles: list[ControlProfile] = []
+    control_diffs: dict[str, list[FieldDifference]] = {}
+    for kind, source in (controls or {}).items():
+        if kind not in CONTROL_KINDS:
+            raise NotComparableError(f"Unknown control kind '{kind}'; use one of {', '.join(CONTROL_KINDS)}.")
+        run = _open(source)
+        name = f"{kind}:{run.manifest.get('target', '?')}"
+        control_diffs[name] = check_comparable(base_run.manifest, run.manifest, other_name=f"{kind} control",
+                                               must_match=must_match, allow=allow)
+        diffs = diff_runs(_completions(run.results()), _completions(base_results))
+        profiles.append(ControlProfile.from_diffs(name, kind, diffs))
+
+    thresholds = calibrate(profiles, near_tie=near_tie, slack=control_slack)
+    raw = diff_runs(_completions(cand_results), _completions(base_results),
+                    candidate_grades=cand_grades, baseline_grades=base_grades)
+    diffs = classify_all(raw, thresholds, profiles)
+    token = token_verdict(diffs, thresholds, profiles)
+    rows: list[AccuracyRow] = []
+    if cand_grades and base_grades:
+        rows = accuracy_rows(cand_results, base_results, cand_grades, base_grades, delta=delta, seed=seed,
+                             bootstrap_method=bootstrap_method, n_resamples=n_resamples)
+    overall = [(r.task, r.summary, r.verdict) for r in rows if r.stratum == OVERALL]
+    return Comparison(
+        candidate=_identity(cand_run),
+        baseline=_identity(base_run),
+        differences=[d for d in differences],
+        waived=list(allow),
+        diffs=diffs,
+        controls=profiles,
+        control_differences=control_diffs,
+        thresholds=thresholds,
+        token=token,
+        accuracy=rows,
+        summary=summary_line(token, overall),
+        missing={
+            "candidate_only": sorted(cand_results.keys() - base_results.keys()),
+            "baseline_only": sorted(base_results.keys() - cand_results.keys()),
+        },
+        settings={
+            "delta": dict(delta) if isinstance(delta, Mapping) else delta,
+            "seed": seed,
+            "bootstrap_method": bootstrap_method,
+            "n_resamples": n_resamples,
+            "near_tie_nats": near_tie,
+            "control_slack": control_slack,
+            "must_match": list(must_match),
+        },
+    )

@@ -1,0 +1,27 @@
+"""Token-level diff of a candidate run against its baseline, and classification of divergences."""
+
+from evalsuite.diff.align import SampleDiff, diff_completions, diff_runs
+from evalsuite.diff.classify import (
+    DEFAULT_CONTROL_SLACK,
+    DEFAULT_NEAR_TIE_NATS,
+    ControlKind,
+    ControlProfile,
+    Thresholds,
+    calibrate,
+    classify,
+    classify_all,
+)
+
+__all__ = [
+    "DEFAULT_CONTROL_SLACK",
+    "DEFAULT_NEAR_TIE_NATS",
+    "ControlKind",
+    "ControlProfile",
+    "SampleDiff",
+    "Thresholds",
+    "calibrate",
+    "classify",
+    "classify_all",
+    "diff_completions",
+    "diff_runs",
+]

@@ -1,0 +1,237 @@
+"""Align a candidate completion with its baseline and describe the first divergence.
+
+Greedy decoding makes outputs comparable position by position: once two
+outputs differ they continue from different prefixes, so only the first
+divergence carries information.  The comparison uses the best detail both
+engines gave: token ids, else token strings (exact bytes when present), else
+the text character by character.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Literal, Mapping
+
+import numpy as np
+
+from evalsuite.records import Completion, Grade, TokenLevel, TokenTrace
+
+Kind = Literal["identical", "numerical", "confident", "unknown"]
+Ended = Literal["baseline", "candidate"]
+
+_PREFIX_TOKENS = 12
+_NEXT_TOKENS = 4
+_PREFIX_CHARS = 60
+_NEXT_CHARS = 24
+
+
+@dataclass(frozen=True)
+class SampleDiff:
+    """How one candidate output differs from the baseline's.
+
+    Positions are token indices at the `ids` and `strings` levels and
+    character indices at the `text` level.  `margin` is the baseline's top-1
+    minus top-2 logprob at the divergence (nats); `margin_source` says whether
+    it came from the baseline or, lacking that, the candidate.  `kind` is set
+    by `evalsuite.diff.classify`.
+    """
+
+    sample_id: str
+    level: TokenLevel
+    identical: bool
+    first_divergence: int | None
+    common_prefix: int
+    baseline_length: int
+    candidate_length: int
+    char_offset: int | None = None
+    context: str = ""
+    baseline_next: str = ""
+    candidate_next: str = ""
+    baseline_token_id: int | None = None
+    candidate_token_id: int | None = None
+    margin: float = math.nan
+    margin_source: str | None = None
+    baseline_logprob: float = math.nan
+    candidate_rank: int | None = None
+    candidate_logprob: float = math.nan
+    ended: Ended | None = None
+    answer_changed: bool | None = None
+    correctness_flipped: bool | None = None
+    kind: Kind | None = None
+    explained_by: str | None = None
+
+    @property
+    def window(self) -> str:
+        """One readable line: the text before the divergence, then both continuations."""
+        if self.identical:
+            return ""
+        return f"…{self.context}[baseline: {self.baseline_next!r} | candidate: {self.candidate_next!r}]"
+
+
+def _level(cand: Completion, base: Completion) -> TokenLevel:
+    ct, bt = cand.tokens, base.tokens
+    if ct is None or bt is None or (len(ct) == 0 and len(bt) == 0):
+        return "text"
+    if len(ct) and not ct.pieces and not ct.has_ids:
+        return "text"
+    ids_ok = (len(ct) == 0 or ct.has_ids) and (len(bt) == 0 or bt.has_ids)
+    return "ids" if ids_ok else "strings"
+
+
+def _token_keys(trace: TokenTrace) -> list[bytes] | list[str]:
+    if trace.raw and all(r is not None for r in trace.raw):
+        return trace.raw  # type: ignore[return-value]
+    return trace.pieces
+
+
+def _first_mismatch_seq(a: list, b: list) -> int | None:
+    if a == b:
+        return None
+    for i, (x, y) in enumerate(zip(a, b)):
+        if x != y:
+            return i
+    return min(len(a), len(b))
+
+
+def _first_mismatch_ids(a: np.ndarray, b: np.ndarray) -> int | None:
+    m = min(len(a), len(b))
+    neq = np.flatnonzero(a[:m] != b[:m])
+    if len(neq):
+        return int(neq[0])
+    return None if len(a) == len(b) else m
+
+
+def _first_mismatch_text(a: str, b: str) -> int | None:
+    if a == b:
+        return None
+    lo, hi = 0, min(len(a), len(b))
+    while lo < hi:  # binary search on prefix equality: C-speed slices, O(n log n) worst case
+        mid = (lo + hi + 1) // 2
+        if a[:mid] == b[:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def _margin_at(trace: TokenTrace, i: int) -> float:
+    if i >= len(trace) or trace.top_logprobs.shape[1] < 2 or not trace.has_top[i]:
+        return math.nan
+    row = np.sort(trace.top_logprobs[i][np.isfinite(trace.top_logprobs[i])])[::-1]
+    return float(row[0] - row[1]) if len(row) >= 2 else math.nan
+
+
+def _rank_in_alternatives(base: TokenTrace, cand: TokenTrace, i: int, level: TokenLevel) -> tuple[int | None, float]:
+    if i >= len(base) or i >= len(cand) or not base.has_top[i]:
+        return None, math.nan
+    if level == "ids":
+        hits = np.flatnonzero(base.top_ids[i] == cand.ids[i])
+    else:
+        names = base.top_pieces[i] if i < len(base.top_pieces) else []
+        hits = np.array([j for j, p in enumerate(names) if p == cand.pieces[i]], dtype=np.int64)
+    if not len(hits):
+        return None, math.nan
+    j = int(hits[0])
+    order = np.argsort(-np.nan_to_num(base.top_logprobs[i], nan=-np.inf), kind="stable")
+    return int(np.flatnonzero(order == j)[0]) + 1, float(base.top_logprobs[i, j])
+
+
+def _grade_flags(cand: Grade | None, base: Grade | None) -> tuple[bool | None, bool | None]:
+    if cand is None or base is None:
+        return None, None
+    changed = (cand.extracted or None) != (base.extracted or None)
+    if cand.status == "ungraded" or base.status == "ungraded":
+        return changed, None
+    return changed, cand.correct != base.correct
+
+
+def diff_completions(
+    sample_id: str,
+    candidate: Completion,
+    baseline: Completion,
+    *,
+    candidate_grade: Grade | None = None,
+    baseline_grade: Grade | None = None,
+) -> SampleDiff:
+    """Compare one candidate completion with the baseline's for the same sample."""
+    level = _level(candidate, baseline)
+    changed, flipped = _grade_flags(candidate_grade, baseline_grade)
+    if level == "text":
+        return _diff_text(sample_id, candidate.text, baseline.text, changed, flipped)
+    ct, bt = candidate.tokens, baseline.tokens
+    assert ct is not None and bt is not None
+    if level == "ids":
+        i = _first_mismatch_ids(bt.ids, ct.ids)
+    else:
+        i = _first_mismatch_seq(_token_keys(bt), _token_keys(ct))
+    if i is None:
+        return SampleDiff(sample_id, level, True, None, len(bt), len(bt), len(ct), answer_changed=changed,
+                          correctness_flipped=flipped)
+    margin, source = _margin_at(bt, i), "baseline"
+    if math.isnan(margin):
+        margin, source = _margin_at(ct, i), "candidate"
+    rank, cand_lp = _rank_in_alternatives(bt, ct, i, level)
+    ended: Ended | None = "baseline" if i >= len(bt) else "candidate" if i >= len(ct) else None
+    return SampleDiff(
+        sample_id=sample_id,
+        level=level,
+        identical=False,
+        first_divergence=i,
+        common_prefix=i,
+        baseline_length=len(bt),
+        candidate_length=len(ct),
+        char_offset=sum(len(p) for p in bt.pieces[:i]),
+        context="".join(bt.pieces[max(0, i - _PREFIX_TOKENS) : i])[-_PREFIX_CHARS:],
+        baseline_next="".join(bt.pieces[i : i + _NEXT_TOKENS]),
+        candidate_next="".join(ct.pieces[i : i + _NEXT_TOKENS]),
+        baseline_token_id=int(bt.ids[i]) if level == "ids" and i < len(bt) else None,
+        candidate_token_id=int(ct.ids[i]) if level == "ids" and i < len(ct) else None,
+        margin=margin,
+        margin_source=None if math.isnan(margin) else source,
+        baseline_logprob=float(bt.logprobs[i]) if i < len(bt) and bt.has_top[i] else math.nan,
+        candidate_rank=rank,
+        candidate_logprob=cand_lp,
+        ended=ended,
+        answer_changed=changed,
+        correctness_flipped=flipped,
+    )
+
+
+def _diff_text(sample_id: str, cand: str, base: str, changed: bool | None, flipped: bool | None) -> SampleDiff:
+    i = _first_mismatch_text(base, cand)
+    if i is None:
+        return SampleDiff(sample_id, "text", True, None, len(base), len(base), len(cand), answer_changed=changed,
+                          correctness_flipped=flipped)
+    return SampleDiff(
+        sample_id=sample_id,
+        level="text",
+        identical=False,
+        first_divergence=i,
+        common_prefix=i,
+        baseline_length=len(base),
+        candidate_length=len(cand),
+        char_offset=i,
+        context=base[max(0, i - _PREFIX_CHARS) : i],
+        baseline_next=base[i : i + _NEXT_CHARS],
+        candidate_next=cand[i : i + _NEXT_CHARS],
+        ended="baseline" if i >= len(base) else "candidate" if i >= len(cand) else None,
+        answer_changed=changed,
+        correctness_flipped=flipped,
+    )
+
+
+def diff_runs(
+    candidate: Mapping[str, Completion],
+    baseline: Mapping[str, Completion],
+    *,
+    candidate_grades: Mapping[str, Grade] | None = None,
+    baseline_grades: Mapping[str, Grade] | None = None,
+) -> list[SampleDiff]:
+    """Diff every sample both runs answered, in sorted id order."""
+    cg = candidate_grades or {}
+    bg = baseline_grades or {}
+    return [
+        diff_completions(sid, candidate[sid], baseline[sid], candidate_grade=cg.get(sid), baseline_grade=bg.get(sid))
+        for sid in sorted(candidate.keys() & baseline.keys())
+    ]

@@ -1,0 +1,151 @@
+"""The token-level verdict: IDENTICAL, NUMERICAL-ONLY, LOSSY, or UNDETERMINED.
+
+NUMERICAL-ONLY means every divergence is explained by numerics: at a near-tie
+(below the threshold, which control runs may raise) or at the very place a
+control run also diverged, and the candidate diverges no more often than the
+numerics control (exact one-sided sign test on the items where exactly one of
+the two diverged).  UNDETERMINED is the honest answer when divergences carry
+no logprobs and no control explains them.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Literal, Sequence
+
+import numpy as np
+
+from evalsuite.diff.align import SampleDiff
+from evalsuite.diff.classify import ControlProfile, Thresholds
+from evalsuite.stats.significance import sign_test_greater
+
+TokenLabel = Literal["IDENTICAL", "NUMERICAL-ONLY", "LOSSY", "UNDETERMINED"]
+ALPHA = 0.05
+
+
+@dataclass(frozen=True)
+class RateCheck:
+    """Candidate vs a numerics control on the same items: does the candidate diverge more often?"""
+
+    control: str
+    candidate_divergent: int
+    control_divergent: int
+    n: int
+    candidate_only: int
+    control_only: int
+    p_value: float
+
+    @property
+    def more_frequent(self) -> bool:
+        return self.p_value < ALPHA
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**self.__dict__, "more_frequent": self.more_frequent, "test": "exact one-sided sign test"}
+
+
+@dataclass(frozen=True)
+class TokenVerdict:
+    label: TokenLabel
+    reason: str
+    n: int
+    identical: int
+    kinds: dict[str, int]
+    level: str
+    thresholds: Thresholds
+    max_margin: float
+    explained_by_control: int = 0
+    rate_checks: list[RateCheck] = field(default_factory=list)
+
+    @property
+    def divergent(self) -> int:
+        return self.n - self.identical
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "label": self.label,
+            "reason": self.reason,
+            "n": self.n,
+            "identical": self.identical,
+            "divergent": self.divergent,
+            "kinds": self.kinds,
+            "level": self.level,
+            "thresholds": self.thresholds.as_dict(),
+            "max_margin": None if math.isnan(self.max_margin) else self.max_margin,
+            "explained_by_control": self.explained_by_control,
+            "rate_checks": [r.as_dict() for r in self.rate_checks],
+        }
+
+
+def rate_check(diffs: Sequence[SampleDiff], control: ControlProfile) -> RateCheck:
+    """Sign test on items both runs answered: candidate-only divergences against control-only ones."""
+    cand = {d.sample_id for d in diffs if not d.identical}
+    common = {d.sample_id for d in diffs}
+    ctl = {sid for sid in control.divergent if sid in common}
+    c_only, k_only = len(cand - ctl), len(ctl - cand)
+    return RateCheck(control.name, len(cand), len(ctl), len(common), c_only, k_only, sign_test_greater(c_only, k_only))
+
+
+def _levels(diffs: Sequence[SampleDiff]) -> str:
+    seen = sorted({d.level for d in diffs})
+    return "+".join(seen) if seen else "none"
+
+
+def token_verdict(
+    diffs: Sequence[SampleDiff], thresholds: Thresholds, controls: Sequence[ControlProfile] = ()
+) -> TokenVerdict:
+    """Judge classified diffs (see `evalsuite.diff.classify`) against the thresholds and controls."""
+    kinds = {k: sum(1 for d in diffs if d.kind == k) for k in ("identical", "numerical", "confident", "unknown")}
+    if any(d.kind is None for d in diffs):
+        raise ValueError("token_verdict needs classified diffs; call evalsuite.diff.classify_all first")
+    n, same = len(diffs), kinds["identical"]
+    margins = np.array([d.margin for d in diffs if not d.identical and math.isfinite(d.margin)])
+    max_margin = float(margins.max()) if len(margins) else math.nan
+    checks = [rate_check(diffs, c) for c in controls if c.kind == "numerics"]
+    by_control = sum(1 for d in diffs if (d.explained_by or "").startswith("control:"))
+    base = dict(n=n, identical=same, kinds=kinds, level=_levels(diffs), thresholds=thresholds,
+                max_margin=max_margin, explained_by_control=by_control, rate_checks=checks)
+    if n == 0:
+        return TokenVerdict("UNDETERMINED", "No sample was answered by both runs.", **base)
+    if same == n:
+        return TokenVerdict("IDENTICAL", f"All {n}/{n} outputs are token-identical to the baseline "
+                            f"(compared at the {base['level']} level).", **base)
+    div = n - same
+    confident = [d for d in diffs if d.kind == "confident"]
+    if confident:
+        worst = max(d.margin for d in confident)
+        return TokenVerdict(
+            "LOSSY",
+            f"{len(confident)} of {div} divergences happened where the baseline was confident "
+            f"(margin up to {worst:.3g} nats, above the {thresholds.effective:.3g}-nat threshold: {thresholds.source}).",
+            **base,
+        )
+    frequent = [c for c in checks if c.more_frequent]
+    if checks and len(frequent) == len(checks):
+        c = frequent[0]
+        return TokenVerdict(
+            "LOSSY",
+            f"The candidate diverges on {c.candidate_divergent}/{c.n} samples against {c.control_divergent}/{c.n} "
+            f"for the numerics control '{c.control}' (exact one-sided sign test p = {c.p_value:.2g}), "
+            "more often than engine numerics explain.",
+            **base,
+        )
+    unknown = kinds["unknown"]
+    if unknown:
+        return TokenVerdict(
+            "UNDETERMINED",
+            f"{unknown} of {div} divergences have no logprobs at the divergence and no control diverged there, "
+            "so numerics cannot be told from a lossy drafter; request logprobs or add a numerics control run.",
+            **base,
+        )
+    near = [d.margin for d in diffs if d.explained_by == "margin"]
+    near_max = max(near) if near else math.nan
+    how = f"all at near-ties (baseline margin at most {near_max:.3g} nats, threshold {thresholds.effective:.3g})"
+    if by_control == div:
+        how = "all at the same positions where a control run also diverged"
+    elif by_control:
+        how += f", {by_control} at the same positions as a control run"
+    if checks:
+        c = checks[0]
+        how += f"; no more often than the numerics control '{c.control}' ({c.control_divergent}/{c.n})"
+    return TokenVerdict("NUMERICAL-ONLY", f"{div} of {n} outputs diverge, {how}.", **base)

@@ -1,0 +1,80 @@
+"""The lossless verdict on real H200 llama-server recordings (skipped when ../shared/data is absent)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from recording_runs import needs_recordings, recording_run
+
+from evalsuite.compare import compare_runs
+from evalsuite.diff import DEFAULT_NEAR_TIE_NATS
+
+pytestmark = needs_recordings
+
+
+def test_baseline_is_deterministic() -> None:
+    cmp = compare_runs(recording_run("base_f16", 1), recording_run("base_f16", 0))
+    assert cmp.token.label == "IDENTICAL"
+    assert cmp.summary.startswith("LOSSLESS: 24/24 token-identical")
+
+
+@pytest.mark.parametrize("name", ["spec_f16_draftq4", "spec_f16_self"])
+def test_real_drafters_are_numerical_only_without_a_control(name: str) -> None:
+    cmp = compare_runs(recording_run(name), recording_run("base_f16"))
+    t = cmp.token
+    assert t.label == "NUMERICAL-ONLY", t.reason
+    assert (t.identical, t.divergent) == (12, 12)
+    assert t.level == "ids"
+    divergent = [d for d in cmp.diffs if not d.identical]
+    assert all(d.kind == "numerical" and d.explained_by == "margin" for d in divergent)
+    assert all(0.0 < d.margin < 0.04 and d.margin_source == "baseline" for d in divergent)
+    assert all(d.candidate_rank == 2 for d in divergent)  # the baseline's second choice
+    assert cmp.summary.startswith("LOSSLESS within numerics: 12/24 token-identical, 12 divergences all at near-ties")
+
+
+@pytest.mark.parametrize("name", ["spec_f16_draftq4", "spec_f16_self"])
+def test_real_drafters_are_numerical_only_with_controls(name: str) -> None:
+    controls = {"determinism": recording_run("base_f16", 1), "numerics": recording_run("spec_f16_self")}
+    cmp = compare_runs(recording_run(name), recording_run("base_f16"), controls=controls)
+    assert cmp.token.label == "NUMERICAL-ONLY", cmp.token.reason
+    assert cmp.token.explained_by_control == 12  # same 12 positions as the perfect-drafter control
+    (check,) = cmp.token.rate_checks
+    assert (check.candidate_divergent, check.control_divergent) == (12, 12) and not check.more_frequent
+    profiles = {c.kind: c for c in cmp.controls}
+    assert profiles["determinism"].rate == 0.0 and profiles["numerics"].rate == 0.5
+    assert cmp.thresholds.effective == DEFAULT_NEAR_TIE_NATS  # 2 x 0.037 stays under the default
+
+
+def test_ngram_drafter_that_drafted_nothing_is_identical() -> None:
+    assert compare_runs(recording_run("spec_f16_ngram"), recording_run("base_f16")).token.label == "IDENTICAL"
+
+
+@pytest.mark.parametrize("with_control", [False, True])
+def test_fake_acceptance_is_lossy(with_control: bool) -> None:
+    controls = {"numerics": recording_run("spec_f16_self")} if with_control else None
+    cmp = compare_runs(recording_run("synth_f16"), recording_run("base_f16"), controls=controls)
+    t = cmp.token
+    assert t.label == "LOSSY", t.reason
+    assert t.identical == 0 and t.kinds["confident"] >= 20
+    assert t.max_margin == pytest.approx(14.75, abs=0.01)
+    assert "confident" in t.reason
+    if with_control:
+        (check,) = t.rate_checks
+        assert check.candidate_only == 12 and check.control_only == 0 and check.more_frequent
+    assert cmp.summary.startswith("LOSSY: 0/24 token-identical")
+
+
+def test_json_summary_and_frames_from_real_data() -> None:
+    cmp = compare_runs(recording_run("spec_f16_draftq4"), recording_run("base_f16"),
+                       controls={"numerics": recording_run("spec_f16_self")})
+    doc = json.loads(cmp.to_json())
+    assert doc["schema_version"] == 1
+    assert doc["token"]["label"] == "NUMERICAL-ONLY"
+    assert len(doc["divergences"]) == 12
+    assert {d["path"] for d in doc["differences"]} >= {"server.args", "target"}
+    frame = cmp.samples_frame()
+    assert len(frame) == 24 and frame["identical"].sum() == 12
+    assert frame.loc["gsm8k-test-0", "first_divergence"] == 82
+    assert "[baseline:" in frame.loc["gsm8k-test-0", "window"]
+    assert cmp.accuracy == [] and "accuracy not graded" in cmp.summary

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import importlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 from typing import Any, Literal
 
 from evalsuite.errors import DatasetError
@@ -76,10 +78,46 @@ def read_local(path: Path) -> list[dict[str, Any]]:
     raise DatasetError(f"{path}: unsupported dataset format '{suffix}' (use .jsonl, .json or .parquet).")
 
 
+def _adapter(spec: TaskSpec) -> ModuleType | None:
+    if spec.dataset.adapter is None:
+        return None
+    try:
+        module = importlib.import_module(spec.dataset.adapter)
+    except ImportError as exc:
+        raise DatasetError(f"Task '{spec.name}': dataset adapter '{spec.dataset.adapter}' cannot be imported ({exc}).")
+    if not hasattr(module, "prepare_rows"):
+        raise DatasetError(f"Task '{spec.name}': dataset adapter '{spec.dataset.adapter}' has no prepare_rows().")
+    return module
+
+
 def load_rows(
     spec: TaskSpec, choice: DataChoice, *, root: Path, path: str | None = None
 ) -> tuple[list[dict[str, Any]], DatasetIdentity]:
-    """Rows for a task from the chosen source, with the identity that pins them."""
+    """Rows for a task from the chosen source, with the identity that pins them.
+
+    A task with a `dataset.adapter` has its rows passed through the adapter's
+    `prepare_rows(rows, options)`, and its options are appended to the
+    identity's location, so runs with another release or date window never
+    compare as the same data.
+    """
+    adapter = _adapter(spec)
+    rows, identity = _load_raw(spec, choice, root=root, path=path, adapter=adapter)
+    if adapter is None:
+        return rows, identity
+    rows = adapter.prepare_rows(rows, spec.dataset.options)
+    if spec.dataset.options:
+        opts = ",".join(f"{k}={v}" for k, v in sorted(spec.dataset.options.items()) if v not in (None, ""))
+        identity = DatasetIdentity(identity.source, f"{identity.location}[{opts}]", identity.revision)
+    return rows, identity
+
+
+def _load_raw(
+    spec: TaskSpec, choice: DataChoice, *, root: Path, path: str | None, adapter: ModuleType | None
+) -> tuple[list[dict[str, Any]], DatasetIdentity]:
+    if choice == "hf" and spec.dataset.hf is not None and adapter is not None and hasattr(adapter, "load_hf"):
+        hf = spec.dataset.hf
+        rows, location = adapter.load_hf(hf.path, hf.revision, spec.dataset.options)
+        return rows, DatasetIdentity("hf", location, hf.revision)
     if choice == "hf":
         if spec.dataset.hf is None:
             raise DatasetError(f"Task '{spec.name}' has no Hugging Face source; use a local file or the fixture.")

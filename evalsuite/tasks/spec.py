@@ -34,6 +34,12 @@ class DataSources(BaseModel):
     hf: HFSource | None = None
     fixture: str | None = Field(None, description="file under fixtures/, a small real subset for tests")
     local: str | None = Field(None, description="default local JSONL/Parquet path for offline use")
+    adapter: str | None = Field(
+        None,
+        description="module with prepare_rows(rows, options) run on every source's rows (decode, filter, derive "
+        "fields) and optionally load_hf(path, revision, options) for hub data `datasets` cannot load",
+    )
+    options: dict[str, Any] = Field(default_factory=dict, description="passed to the adapter; part of the identity")
 
 
 class PromptSpec(BaseModel):

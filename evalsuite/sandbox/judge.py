@@ -1,0 +1,186 @@
+"""Run a program against tests and compare outputs the way LiveCodeBench does.
+
+stdin tests: one execution per test, stdout compared line by line after
+stripping; lines that differ still match when both split into the same list
+of Decimals (so `1.0` equals `1` but `0.3333` does not equal `0.33333`).
+Functional tests: one execution for all calls; each call's return value is
+compared with `==` against the JSON-decoded expected value, tuples read as
+lists.  An opt-in `float_tolerance` also accepts numbers within that relative
+or absolute distance; it is part of the grader version, so runs graded with
+and without it never compare.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import math
+from dataclasses import dataclass, field
+from decimal import Decimal, InvalidOperation
+from typing import Any, Literal, Sequence
+
+from evalsuite.sandbox.executor import Program, Sandbox
+from evalsuite.sandbox.limits import ExecResult
+
+Outcome = Literal["passed", "wrong_answer", "time_limit", "memory_limit", "runtime_error", "no_code"]
+OUTCOMES: tuple[Outcome, ...] = ("passed", "wrong_answer", "time_limit", "memory_limit", "runtime_error", "no_code")
+
+
+class SandboxFailure(RuntimeError):
+    """The sandbox itself could not run the program (not the program's fault): grade as ungraded."""
+
+
+@dataclass(frozen=True)
+class TestOutcome:
+    index: int
+    outcome: Outcome
+    wall_s: float = 0.0
+    detail: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"i": self.index, "outcome": self.outcome, "wall_s": round(self.wall_s, 4), "detail": self.detail}
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """How outputs are compared; `float_tolerance=None` is LiveCodeBench's exact comparison."""
+
+    float_tolerance: float | None = None
+
+    def lines_match(self, got: str, expected: str) -> tuple[bool, str]:
+        got_lines = [line.strip() for line in got.strip().split("\n")]
+        exp_lines = [line.strip() for line in expected.strip().split("\n")]
+        if len(got_lines) != len(exp_lines):
+            return False, f"{len(got_lines)} output line(s), expected {len(exp_lines)}"
+        for n, (a, b) in enumerate(zip(got_lines, exp_lines), 1):
+            if a == b:
+                continue
+            da, db = _decimals(a), _decimals(b)
+            if da is None or db is None or len(da) != len(db):
+                return False, f"line {n}: got {a[:80]!r}, expected {b[:80]!r}"
+            if da == db:
+                continue
+            if self.float_tolerance is not None and all(self._close(float(x), float(y)) for x, y in zip(da, db)):
+                continue
+            return False, f"line {n}: got {a[:80]!r}, expected {b[:80]!r}"
+        return True, ""
+
+    def values_match(self, got: Any, expected: Any) -> bool:
+        if self.float_tolerance is None:
+            return bool(got == expected)
+        if isinstance(got, (int, float)) and isinstance(expected, (int, float)) and not isinstance(got, bool):
+            return got == expected or self._close(float(got), float(expected))
+        if isinstance(got, (list, tuple)) and isinstance(expected, list):
+            return len(got) == len(expected) and all(self.values_match(a, b) for a, b in zip(got, expected))
+        if isinstance(got, dict) and isinstance(expected, dict):
+            return got.keys() == expected.keys() and all(self.values_match(got[k], expected[k]) for k in got)
+        return bool(got == expected)
+
+    def _close(self, a: float, b: float) -> bool:
+        tol = self.float_tolerance or 0.0
+        return math.isclose(a, b, rel_tol=tol, abs_tol=tol)
+
+
+def _decimals(line: str) -> list[Decimal] | None:
+    try:
+        return [Decimal(token) for token in line.split()]
+    except (InvalidOperation, ValueError):
+        return None
+
+
+def _tail(data: bytes, limit: int = 400) -> str:
+    text = data.decode("utf-8", "replace").strip()
+    return text[-limit:]
+
+
+def _failure(result: ExecResult) -> tuple[Outcome, str] | None:
+    """The outcome of an execution that did not end normally, or None when it exited 0."""
+    if result.setup_error:
+        raise SandboxFailure(f"the sandbox could not start the program: {result.setup_error}")
+    if result.timed_out or result.cpu_exceeded:
+        return "time_limit", f"killed after {result.wall_s:.2f} s wall, {result.cpu_s:.2f} s CPU"
+    if result.memory_error:
+        return "memory_limit", "MemoryError: the address-space limit was reached"
+    if result.output_exceeded:
+        return "wrong_answer", f"output exceeded {len(result.stdout)} bytes; the program was stopped"
+    if result.exit_code != 0:
+        how = f"signal {-result.exit_code}" if (result.exit_code or 0) < 0 else f"exit code {result.exit_code}"
+        return "runtime_error", f"{how}: {_tail(result.stderr)}"
+    return None
+
+
+@dataclass
+class Judge:
+    """Runs one program against its tests; stops at the first failure like LiveCodeBench unless told not to."""
+
+    sandbox: Sandbox
+    timeout_s: float = 6.0
+    comparison: Comparison = field(default_factory=Comparison)
+    stop_on_first_failure: bool = True
+
+    def run(self, code: str, tests: Sequence[dict[str, str]], fn_name: str | None) -> list[TestOutcome]:
+        if not tests:
+            return []
+        if fn_name:
+            return self._functional(code, tests, fn_name)
+        return self._stdin(code, tests)
+
+    def _stdin(self, code: str, tests: Sequence[dict[str, str]]) -> list[TestOutcome]:
+        from dataclasses import replace
+
+        limits = replace(self.sandbox.limits, wall_s=self.timeout_s, cpu_s=None)
+        outcomes = []
+        for i, test in enumerate(tests):
+            result = self.sandbox.run(Program(code, stdin=test["input"].encode("utf-8")), limits)
+            failed = _failure(result)
+            if failed is None:
+                ok, why = self.comparison.lines_match(result.stdout.decode("utf-8", "replace"), test["output"])
+                failed = None if ok else ("wrong_answer", why)
+            outcome, detail = failed or ("passed", "")
+            outcomes.append(TestOutcome(i, outcome, result.wall_s, detail))
+            if outcome != "passed" and self.stop_on_first_failure:
+                break
+        return outcomes
+
+    def _functional(self, code: str, tests: Sequence[dict[str, str]], fn_name: str) -> list[TestOutcome]:
+        calls = tuple(tuple(t["input"].split("\n")) for t in tests)
+        result = self.sandbox.run(
+            Program(code, mode="functional", fn_name=fn_name, calls=calls, call_timeout_s=self.timeout_s)
+        )
+        records: dict[int, dict[str, Any]] = {}
+        for line in result.stdout.decode("utf-8", "replace").splitlines():
+            try:
+                record = json.loads(line)
+                records[int(record["i"])] = record
+            except (json.JSONDecodeError, KeyError, TypeError, ValueError):
+                continue
+        outcomes = []
+        for i, test in enumerate(tests):
+            record = records.get(i)
+            if record is None:
+                failed = _failure(result) or ("runtime_error", f"the program ended before call {i} returned")
+                outcomes.append(TestOutcome(i, failed[0], result.wall_s, failed[1]))
+                break  # nothing after a missing call ran
+            outcome, detail = self._call_outcome(record, test)
+            outcomes.append(TestOutcome(i, outcome, float(record.get("t", 0.0)), detail))
+            if outcome != "passed" and self.stop_on_first_failure:
+                break
+        return outcomes
+
+    def _call_outcome(self, record: dict[str, Any], test: dict[str, str]) -> tuple[Outcome, str]:
+        if record.get("timeout"):
+            return "time_limit", f"call exceeded {self.timeout_s} s"
+        if "error" in record:
+            error = str(record["error"])
+            return ("memory_limit" if error.startswith("MemoryError") else "runtime_error"), error[-400:]
+        try:
+            got = ast.literal_eval(record["ok"])
+        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError, KeyError):
+            return "wrong_answer", f"returned a value that is not a literal: {str(record.get('ok'))[:80]}"
+        try:
+            expected = json.loads(test["output"])
+        except json.JSONDecodeError as exc:
+            raise SandboxFailure(f"the expected output is not JSON ({exc.msg})") from None
+        if self.comparison.values_match(got, expected):
+            return "passed", ""
+        return "wrong_answer", f"returned {str(record['ok'])[:80]}, expected {test['output'][:80]}"

@@ -1,0 +1,162 @@
+"""Is a predicted math answer equivalent to the reference?  math-verify, with guards.
+
+math-verify (sympy underneath) does the heavy lifting: fractions, roots,
+intervals, tuples, matrices, equations, degrees, thousands separators, `\\$`.
+This module adds what it gets wrong or cannot see, each with its own reason
+so a grade explains itself:
+
+- the reference is a bare LaTeX string (MATH's `answer` field): math-verify
+  only finds answers inside `$...$` or `\\boxed{}`, so a bare `\\frac{1}{2}`
+  parses to nothing and every prediction scores wrong.  Both sides are
+  wrapped in `\\boxed{}` before parsing.
+- several required answers (`1, -2`, `2 \\pm \\sqrt{3}`) must all be given: a
+  prediction with fewer answers is wrong, whatever the comparison says.
+- multiple-choice letters (`\\text{(C)}`) and word answers (`\\text{Evelyn}`)
+  are compared as letters / words, not as products of symbols.
+- `°`, `\\varnothing`, Unicode minus and `\\textbf` are rewritten to forms
+  math-verify parses.
+
+math-verify's own SIGALRM timeouts are switched off: the caller runs this in
+a worker process under `pool.soft_deadline` and a hard deadline, so a
+timeout is reported as such instead of silently scoring "not equal".
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any
+
+from math_verify import LatexExtractionConfig, parse, verify
+from sympy import Basic, Eq, FiniteSet
+
+# Timeouts are disabled on purpose (see the module docstring); its one-time
+# warning about that would only be noise in every worker.
+logging.getLogger("math_verify").setLevel(logging.ERROR)
+
+_LATEX = [LatexExtractionConfig(boxed_match_priority=0)]
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """Equal or not, and the evidence: a one-line reason plus parsed forms."""
+
+    equal: bool
+    reason: str
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+_REWRITES: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"\s*°"), r"^\\circ"),
+    (re.compile(r"\\varnothing"), r"\\emptyset"),
+    (re.compile(r"[−–]"), "-"),
+    (re.compile(r"×"), r"\\times "),
+    (re.compile(r"\\textbf\{"), r"\\text{"),
+    (re.compile(r"\\(?:displaystyle|mathbf\b)"), ""),
+    (re.compile(r"\\?\$"), ""),
+)
+
+
+def normalize(answer: str) -> str:
+    """Surface rewrites that never change the value, for forms math-verify mis-parses."""
+    s = answer.strip()
+    for pattern, repl in _REWRITES:
+        s = pattern.sub(repl, s)
+    s = re.sub(r"^\\\(|\\\)$|^\\\[|\\\]$", "", s).strip()
+    return re.sub(r"(?<=[^\d\s])\.$", "", s).strip()
+
+
+def _compact(s: str) -> str:
+    return re.sub(r"\s+", "", s)
+
+
+_CHOICE = re.compile(r"^(?:\\(?:text|mathrm|mbox)\{\s*)?\(?\s*([A-Ea-e])\s*\)?(?:\s*\})?$")
+_CHOICE_GOLD = re.compile(r"^(?:\\(?:text|mathrm|mbox)\{\s*\(\s*([A-E])\s*\)\s*\}|\(\s*([A-E])\s*\))$")
+_WORD_GOLD = re.compile(r"^\\(?:text|mathrm|mbox)\{\s*([A-Za-z][A-Za-z ]*[A-Za-z])\s*\}$")
+
+
+def _words(s: str) -> str:
+    s = re.sub(r"\\(?:text|mathrm|mbox|textit|emph)\{([^{}]*)\}", r"\1", s)
+    return " ".join(re.findall(r"[a-z]+", s.lower()))
+
+
+@lru_cache(maxsize=4096)
+def parse_boxed(answer: str) -> tuple[Any, ...]:
+    """math-verify's parse of `\\boxed{answer}` (sympy objects first, then string fallbacks)."""
+    return tuple(parse(f"\\boxed{{{answer}}}", extraction_config=_LATEX, parsing_timeout=None))  # type: ignore[arg-type]
+
+
+def _math(parsed: tuple[Any, ...]) -> Any | None:
+    return next((p for p in parsed if isinstance(p, Basic) or hasattr(p, "shape")), None)
+
+
+def answer_count(obj: Any) -> int:
+    """How many separate answers a parsed value stands for: a set's size, else 1."""
+    if isinstance(obj, FiniteSet):
+        return len(obj.args)
+    if isinstance(obj, Eq) and isinstance(obj.rhs, FiniteSet):
+        return len(obj.rhs.args)
+    return 1
+
+
+def _show(obj: Any) -> str:
+    text = str(obj)
+    return text if len(text) <= 200 else text[:197] + "..."
+
+
+def judge(gold: str, pred: str, *, joined: str | None = None) -> Verdict:
+    """Whether `pred` is equivalent to the reference `gold` (gold first: order matters).
+
+    `joined` is the prediction with all its trailing adjacent boxed answers
+    (see `extract.Extraction.joined`); it is used only when the reference has
+    several answers and `pred` alone gives fewer.
+    """
+    g, p = normalize(gold), normalize(pred)
+    if not g:
+        return Verdict(False, "the reference answer is empty")
+    if _compact(g) == _compact(p):
+        return Verdict(True, "identical after normalisation")
+
+    choice = _CHOICE_GOLD.match(g)
+    if choice:
+        letter = choice.group(1) or choice.group(2)
+        got = _CHOICE.match(p)
+        if got is None:
+            return Verdict(False, f"the reference is choice ({letter}); the prediction is not a choice letter")
+        same = got.group(1).upper() == letter
+        return Verdict(same, f"choice letters {'equal' if same else 'differ'}: ({letter}) vs ({got.group(1).upper()})")
+
+    if _WORD_GOLD.match(g):
+        same = _words(g) == _words(p)
+        return Verdict(same, f"word answer {'equal' if same else 'differs'}: '{_words(g)}' vs '{_words(p)}'")
+
+    g_parsed = parse_boxed(g)
+    g_math = _math(g_parsed)
+    if g_math is None:
+        return Verdict(False, "the reference did not parse as math and the strings differ")
+    p_parsed = parse_boxed(p)
+    p_math = _math(p_parsed)
+    details: dict[str, Any] = {"gold_parsed": _show(g_math), "pred_parsed": _show(p_math)}
+
+    need = answer_count(g_math)
+    if "\\pm" in g or "\\mp" in g:
+        need = max(need, 2)
+    have = answer_count(p_math) if p_math is not None else 0
+    if "\\pm" in p or "\\mp" in p:
+        have = max(have, 2)
+    if need > 1 and have < need and joined:
+        j = normalize(joined)
+        j_parsed = parse_boxed(j)
+        j_math = _math(j_parsed)
+        if j_math is not None and answer_count(j_math) >= need:
+            p, p_parsed, p_math, have = j, j_parsed, j_math, answer_count(j_math)
+            details.update(pred_parsed=_show(p_math), used_joined=True)
+    if p_math is None:
+        return Verdict(False, "the prediction did not parse as math", details)
+    if need > 1 and have < need:
+        return Verdict(False, f"the reference has {need} answers; the prediction gives {have}", details)
+
+    same = verify(list(g_parsed), list(p_parsed), timeout_seconds=None)
+    return Verdict(same, "math-verify: equal" if same else "math-verify: not equal", details)

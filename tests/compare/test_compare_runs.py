@@ -1,0 +1,134 @@
+"""compare_runs on constructed stored runs: comparability, strata, Holm, JSON and frames."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import numpy as np
+import pytest
+from recording_runs import MemoryRun
+
+from evalsuite.compare import compare_runs, field_differences
+from evalsuite.engines.parse import trace_from_entries
+from evalsuite.errors import NotComparableError
+from evalsuite.records import Completion, Grade, SampleResult
+from evalsuite.stats import HOLM
+
+FIELDS = {
+    "task": "math500",
+    "prompt_template": "abc123",
+    "params": {"max_tokens": 2048, "temperature": 0.0, "seed": 42},
+    "dataset": {"revision": "main", "rows": 200},
+    "server": {"model": "qwen", "model_meta": {"n_params": 7}, "build_info": "b1"},
+    "target": "base",
+}
+
+
+def _completion(ids: list[int]) -> Completion:
+    entries = [{"id": i, "token": f"t{i}", "logprob": -0.1,
+                "top_logprobs": [{"id": i, "token": f"t{i}", "logprob": -0.1},
+                                 {"id": i + 1000, "token": f"u{i}", "logprob": -0.11}]} for i in ids]
+    return Completion(text="", finish_reason="stop", tokens=trace_from_entries(entries))
+
+
+def _run(correct: np.ndarray, diverge: set[int], target: str, **field_changes: object) -> MemoryRun:
+    fields = copy.deepcopy(FIELDS)
+    fields["target"] = target
+    for path, value in field_changes.items():
+        node = fields
+        *head, last = path.split("__")
+        for key in head:
+            node = node[key]
+        node[last] = value
+    results, grades = {}, {}
+    for i, ok in enumerate(correct):
+        sid = f"m{i:03d}"
+        ids = [1, 2, 3, 4] if i not in diverge else [1, 2, 1003, 4]
+        strata = {"subject": ["Algebra", "Geometry"][i % 2], "level": str(1 + i % 5)}
+        results[sid] = SampleResult(sid, "math500", strata, _completion(ids))
+        grades[sid] = Grade(sid, "correct" if ok else "incorrect", str(int(ok)), "")
+    manifest = {"fingerprint": f"fp-{target}", "fingerprint_fields": fields, "target": target, "task": "math500"}
+    return MemoryRun(manifest, results, grades)
+
+
+def _arms(n: int = 200, seed: int = 1) -> tuple[np.ndarray, np.ndarray]:
+    base = np.random.default_rng(seed).random(n) < 0.8
+    return base.copy(), base
+
+
+def test_refuses_runs_that_differ_in_output_changing_fields() -> None:
+    c, b = _arms()
+    cand = _run(c, set(), "spec", params__max_tokens=8192, dataset__revision="abc")
+    with pytest.raises(NotComparableError) as err:
+        compare_runs(cand, _run(b, set(), "base"))
+    msg = str(err.value)
+    assert "params.max_tokens: baseline 2048, candidate 8192" in msg
+    assert "dataset.revision: baseline 'main', candidate 'abc'" in msg
+    assert "2 field(s)" in msg
+
+
+def test_server_build_differences_are_reported_not_refused_and_waivers_work() -> None:
+    c, b = _arms()
+    cmp = compare_runs(_run(c, set(), "spec", server__build_info="b2"), _run(b, set(), "base"), n_resamples=200)
+    assert {d.path for d in cmp.differences} == {"server.build_info", "target"}
+    quant = _run(c, set(), "quant", server__model_meta={"n_params": 7, "ftype": "Q4_0"})
+    with pytest.raises(NotComparableError, match="server.model_meta.ftype"):
+        compare_runs(quant, _run(b, set(), "base"))
+    assert compare_runs(quant, _run(b, set(), "base"), allow=["server.model_meta"], n_resamples=200).waived
+
+
+def test_strata_holm_and_verdicts() -> None:
+    c, b = _arms()
+    cmp = compare_runs(_run(c, {3, 7}, "spec"), _run(b, set(), "base"), delta=0.05, n_resamples=500, seed=3)
+    assert cmp.token.label == "NUMERICAL-ONLY"
+    labels = [(r.stratum, r.value) for r in cmp.accuracy]
+    assert labels[0] == ("overall", "all")
+    assert ("subject", "Algebra") in labels and ("level", "5") in labels
+    assert len(cmp.accuracy) == 1 + 2 + 5
+    assert all(r.summary.adjust_method == HOLM for r in cmp.accuracy)
+    overall = cmp.overall()[0]
+    assert overall.summary.difference == 0.0 and overall.summary.p_value == 1.0
+    assert overall.verdict.label == "EQUIVALENT"
+    small = [r for r in cmp.accuracy if r.stratum == "level"]
+    assert all(r.verdict.label == "INCONCLUSIVE" for r in small)  # 40 items cannot show ±5 points
+    assert cmp.summary.endswith("equivalent within ±5 points")
+
+
+def test_flipped_answers_make_accuracy_different_and_are_flagged_per_sample() -> None:
+    c, b = _arms(400)
+    right = np.flatnonzero(b)[:40]
+    c[right] = False
+    cmp = compare_runs(_run(c, set(right), "spec"), _run(b, set(), "base"), n_resamples=300)
+    assert cmp.overall()[0].verdict.label == "DIFFERENT"
+    frame = cmp.samples_frame()
+    assert frame["correctness_flipped"].sum() == 40 and frame["answer_changed"].sum() == 40
+    acc = cmp.accuracy_frame()
+    assert {"p_holm", "low90", "verdict", "n_to_settle"} <= set(acc.columns)
+    assert acc.iloc[0]["p_holm"] <= 1.0 and acc.iloc[0]["difference"] == pytest.approx(-0.1)
+
+
+def test_ungraded_items_are_excluded_and_counted() -> None:
+    c, b = _arms()
+    cand = _run(c, set(), "spec")
+    cand._grades["m000"] = Grade("m000", "ungraded", None, "timeout")
+    cmp = compare_runs(cand, _run(b, set(), "base"), n_resamples=200)
+    overall = cmp.overall()[0]
+    assert overall.summary.n == 199 and overall.ungraded == 1
+
+
+def test_json_is_versioned_and_null_safe() -> None:
+    c, b = _arms(40)
+    c[:] = True
+    b[:] = True  # 40/40: BCa undefined, must be null in JSON
+    doc = json.loads(compare_runs(_run(c, set(), "spec"), _run(b, set(), "base"), n_resamples=200).to_json())
+    assert doc["schema_version"] == 1
+    boot = doc["accuracy"][0]["stats"]["candidate"]["bootstrap"]
+    assert boot["low"] is None and boot["degenerate"] is True
+    assert doc["token"]["label"] == "IDENTICAL"
+    assert doc["summary"].startswith("LOSSLESS: 40/40 token-identical")
+
+
+def test_field_differences_walks_nested_fields() -> None:
+    diffs = field_differences({"a": {"b": 1, "c": [1]}}, {"a": {"b": 2, "c": [1]}, "d": 3})
+    assert [(d.path, d.baseline, d.other) for d in diffs] == [("a.b", 1, 2), ("d", "<absent>", 3)]

@@ -1,0 +1,108 @@
+"""Token and accuracy verdicts, and the summary line, on constructed evidence."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from evalsuite.diff import ControlProfile, SampleDiff, calibrate, classify_all
+from evalsuite.stats import paired_summary
+from evalsuite.verdict import accuracy_verdict, summary_line, token_verdict
+
+
+def sd(sid: str, pos: int | None, margin: float = float("nan"), token: int | None = 7) -> SampleDiff:
+    if pos is None:
+        return SampleDiff(sid, "ids", True, None, 100, 100, 100)
+    return SampleDiff(sid, "ids", False, pos, pos, 100, 100, margin=margin, candidate_token_id=token,
+                      candidate_next="x")
+
+
+def judge(diffs: list[SampleDiff], controls: list[ControlProfile] = ()):  # type: ignore[assignment]
+    th = calibrate(controls)
+    return token_verdict(classify_all(diffs, th, controls), th, controls)
+
+
+def test_identical() -> None:
+    v = judge([sd(f"s{i}", None) for i in range(5)])
+    assert v.label == "IDENTICAL" and "5/5" in v.reason
+
+
+def test_near_ties_without_control_are_numerical_only() -> None:
+    v = judge([sd("a", 3, 0.01), sd("b", None), sd("c", 9, 0.05)])
+    assert v.label == "NUMERICAL-ONLY" and "near-ties" in v.reason
+
+
+def test_one_confident_divergence_is_lossy() -> None:
+    v = judge([sd("a", 3, 0.01), sd("b", 4, 3.2)])
+    assert v.label == "LOSSY" and "3.2 nats" in v.reason and v.kinds["confident"] == 1
+
+
+def test_quantized_numerics_need_a_control() -> None:
+    # A Q4_0 target: numerics flip tokens at margins up to 2.5 nats.
+    ctl_diffs = [sd(f"s{i}", 10 + i, m) for i, m in enumerate([0.3, 1.1, 2.5, 0.7])] + [sd("s9", None)]
+    control = ControlProfile.from_diffs("numerics:self", "numerics", ctl_diffs)
+    cand = [sd("s0", 10, 0.3), sd("s1", 5, 1.9), sd("s2", 12, 2.5), sd("s3", None), sd("s9", None)]
+    assert judge(cand).label == "LOSSY"
+    v = judge(cand, [control])
+    assert v.label == "NUMERICAL-ONLY", v.reason
+    assert v.thresholds.effective == pytest.approx(5.0)
+    assert v.explained_by_control == 2  # s0 and s2 diverged exactly where the control did
+
+
+def test_more_frequent_than_the_numerics_control_is_lossy() -> None:
+    control = ControlProfile.from_diffs("numerics:self", "numerics", [sd(f"s{i}", None) for i in range(20)])
+    cand = [sd(f"s{i}", i + 1, 0.01) for i in range(12)] + [sd(f"s{i}", None) for i in range(12, 20)]
+    v = judge(cand, [control])
+    assert v.label == "LOSSY" and "more often" in v.reason
+    assert v.rate_checks[0].p_value == pytest.approx(0.5**12)
+
+
+def test_determinism_control_is_not_a_rate_yardstick() -> None:
+    control = ControlProfile.from_diffs("determinism:base", "determinism", [sd(f"s{i}", None) for i in range(20)])
+    cand = [sd(f"s{i}", i + 1, 0.01) for i in range(12)] + [sd(f"s{i}", None) for i in range(12, 20)]
+    assert judge(cand, [control]).label == "NUMERICAL-ONLY"
+
+
+def test_missing_logprobs_are_undetermined_unless_a_control_explains_them() -> None:
+    cand = [sd("a", 3), sd("b", None)]
+    assert judge(cand).label == "UNDETERMINED"
+    control = ControlProfile.from_diffs("numerics:self", "numerics", [sd("a", 3), sd("b", None)])
+    assert judge(cand, [control]).label == "NUMERICAL-ONLY"
+
+
+def _arms(n: int, flips_down: int, flips_up: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    base = (rng.random(n) < 0.87).astype(float)
+    cand = base.copy()
+    right, wrong = np.flatnonzero(base == 1), np.flatnonzero(base == 0)
+    cand[right[:flips_down]] = 0
+    cand[wrong[:flips_up]] = 1
+    return cand, base
+
+
+def test_accuracy_equivalent() -> None:
+    s = paired_summary(*_arms(500, 2, 1), delta=0.02, n_resamples=500)
+    v = accuracy_verdict(s)
+    assert v.label == "EQUIVALENT" and "±2 points" in v.reason
+
+
+def test_accuracy_different() -> None:
+    s = paired_summary(*_arms(500, 30, 2), delta=0.02, n_resamples=500)
+    v = accuracy_verdict(s)
+    assert v.label == "DIFFERENT" and "McNemar" in v.reason
+
+
+def test_small_stratum_is_inconclusive_with_the_n_that_would_settle_it() -> None:
+    s = paired_summary(*_arms(38, 0, 0), delta=0.02, n_resamples=500)
+    v = accuracy_verdict(s)
+    assert v.label == "INCONCLUSIVE"
+    assert "even perfect agreement" in v.reason and v.n_to_settle and v.n_to_settle > 38
+
+
+def test_summary_line_reads_like_the_spec() -> None:
+    diffs = [sd(f"s{i}", None) for i in range(493)] + [sd(f"d{i}", 5, 0.01) for i in range(7)]
+    tv = judge(diffs)
+    s = paired_summary(*_arms(500, 2, 1), delta=0.02, n_resamples=500)
+    line = summary_line(tv, [("math500", s, accuracy_verdict(s))])
+    assert line.startswith("LOSSLESS within numerics: 493/500 token-identical, 7 divergences all at near-ties; accuracy ")
+    assert line.endswith("equivalent within ±2 points")

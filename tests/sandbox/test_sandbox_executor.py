@@ -1,0 +1,111 @@
+"""The executor's contract: pipes, exit codes, limits, clean environment, scratch folder, pool order."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import replace
+
+from evalsuite.sandbox import Limits, Program, Sandbox
+
+from conftest import SMALL
+
+
+def test_stdin_roundtrip_large_input(sandbox: Sandbox) -> None:
+    data = b"".join(b"%d\n" % i for i in range(200_000))  # ~1.3 MB, more than a pipe buffer
+    r = sandbox.run(Program("import sys\nxs = sys.stdin.buffer.read().split()\nprint(len(xs), sum(map(int, xs)))",
+                            stdin=data))
+    assert r.exit_code == 0, r.stderr
+    assert r.stdout.split() == [b"200000", str(sum(range(200_000))).encode()]
+
+
+def test_iterating_stdin_and_main_guard(sandbox: Sandbox) -> None:
+    src = "import sys\ndef main():\n    for line in sys.stdin:\n        print(line.strip()[::-1])\nif __name__ == '__main__':\n    main()\n"
+    r = sandbox.run(Program(src, stdin=b"abc\nxyz\n"))
+    assert r.stdout == b"cba\nzyx\n"
+
+
+def test_exit_codes_and_stderr(sandbox: Sandbox) -> None:
+    r = sandbox.run(Program("import sys\nprint('out')\nsys.exit(3)"))
+    assert (r.exit_code, r.stdout) == (3, b"out\n")
+    r = sandbox.run(Program("raise ValueError('boom')"))
+    assert r.exit_code == 1 and b"ValueError: boom" in r.stderr
+    r = sandbox.run(Program("exit()"))  # site is off; the runner provides exit()
+    assert r.exit_code == 0
+
+
+def test_runs_unprivileged_with_clean_environment(sandbox: Sandbox) -> None:
+    os.environ["EVALSUITE_PARENT_ONLY"] = "leak"
+    try:
+        r = sandbox.run(Program("import os\nprint(os.getuid(), os.getgid(), os.getgroups())\nprint(sorted(os.environ))"))
+    finally:
+        del os.environ["EVALSUITE_PARENT_ONLY"]
+    uid_line, env_line = r.stdout.decode().splitlines()
+    uid, gid, groups = uid_line.split(" ", 2)
+    assert int(uid) >= 1000 and int(gid) >= 1000 and groups == "[]"
+    assert "EVALSUITE_PARENT_ONLY" not in env_line and "PATH" in env_line
+
+
+def test_scratch_is_writable_and_private(sandbox: Sandbox) -> None:
+    src = "import os\nopen('f.txt','w').write('hi')\nprint(os.getcwd(), open('f.txt').read(), oct(os.stat('.').st_mode & 0o777))"
+    r = sandbox.run(Program(src))
+    assert r.exit_code == 0, r.stderr
+    cwd, text, mode = r.stdout.decode().split()
+    assert text == "hi" and mode == "0o700"
+    assert not os.path.exists(os.path.join(cwd, "f.txt")) or sandbox.isolation == "namespaces"
+
+
+def test_cpu_limit_kills_busy_loop(sandbox: Sandbox) -> None:
+    r = sandbox.run(Program("while True: pass"), replace(SMALL, wall_s=10.0, cpu_s=1.0))
+    assert r.cpu_exceeded and not r.timed_out
+    assert r.cpu_s < 3.5
+
+
+def test_file_size_limit(sandbox: Sandbox) -> None:
+    r = sandbox.run(Program("open('big','wb').write(b'x' * (3 << 20))"))
+    assert r.exit_code != 0  # SIGXFSZ or OSError(EFBIG)
+
+
+def test_process_limit_stops_threads(sandbox: Sandbox) -> None:
+    src = ("import threading, time\nn = 0\ntry:\n    for _ in range(50):\n"
+           "        threading.Thread(target=time.sleep, args=(1,), daemon=True).start()\n        n += 1\n"
+           "except RuntimeError:\n    pass\nprint(n)")
+    r = sandbox.run(Program(src))
+    assert r.exit_code == 0, r.stderr
+    assert int(r.stdout) < SMALL.processes
+
+
+def test_open_files_limit(sandbox: Sandbox) -> None:
+    src = "fs = []\ntry:\n    while True: fs.append(open('/dev/null'))\nexcept OSError as e:\n    print(len(fs), e.errno)"
+    r = sandbox.run(Program(src))
+    count, errno = map(int, r.stdout.split())
+    assert count < SMALL.open_files and errno == 24
+
+
+def test_functional_calls_results_and_prints(sandbox: Sandbox) -> None:
+    src = "class Solution:\n    def f(self, xs: List[int], k: int) -> List[int]:\n        print('debug')\n        return tuple(x * k for x in xs)\n"
+    r = sandbox.run(Program(src, mode="functional", fn_name="f", calls=(("[1, 2]", "3"), ("[]", "1"))))
+    lines = r.stdout.decode().splitlines()
+    assert [eval(line.replace("true", "True"))["ok"] for line in lines] == ["[3, 6]", "[]"]
+    assert r.stderr.count(b"debug") == 2
+
+
+def test_map_keeps_input_order(sandbox: Sandbox) -> None:
+    programs = [Program(f"import time\ntime.sleep(0.5)\nprint({i})") for i in range(4)]
+    results = sandbox.map(programs, workers=2)
+    assert [r.stdout for r in results] == [b"%d\n" % i for i in range(4)]
+
+
+def test_describe_names_network_protection(sandbox: Sandbox) -> None:
+    info = sandbox.describe()
+    assert info["isolation"] in ("namespaces", "uid")
+    assert info["network"] in ("network namespace (no interfaces up)", "audit hook")
+    assert info["unprivileged_uid"] is True
+
+
+def test_limits_are_validated() -> None:
+    import pytest
+
+    with pytest.raises(ValueError, match="processes"):
+        Limits(processes=1)
+    with pytest.raises(ValueError, match="wall_s"):
+        Limits(wall_s=0)

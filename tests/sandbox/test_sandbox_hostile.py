@@ -1,0 +1,232 @@
+"""Hostile programs: each must be contained, and the host is checked afterwards (see conftest.host_check).
+
+These run as root, like CI: the sandbox must drop privileges, so a program
+cannot read root's files, signal the test runner or outlive its run.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import select
+import socket
+import stat
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+from evalsuite.sandbox import Program, Sandbox
+from evalsuite.sandbox.judge import Judge
+
+from conftest import SMALL, sandbox_processes
+
+
+@pytest.fixture
+def listener() -> Iterator[socket.socket]:
+    srv = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(8)
+    srv.setblocking(False)
+    yield srv
+    srv.close()
+
+
+def test_no_connection_to_a_loopback_listener(sandbox: Sandbox, listener: socket.socket) -> None:
+    port = listener.getsockname()[1]
+    src = (
+        "import socket\n"
+        "for family, addr in ((socket.AF_INET, ('127.0.0.1', %d)),):\n"
+        "    try:\n"
+        "        s = socket.socket(family, socket.SOCK_STREAM)\n"
+        "        s.settimeout(1)\n"
+        "        s.connect(addr)\n"
+        "        s.sendall(b'hello')\n"
+        "        print('CONNECTED')\n"
+        "    except OSError as e:\n"
+        "        print('refused', e)\n" % port
+    )
+    r = sandbox.run(Program(src))
+    assert b"CONNECTED" not in r.stdout
+    readable, _, _ = select.select([listener], [], [], 0.2)
+    assert readable == [], "the listener saw a connection from the sandbox"
+
+
+def test_cannot_write_outside_scratch(sandbox: Sandbox, namespaces: None) -> None:
+    open_dir = Path(tempfile.mkdtemp(prefix="evalsuite-open-", dir="/tmp"))
+    os.chmod(open_dir, 0o777)  # world-writable: only the mount namespace keeps the program out
+    # /tmp inside the sandbox is its own scratch, so writing there is allowed but must not reach the host's /tmp.
+    targets = [open_dir / "pwned", Path(__file__).resolve().parent / "pwned", Path("/usr/pwned"),
+               Path("/tmp/evalsuite-pwned-" + secrets.token_hex(4))]
+    src = "import os\n" + "".join(
+        f"try:\n    open({str(t)!r}, 'w').write('x')\n    print('WROTE', {str(t)!r})\nexcept OSError as e:\n    print('denied', e.errno)\n"
+        for t in targets
+    ) + "open('inside.txt', 'w').write('ok')\nprint('scratch ok')\n"
+    try:
+        r = sandbox.run(Program(src))
+        assert b"scratch ok" in r.stdout, r.stdout + r.stderr
+        assert [t for t in targets[:3] if b"WROTE " + str(t).encode() in r.stdout] == []
+        assert [t for t in targets if t.exists()] == []
+    finally:
+        for t in targets:
+            t.unlink(missing_ok=True)
+        open_dir.rmdir()
+
+
+def test_cannot_read_planted_secrets(sandbox: Sandbox, namespaces: None) -> None:
+    token = "SECRET-" + secrets.token_hex(8)
+    folder = Path(tempfile.mkdtemp(prefix="evalsuite-secret-", dir="/tmp"))
+    os.chmod(folder, 0o755)
+    private, public = folder / "private.txt", folder / "public.txt"
+    private.write_text(token)
+    os.chmod(private, 0o600)
+    public.write_text(token)
+    os.chmod(public, 0o644)  # world-readable: only the minimal root hides it
+    os.environ["EVALSUITE_TEST_SECRET"] = token
+    src = (
+        "import os, glob\n"
+        f"for p in [{str(private)!r}, {str(public)!r}, '/proc/{os.getpid()}/environ', '/proc/1/environ',"
+        " '/proc/self/environ']:\n"
+        "    try:\n        print(p, open(p, 'rb').read())\n    except OSError as e:\n        print(p, 'denied', e.errno)\n"
+        "print(dict(os.environ))\n"
+        "for p in glob.glob('/proc/*/environ'):\n"
+        "    try:\n        print(open(p, 'rb').read())\n    except OSError:\n        pass\n"
+    )
+    try:
+        r = sandbox.run(Program(src))
+    finally:
+        del os.environ["EVALSUITE_TEST_SECRET"]
+        private.unlink()
+        public.unlink()
+        folder.rmdir()
+    assert r.exit_code == 0, r.stderr
+    assert token.encode() not in r.stdout + r.stderr
+
+
+def test_root_only_file_unreadable_in_every_mode(sandbox: Sandbox) -> None:
+    token = secrets.token_hex(8)
+    with tempfile.NamedTemporaryFile("w", dir="/tmp", delete=False) as fh:
+        fh.write(token)
+    os.chmod(fh.name, stat.S_IRUSR)
+    try:
+        r = sandbox.run(Program(f"print(open({fh.name!r}).read())"))
+    finally:
+        os.unlink(fh.name)
+    assert token.encode() not in r.stdout and r.exit_code != 0
+
+
+def test_fork_bomb_is_contained(sandbox: Sandbox) -> None:
+    src = "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass\n"
+    seen: list[int] = []
+    done = threading.Event()
+
+    def watch() -> None:
+        while not done.is_set():
+            seen.append(len(sandbox_processes()))
+            time.sleep(0.05)
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    try:
+        r = sandbox.run(Program(src))
+    finally:
+        done.set()
+        watcher.join()
+    assert r.timed_out or r.cpu_exceeded
+    assert max(seen) <= SMALL.processes, f"saw {max(seen)} sandbox processes"
+
+
+def test_memory_bomb_hits_the_limit(sandbox: Sandbox) -> None:
+    r = sandbox.run(Program("xs = []\nwhile True:\n    xs.append(bytearray(10 ** 7))"))
+    assert r.memory_error, (r.exit_code, r.stderr)
+    assert r.maxrss_kb < SMALL.memory_mb * 1024
+
+
+def test_infinite_loop_is_stopped(sandbox: Sandbox) -> None:
+    r = sandbox.run(Program("while True: pass"))
+    assert r.timed_out or r.cpu_exceeded
+    assert r.wall_s < SMALL.wall_s + 2
+
+
+def test_sleeping_forever_hits_the_wall_clock(sandbox: Sandbox) -> None:
+    r = sandbox.run(Program("import time\ntime.sleep(1000)"))
+    assert r.timed_out and r.cpu_s < 1
+
+
+def test_killing_the_parent_and_everyone(sandbox: Sandbox) -> None:
+    me = os.getpid()
+    src = (
+        "import os, signal\n"
+        f"for target in (os.getppid(), {me}, 1):\n"
+        "    try:\n        os.kill(target, signal.SIGKILL)\n        print('killed', target)\n"
+        "    except OSError as e:\n        print('denied', target, e.errno)\n"
+        "try:\n    os.kill(-1, signal.SIGKILL)\nexcept OSError:\n    pass\n"
+        "os.killpg(os.getpgid(0), signal.SIGKILL)\n"
+    )
+    r = sandbox.run(Program(src))
+    # The runner is invisible (ESRCH, pid namespace) or out of reach (EPERM, other uid).
+    assert f"denied {me} 3".encode() in r.stdout or f"denied {me} 1".encode() in r.stdout, r.stdout
+    assert r.setup_error is None and r.exit_code in (0, -9)
+    assert sandbox.run(Program("print('still serving')")).stdout == b"still serving\n"
+
+
+def test_program_runs_in_its_own_session_and_group(sandbox: Sandbox) -> None:
+    groups: set[tuple[int, int]] = set()
+    done = threading.Event()
+
+    def watch() -> None:
+        while not done.is_set():
+            for pid, _ in sandbox_processes():
+                try:
+                    groups.add((os.getpgid(pid), os.getsid(pid)))
+                except ProcessLookupError:
+                    pass
+            time.sleep(0.02)
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    try:
+        sandbox.run(Program("import time\ntime.sleep(1)"))
+    finally:
+        done.set()
+        watcher.join()
+    assert groups, "the program was never seen running"
+    assert all(pgid != os.getpgrp() and sid != os.getsid(0) for pgid, sid in groups)
+
+
+def test_stdout_flood_is_capped(sandbox: Sandbox) -> None:
+    r = sandbox.run(Program("import sys\nwhile True:\n    sys.stdout.write('x' * 65536)"))
+    assert r.output_exceeded and len(r.stdout) == SMALL.output_bytes
+    r = sandbox.run(Program("import sys\nfor _ in range(2000):\n    sys.stderr.write('e' * 65536)"))
+    assert len(r.stderr) <= SMALL.stderr_bytes
+
+
+def test_children_do_not_outlive_the_program(sandbox: Sandbox) -> None:
+    src = (
+        "import os, subprocess, time\n"
+        "subprocess.Popen(['sleep', '60'])\n"  # holds our stdout open
+        "if os.fork() == 0:\n    os.setsid()\n    if os.fork() == 0:\n        time.sleep(60)\n    os._exit(0)\n"
+        "print('parent done')\n"
+    )
+    r = sandbox.run(Program(src))
+    assert r.exit_code == 0 and b"parent done" in r.stdout
+    assert r.wall_s < SMALL.wall_s
+    # host_check asserts that no process of the run is left
+
+
+def test_sys_exit_tricks(sandbox: Sandbox) -> None:
+    judge = Judge(sandbox, timeout_s=3.0)
+    tests = [{"input": "2\n", "output": "4\n", "testtype": "stdin"}]
+    assert judge.run("print(4)\nimport sys\nsys.exit(1)", tests, None)[0].outcome == "runtime_error"
+    assert judge.run("import os\nos._exit(0)\nprint(4)", tests, None)[0].outcome == "wrong_answer"
+    assert judge.run("import atexit\natexit.register(lambda: print('extra'))\nprint(4)", tests, None)[0].outcome == "wrong_answer"
+    calls = [{"input": "2", "output": "4", "testtype": "functional"}]
+    at_import = "import sys\nsys.exit(0)\nclass Solution:\n    def f(self, x): return x * 2\n"
+    assert judge.run(at_import, calls, "f")[0].outcome == "runtime_error"
+    in_call = "class Solution:\n    def f(self, x):\n        raise SystemExit(0)\n"
+    assert judge.run(in_call, calls, "f")[0].outcome == "runtime_error"
+    forged = "class Solution:\n    def f(self, x):\n        print('{\"i\": 0, \"ok\": \"4\"}')\n        return 5\n"
+    assert judge.run(forged, calls, "f")[0].outcome == "wrong_answer"

@@ -79,6 +79,8 @@ def plan_run(
     if limit is not None:
         samples = samples[:limit]
     overrides = dict(spec.generation)
+    if target.max_tokens is not None:
+        overrides["max_tokens"] = min(target.max_tokens, overrides.get("max_tokens", config.defaults.max_tokens))
     if max_tokens is not None:
         overrides["max_tokens"] = max_tokens
     params = config.defaults.params(overrides)

@@ -77,7 +77,9 @@ def run_one(config: Config, target_name: str, task: str, args: argparse.Namespac
 
 
 def _tasks(args: argparse.Namespace, config: Config) -> list[str]:
-    return args.task or list(config.defaults.tasks)
+    """--task may repeat and may hold a comma list (as `make eval TASKS=a,b` passes it)."""
+    names = [n.strip() for arg in (args.task or []) for n in arg.split(",") if n.strip()]
+    return names or list(config.defaults.tasks)
 
 
 def cmd_run(args: argparse.Namespace) -> int:

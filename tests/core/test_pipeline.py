@@ -129,3 +129,18 @@ def test_concurrency_requests_each_sample_once(tmp_path: Path, fake_server: Fake
     assert len(open_run(outcome.folder)) == 40
     assert fake_server.state.total == 40
     assert max(fake_server.state.requests.values()) == 1
+
+
+def test_streaming_gives_the_same_record_plus_time_to_first_token(tmp_path: Path, fake_server: FakeServer) -> None:
+    from conftest import make_project
+
+    plain = open_run(_run(make_project(tmp_path / "a", fake_server.base_url)).folder).results()
+    streamed_cfg = make_project(tmp_path / "b", fake_server.base_url, target_extra="stream = true")
+    streamed = open_run(_run(streamed_cfg).folder).results()
+    for sid, result in plain.items():
+        a, b = result.completion, streamed[sid].completion
+        assert a.text == b.text and a.finish_reason == b.finish_reason
+        assert np.array_equal(a.tokens.ids, b.tokens.ids)
+        assert np.allclose(a.tokens.top_logprobs, b.tokens.top_logprobs)
+        assert b.usage == a.usage and b.timings == a.timings
+        assert b.ttft_s is not None and 0 < b.ttft_s <= b.latency_s

@@ -1,0 +1,45 @@
+# evalsuite: `make test` sets itself up; `make eval TARGET=name` runs baseline vs target and compares.
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed-stamp
+
+TARGET ?= dflash
+TASKS  ?=
+LIMIT  ?=
+EVAL_ARGS := $(if $(TASKS),--task $(TASKS)) $(if $(LIMIT),--limit $(LIMIT))
+
+.PHONY: setup test test-fast eval rig gold bench clean help
+
+help:  ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev,rig]'
+	touch $(STAMP)
+
+setup: $(STAMP)  ## create .venv and install evalsuite with its test dependencies
+
+test: setup  ## every test, the reference-rig integration tests included
+	$(BIN)/python -m pytest -q
+
+test-fast: setup  ## unit tests only (no rig build, no full-data gold checks)
+	$(BIN)/python -m pytest -q -m "not rig and not gold"
+
+eval: setup  ## baseline + TARGET on TASKS (comma list) [LIMIT=N], then compare
+	$(BIN)/evalsuite eval $(TARGET) $(EVAL_ARGS)
+
+rig: setup  ## build the reference llama-server and its models (cached)
+	$(BIN)/evalsuite rig build
+	$(BIN)/evalsuite rig models
+
+gold: setup  ## grader gold checks on the full datasets in ../shared/data
+	$(BIN)/python -m pytest -q -m gold
+
+bench: setup  ## benchmarks, each as a ratio against a reference measured in the same run
+	@for b in bench/*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
+
+clean:  ## remove the virtualenv and caches (runs/ and reports/ are kept)
+	rm -rf $(VENV) .pytest_cache .hypothesis

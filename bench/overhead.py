@@ -1,0 +1,104 @@
+"""Per-request overhead of the run pipeline against an instant local endpoint.
+
+Both arms send the same requests to the same scripted server (a separate
+process, so it does not share the client's event loop):
+  reference: a minimal asyncio + httpx loop that posts each body and parses the JSON;
+  suite:     `evalsuite.runner.execute` (prompt building, retries, token parsing,
+             durable SQLite commits, progress callback).
+Prints seconds per request for each and the ratio suite / reference, at
+concurrency 1 and 8 (target: under 1.10x).
+
+    python bench/overhead.py [--n 400] [--repeats 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "fixtures"))
+sys.path.insert(0, str(ROOT / "tests"))
+
+from conftest import make_project  # noqa: E402
+from evalsuite.config import load_config  # noqa: E402
+from evalsuite.engines import make_engine  # noqa: E402
+from evalsuite.runner import execute, plan_run  # noqa: E402
+
+
+def start_server(port: int, tokens: int) -> subprocess.Popen:
+    proc = subprocess.Popen([sys.executable, str(ROOT / "fixtures" / "fake_server.py"), "--port", str(port),
+                             "--tokens", str(tokens)], stdout=subprocess.PIPE, text=True)  # fmt: skip
+    assert proc.stdout is not None and proc.stdout.readline().startswith("ready")
+    return proc
+
+
+async def reference_loop(url: str, bodies: list[dict], concurrency: int) -> float:
+    """The least a client can do: post, await, parse."""
+    it = iter(bodies)
+    async with httpx.AsyncClient(limits=httpx.Limits(max_connections=concurrency)) as client:
+
+        async def worker() -> None:
+            for body in it:
+                resp = await client.post(f"{url}/chat/completions", json=body)
+                json.loads(resp.content)
+
+        start = time.perf_counter()
+        await asyncio.gather(*(worker() for _ in range(concurrency)))
+        return time.perf_counter() - start
+
+
+def suite_run(config_path: Path, runs_dir: Path) -> float:
+    config = load_config(config_path)
+    plan = plan_run(config, "base", "echo")
+    plan.runs_dir = runs_dir
+    start = time.perf_counter()
+    outcome = asyncio.run(execute(plan, progress=lambda done, total: None))
+    elapsed = time.perf_counter() - start
+    assert outcome.recorded == len(plan.samples)
+    return elapsed
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--n", type=int, default=400, help="requests per measurement")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--tokens", type=int, default=32, help="tokens per fake completion (top-5 logprobs each)")
+    parser.add_argument("--port", type=int, default=18099)
+    args = parser.parse_args()
+    server = start_server(args.port, args.tokens)
+    url = f"http://127.0.0.1:{args.port}/v1"
+    try:
+        print(f"{args.n} requests x {args.tokens} tokens with top-5 logprobs, instant endpoint; median of {args.repeats}")
+        print(f"{'concurrency':>11}  {'reference ms/req':>16}  {'suite ms/req':>12}  {'ratio':>6}")
+        for concurrency in (1, 8):
+            with tempfile.TemporaryDirectory() as tmp:
+                config = make_project(Path(tmp), url, n=args.n, target_extra=f"concurrency = {concurrency}")
+                cfg = load_config(config)
+                plan = plan_run(cfg, "base", "echo")
+                engine = make_engine(cfg.target("base"))
+                engine.model = "fake-model"
+                bodies = [engine.request_body(s, plan.params) for s in plan.samples]
+                ref, suite = [], []
+                for r in range(args.repeats):
+                    ref.append(asyncio.run(reference_loop(url, bodies, concurrency)))
+                    suite.append(suite_run(config, Path(tmp) / f"runs{r}"))
+            ref_ms = statistics.median(ref) / args.n * 1e3
+            suite_ms = statistics.median(suite) / args.n * 1e3
+            print(f"{concurrency:>11}  {ref_ms:>16.3f}  {suite_ms:>12.3f}  {suite_ms / ref_ms:>5.2f}x")
+    finally:
+        server.terminate()
+        server.wait()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,53 @@
+"""The CLI teaches usage, and its exit codes are what scripts can rely on."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from evalsuite.cli import main
+from fake_server import Fault, FakeServer
+
+
+@pytest.mark.parametrize("command", [[], ["run"], ["eval"], ["grade"], ["runs"], ["targets"]])
+def test_help_teaches_with_examples(command: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        main([*command, "--help"])
+    assert exit_.value.code == 0
+    out = capsys.readouterr().out
+    assert "usage: evalsuite" in out
+    if command in ([], ["run"], ["eval"], ["grade"]):
+        assert "example" in out
+
+
+def test_config_error_exits_2_with_a_sentence(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["targets", "--config", str(tmp_path / "missing.toml")])
+    assert code == 2
+    assert capsys.readouterr().err.startswith("error: Config file")
+
+
+def test_endpoint_refusal_exits_3(project: Path, fake_server: FakeServer, capsys: pytest.CaptureFixture[str]) -> None:
+    fake_server.state.faults = [Fault("400", times=-1)]
+    code = main(["run", "base", "--config", str(project), "--no-grade", "-q"])
+    assert code == 3
+    assert "refused sample" in capsys.readouterr().err
+
+
+def test_run_prints_the_run_folder_and_runs_lists_it(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", "base", "--config", str(project), "--no-grade", "-q"]) == 0
+    folder = Path(capsys.readouterr().out.strip())
+    assert (folder / "manifest.json").exists()
+    assert main(["runs", "--config", str(project)]) == 0
+    assert f"base\techo\t10\t0\t{folder}" in capsys.readouterr().out
+
+
+def test_api_key_never_reaches_a_file(tmp_path: Path, fake_server: FakeServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    from conftest import make_project
+
+    monkeypatch.setenv("EVALSUITE_FAKE_KEY", "sk-very-secret-value")
+    config = make_project(tmp_path, fake_server.base_url, target_extra='api_key_env = "EVALSUITE_FAKE_KEY"')
+    assert main(["run", "base", "--config", str(config), "--no-grade", "-q"]) == 0
+    for path in (tmp_path / "runs").rglob("*"):
+        if path.is_file():
+            assert b"sk-very-secret-value" not in path.read_bytes(), path

@@ -13,7 +13,7 @@ _SPEC_COUNTERS = (
     "vllm:spec_decode_num_draft_tokens",
     "vllm:spec_decode_num_accepted_tokens",
 )
-_SAMPLE = re.compile(r"^(?P<name>[a-zA-Z_:][a-zA-Z0-9_:]*)(?:_total)?(?:\{[^}]*\})?\s+(?P<value>[-+0-9.eE]+|NaN)$")
+_SAMPLE = re.compile(r"^(?P<name>[a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{[^}]*\})?\s+(?P<value>[-+0-9.eE]+|NaN)$")
 
 
 def parse_counters(text: str, names: tuple[str, ...] = _SPEC_COUNTERS) -> dict[str, float]:
@@ -21,8 +21,11 @@ def parse_counters(text: str, names: tuple[str, ...] = _SPEC_COUNTERS) -> dict[s
     totals: dict[str, float] = {}
     for line in text.splitlines():
         match = _SAMPLE.match(line.strip())
-        if match and match["name"] in names:
-            totals[match["name"]] = totals.get(match["name"], 0.0) + float(match["value"])
+        if match is None:
+            continue
+        name = match["name"].removesuffix("_total")
+        if name in names:
+            totals[name] = totals.get(name, 0.0) + float(match["value"])
     return totals
 
 

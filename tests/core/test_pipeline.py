@@ -144,3 +144,18 @@ def test_streaming_gives_the_same_record_plus_time_to_first_token(tmp_path: Path
         assert np.allclose(a.tokens.top_logprobs, b.tokens.top_logprobs)
         assert b.usage == a.usage and b.timings == a.timings
         assert b.ttft_s is not None and 0 < b.ttft_s <= b.latency_s
+
+
+def test_vllm_speculative_counters_are_read_around_the_run(tmp_path: Path, fake_server: FakeServer) -> None:
+    from conftest import make_project
+
+    config = make_project(tmp_path, fake_server.base_url)
+    text = config.read_text().replace('engine = "llamacpp"', 'engine = "vllm"', 1)
+    config.write_text(text)
+    fake_server.state.total = 5  # counters that were already non-zero before the run
+    store = open_run(_run(config).folder)
+    (session,) = store.sessions()
+    before, after = session["info"]["engine_stats_before"], session["info"]["engine_stats_after"]
+    assert before == {"vllm:spec_decode_num_drafts": 20.0, "vllm:spec_decode_num_accepted_tokens": 30.0}
+    assert after["vllm:spec_decode_num_drafts"] - before["vllm:spec_decode_num_drafts"] == 40.0
+    assert session["recorded"] == 10 and session["outcome"] == "complete"

@@ -7,7 +7,7 @@ from dataclasses import replace
 
 from evalsuite.sandbox import Limits, Program, Sandbox
 
-from conftest import SMALL
+from sandbox_helpers import SMALL
 
 
 def test_stdin_roundtrip_large_input(sandbox: Sandbox) -> None:
@@ -109,3 +109,12 @@ def test_limits_are_validated() -> None:
         Limits(processes=1)
     with pytest.raises(ValueError, match="wall_s"):
         Limits(wall_s=0)
+
+
+def test_uid_fallback_still_drops_privileges_and_blocks_sockets(isolation: str) -> None:
+    """Without namespaces (an unprivileged container), the uid drop and the socket audit hook still hold."""
+    fallback = Sandbox(limits=SMALL, isolation="uid")
+    r = fallback.run(Program("import os\nprint(os.getuid())\nimport socket\nsocket.socket()"))
+    assert int(r.stdout) >= 1000
+    assert b"network access is disabled" in r.stderr
+    assert fallback.describe()["network"] == "audit hook"

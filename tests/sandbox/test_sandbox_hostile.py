@@ -22,7 +22,7 @@ import pytest
 from evalsuite.sandbox import Program, Sandbox
 from evalsuite.sandbox.judge import Judge
 
-from conftest import SMALL, sandbox_processes
+from sandbox_helpers import SMALL, sandbox_processes
 
 
 @pytest.fixture

@@ -1,0 +1,18 @@
+"""Helpers for the LiveCodeBench tests: paths and how a model's answer is wrapped."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+SOLUTIONS = ROOT / "fixtures" / "livecodebench_solutions"
+
+
+def shared_data_dir() -> Path:
+    """../shared/data beside the checkout (override: EVALSUITE_SHARED_DATA)."""
+    return Path(os.environ.get("EVALSUITE_SHARED_DATA", ROOT.parent / "shared" / "data"))
+
+
+def fenced(code: str) -> str:
+    return f"Here is my solution.\n```python\n{code}\n```\nDone."

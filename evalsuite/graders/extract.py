@@ -107,8 +107,8 @@ def last_boxed(text: str) -> Extraction | None:
 
 
 _FINAL_ANSWER = re.compile(
-    r"(?:final\s+answer|the\s+answer)\s*(?:is|:|=)\s*:?\s*(?:\*\*)?\s*",
-    re.IGNORECASE,
+    r"(?:(?:final\s+answer|the\s+answer)\s*(?:is|:|=)|^[\s*#]*answer\s*\**\s*:)\s*:?\s*(?:\*\*)?\s*",
+    re.IGNORECASE | re.MULTILINE,
 )
 _MATH_SPAN = re.compile(r"\$\$(.+?)\$\$|\$(.+?)\$|\\\((.+?)\\\)|\\\[(.+?)\\\]", re.DOTALL)
 
@@ -122,8 +122,8 @@ def _strip_answer(answer: str) -> str:
 def final_answer_is(text: str) -> Extraction | None:
     """The answer after the last "final answer is" / "the answer is" / "Answer:".
 
-    If a math span (`$...$`, `\\(...\\)`) starts right there, its content is the
-    answer; otherwise the rest of the line, without a trailing period.
+    If a math span (`$...$`, `\\(...\\)`) or a `\\boxed{}` starts right there,
+    its content is the answer; otherwise the rest of the sentence.
     """
     last = None
     for m in _FINAL_ANSWER.finditer(text):
@@ -134,11 +134,10 @@ def final_answer_is(text: str) -> Extraction | None:
     span = _MATH_SPAN.match(rest)
     if span is not None:
         answer = next(g for g in span.groups() if g is not None)
+    elif rest.startswith(("\\boxed", "\\fbox")) and boxed_spans(rest):
+        answer = boxed_spans(rest)[0][2]
     else:
-        answer = rest.split("\n", 1)[0]
-        boxed = boxed_spans(answer)
-        if boxed:
-            answer = boxed[-1][2]
+        answer = re.split(r"\.(?:\s|$)", rest.split("\n", 1)[0], maxsplit=1)[0]
     answer = _strip_answer(answer)
     if not answer:
         return None

@@ -62,6 +62,8 @@ def grade_math_item(item: MathItem) -> Grade:
     except Exception as exc:  # noqa: BLE001 - one bad sample must not stop a run
         return Grade(item.sample_id, "ungraded", extracted, f"grader error: {type(exc).__name__}: {exc}", 0.0, details)
     details.update(verdict.details)
+    if verdict.details.get("used_joined"):
+        extracted = found.joined
     status = "correct" if verdict.equal else "incorrect"
     return Grade(item.sample_id, status, extracted, verdict.reason, 1.0 if verdict.equal else 0.0, details)
 

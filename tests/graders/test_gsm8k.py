@@ -1,0 +1,105 @@
+"""GSM8K graders: exact numeric match, and lm-evaluation-harness's gsm8k scoring."""
+
+from __future__ import annotations
+
+import pytest
+from grader_helpers import item
+
+from evalsuite.errors import ConfigError
+from evalsuite.graders.gsm8k import (
+    LMEVAL_FILTERS,
+    LMEVAL_IGNORE,
+    GSM8KGrader,
+    LMEvalGSM8KGrader,
+    lmeval_filter,
+    lmeval_normalize,
+    reference_number,
+)
+
+REF = "She sells 16 - 3 - 4 = <<16-3-4=9>>9 eggs.\nShe makes 9 * 2 = $<<9*2=18>>18.\n#### 1,018"
+
+
+@pytest.mark.parametrize(
+    ("response", "status", "extracted", "step"),
+    [
+        ("... so she makes $1018.\n#### 1018", "correct", "1018", "hash_line"),
+        ("#### $1,018.00", "correct", "1018", "hash_line"),
+        ("#### 1018.", "correct", "1018", "hash_line"),
+        ("The answer is 1,018 dollars.", "correct", "1018", "final_answer_is"),
+        ("Total: \\boxed{1018}", "correct", "1018", "last_boxed"),
+        ("She made 1018 dollars, then 3 more", "incorrect", "3", "last_number"),
+        ("#### 1017", "incorrect", "1017", "hash_line"),
+        ("#### -1018", "incorrect", "-1018", "hash_line"),
+    ],
+)
+def test_numeric_match(response: str, status: str, extracted: str, step: str) -> None:
+    grader = GSM8KGrader(extraction=["hash_line", "last_boxed", "final_answer_is", "last_number"])
+    [grade] = grader.grade_batch([item(REF, response)])
+    assert (grade.status, grade.extracted, grade.details["step"]) == (status, extracted, step), grade.reason
+    assert grade.details["gold"] == "1018"
+
+
+def test_no_number_and_no_reference() -> None:
+    grader = GSM8KGrader()
+    grades = grader.grade_batch([item(REF, "I cannot tell."), item("no final line here", "#### 3"), item("-7", "#### -7")])
+    assert grades[0].status == "incorrect" and grades[0].reason == "no '#### N' line and no number found"
+    assert grades[1].status == "ungraded" and "no '#### N' line" in grades[1].reason
+    assert grades[2].status == "correct"  # a bare-number reference is accepted
+    assert reference_number("#### 12\n#### 13") == 13
+
+
+def test_gsm8k_grader_rejects_math_only_steps_and_options() -> None:
+    with pytest.raises(ConfigError, match="unknown extraction step 'lmeval'"):
+        GSM8KGrader(extraction=["lmeval"])
+    with pytest.raises(ConfigError, match="unknown option 'tolerance'"):
+        GSM8KGrader(tolerance=0.1)
+
+
+# Expected values worked out by hand from lm-eval 0.4.13's gsm8k.yaml (regex
+# filters, take_first, exact_match with ignore_case and regexes_to_ignore).
+LMEVAL_CASES = [
+    # response, strict-match extraction, strict correct, flexible extraction, flexible correct
+    ("So 1018.\n#### 1018", "1018", True, "1018", True),
+    ("#### 1,018", "1,018", True, "1,018", True),
+    ("#### 1018.", "1018.", True, "1018.", True),
+    ("#### $1018", "[invalid]", False, "$1018", True),  # strict's regex has no "$"
+    ("The answer is 1018.", "[invalid]", False, "1018.", True),
+    ("1018 eggs, and 5 left over", "[invalid]", False, "5", False),  # flexible takes the last number
+    ("#### 1018\nQuestion: next one? 7", "1018", True, "1018", True),  # cut at "Question:"
+    ("#### 1018.00", "1018.00", False, "1018.00", False),  # no numeric normalisation
+    ("", "[invalid]", False, "[invalid]", False),
+]
+
+
+@pytest.mark.parametrize(("response", "strict", "strict_ok", "flex", "flex_ok"), LMEVAL_CASES)
+def test_lmeval_scoring(response: str, strict: str, strict_ok: bool, flex: str, flex_ok: bool) -> None:
+    [grade] = LMEvalGSM8KGrader().grade_batch([item(REF, response)])
+    assert grade.details["strict-match"] == {"extracted": strict, "correct": strict_ok}
+    assert grade.details["flexible-extract"] == {"extracted": flex, "correct": flex_ok}
+    assert grade.status == ("correct" if strict_ok else "incorrect")  # strict-match is listed first
+    assert grade.extracted == (None if strict == "[invalid]" else strict)
+
+
+def test_lmeval_primary_filter_and_until_option() -> None:
+    grader = LMEvalGSM8KGrader(extraction=["flexible-extract"], until=[])
+    [grade] = grader.grade_batch([item(REF, "#### 1018\nQuestion: next one? 7")])
+    assert grade.status == "incorrect" and grade.extracted == "7"  # nothing cut, so the last number is 7
+    assert "strict-match" not in grade.details
+    with pytest.raises(ConfigError, match="unknown extraction step 'strict'"):
+        LMEvalGSM8KGrader(extraction=["strict"])
+
+
+def test_lmeval_reimplementation_matches_lm_eval_itself() -> None:
+    """Runs only where lm-eval is installed: same extractions and scores on every case."""
+    extraction = pytest.importorskip("lm_eval.filters.extraction")
+    metrics = pytest.importorskip("lm_eval.api.metrics")
+    responses = [c[0] for c in LMEVAL_CASES] + ["-5 and -3.5", "$ 12", "1.2.3, 4,5", "x = -0.5.", "##### 12"]
+    for name, (pattern, group) in LMEVAL_FILTERS.items():
+        theirs = extraction.RegexFilter(regex_pattern=pattern, group_select=group).apply([[r] for r in responses], [])
+        ours = [lmeval_filter(r, pattern, group) for r in responses]
+        assert ours == [t[0] for t in theirs], name
+        for got in ours:
+            score = metrics.exact_match_hf_evaluate(
+                [got], [REF], regexes_to_ignore=list(LMEVAL_IGNORE), ignore_case=True
+            )["exact_match"]
+            assert (lmeval_normalize(got) == lmeval_normalize(REF)) == bool(score), got

@@ -39,6 +39,10 @@ class TargetConfig(BaseModel):
     baseline: str | None = None
     control: str | None = None
     rig: str | None = Field(None, description="reference-rig configuration that serves this target")
+    allow_differences: list[str] = Field(
+        default_factory=list,
+        description="fingerprint fields this target differs in on purpose (e.g. server.model for a quantized target)",
+    )
     description: str = ""
 
     @model_validator(mode="after")
@@ -76,6 +80,7 @@ class Defaults(BaseModel):
     top_k: int | None = 1
     seed: int = 42
     top_logprobs: int = Field(5, ge=0, le=20)
+    repeat_baseline: bool = Field(False, description="run the baseline twice in `eval`: a determinism control")
 
     def params(self, overrides: dict[str, Any] | None = None) -> GenerationParams:
         values: dict[str, Any] = {

@@ -44,6 +44,7 @@ class RunPlan:
     role: str = "candidate"
     base_url: str | None = None
     server_args: list[str] | None = None
+    repeat: int = 0  # 1 = the same run again (a determinism check), kept in its own folder
 
 
 @dataclass
@@ -69,6 +70,7 @@ def plan_run(
     limit: int | None = None,
     max_tokens: int | None = None,
     role: str = "candidate",
+    repeat: int = 0,
 ) -> RunPlan:
     """Resolve a target and a task into a plan (reads the dataset, not the endpoint)."""
     target = config.target(target_name)
@@ -84,7 +86,7 @@ def plan_run(
     if max_tokens is not None:
         overrides["max_tokens"] = max_tokens
     params = config.defaults.params(overrides)
-    return RunPlan(target, spec, samples, params, identity, config.root / config.defaults.runs_dir, role)
+    return RunPlan(target, spec, samples, params, identity, config.root / config.defaults.runs_dir, role, repeat=repeat)
 
 
 def _endpoint_identity(plan: RunPlan) -> dict[str, Any]:
@@ -113,7 +115,7 @@ def _without_ports(args: list[str]) -> list[str]:
 def fingerprint_fields(plan: RunPlan, probe: dict[str, Any]) -> dict[str, Any]:
     """The fields that change outputs; equal fields mean the same run."""
     stable_probe = {k: v for k, v in probe.items() if k not in ("base_url", "warnings", "models")}
-    return {
+    fields: dict[str, Any] = {
         "suite_version": __version__,
         "target": plan.target.name,
         "endpoint": _endpoint_identity(plan),
@@ -124,6 +126,9 @@ def fingerprint_fields(plan: RunPlan, probe: dict[str, Any]) -> dict[str, Any]:
         "params": plan.params.as_dict(),
         "dataset": plan.data.as_dict(),
     }
+    if plan.repeat:
+        fields["repeat"] = plan.repeat
+    return fields
 
 
 def _manifest(plan: RunPlan, fields: dict[str, Any], probe: dict[str, Any]) -> dict[str, Any]:

@@ -41,6 +41,7 @@ prompt:
   user: "Question {{ qid }}: {{ question }}"
 grader:
   name: gsm8k
+  extraction: [hash_line, last_number]
 generation:
   max_tokens: 64
 """

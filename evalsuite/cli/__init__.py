@@ -70,7 +70,28 @@ def build_parser() -> argparse.ArgumentParser:
                        epilog="examples:\n  evalsuite eval dflash\n  evalsuite eval draft --task gsm8k --limit 20")  # fmt: skip
     p.add_argument("target")
     p.add_argument("--task", action="append", metavar="NAME", help="task(s) (repeatable; default: defaults.tasks)")
+    p.add_argument("--repeat-baseline", action=argparse.BooleanOptionalAction, default=None,
+                   help="run the baseline twice as a determinism control (default: defaults.repeat_baseline)")
+    p.add_argument("--no-report", action="store_true", help="print the verdicts only")
     _data_options(p)
+    _common(p)
+
+    p = sub.add_parser("compare", help="diff, statistics and verdict for two stored runs",
+                       formatter_class=argparse.RawDescriptionHelpFormatter,
+                       description="Compare CANDIDATE with BASELINE from stored runs only. Runs that differ in "
+                       "anything that changes outputs (task, prompt, parameters, data, model) are refused, "
+                       "naming the fields. Exit 1 when the verdict is LOSSY or accuracy DIFFERENT.",
+                       epilog="examples:\n  evalsuite compare runs/draft/gsm8k/<id> runs/baseline/gsm8k/<id>\n"
+                       "  evalsuite compare CAND BASE --control runs/control/gsm8k/<id> --json verdict.json")  # fmt: skip
+    p.add_argument("candidate", metavar="CANDIDATE_RUN")
+    p.add_argument("baseline", metavar="BASELINE_RUN")
+    p.add_argument("--control", metavar="RUN", help="numerics control: the speculative server with the target as its own drafter")
+    p.add_argument("--determinism", metavar="RUN", help="the baseline run a second time")
+    p.add_argument("--delta", type=float, default=0.02, help="equivalence margin as a proportion (default 0.02 = 2 points)")
+    p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    p.add_argument("--allow", action="append", metavar="FIELD", help="waive a must-match field on purpose, e.g. server.model")
+    p.add_argument("--json", metavar="PATH", help="also write the versioned JSON summary here")
+    p.add_argument("--no-report", action="store_true", help="print the verdict only")
     _common(p)
 
     p = sub.add_parser("grade", help="re-grade stored runs without asking the endpoint",

@@ -3,77 +3,46 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
-import contextlib
 import sys
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable
 
-from evalsuite.config import Config, TargetConfig, load_config
-from evalsuite.errors import ConfigError
+from evalsuite.config import Config, load_config
 from evalsuite.grading import grade_run
-from evalsuite.runner import RunOutcome, execute, plan_run
 from evalsuite.store import open_run
+from evalsuite.workflow import RunOptions, compare_eval, eval_target, run_target
 
 
-def _say(args: argparse.Namespace, message: str) -> None:
-    if not args.quiet:
-        print(message, file=sys.stderr)
+def _say(args: argparse.Namespace) -> Callable[[str], None]:
+    def say(message: str) -> None:
+        if not args.quiet:
+            print(message, file=sys.stderr)
+
+    return say
 
 
-@contextlib.contextmanager
-def serving(target: TargetConfig, args: argparse.Namespace) -> Iterator[tuple[str | None, list[str] | None]]:
-    """Start the rig server a target needs (if any) for the duration of the block."""
-    if target.rig is None:
-        yield None, None
-        return
-    from evalsuite.rig.launcher import serve
+class _Bar:
+    """A tqdm bar with rate and ETA, created on the first update."""
 
-    _say(args, f"starting rig server '{target.rig}' for target '{target.name}'...")
-    with serve([target.rig]) as servers:
-        server = servers[target.rig]
-        yield server.base_url, list(server.args)
-
-
-class _Progress:
-    """A tqdm bar with rate and ETA; silent under --quiet."""
-
-    def __init__(self, label: str, quiet: bool):
-        self.label, self.quiet, self.bar = label, quiet, None
+    def __init__(self, label: str):
+        self.label, self.bar = label, None
 
     def __call__(self, done: int, total: int) -> None:
-        if self.quiet:
-            return
         if self.bar is None:
             from tqdm import tqdm
 
             self.bar = tqdm(total=total, desc=self.label, unit="sample", dynamic_ncols=True, file=sys.stderr)
         self.bar.update(done - self.bar.n)
-
-    def close(self) -> None:
-        if self.bar is not None:
+        if done >= total:
             self.bar.close()
 
 
-def run_one(config: Config, target_name: str, task: str, args: argparse.Namespace, role: str) -> RunOutcome:
-    """Generate (and grade unless --no-grade) one target on one task."""
-    target = config.target(target_name)
-    plan = plan_run(config, target_name, task, data=args.data, data_path=args.data_path, limit=args.limit,
-                    max_tokens=args.max_tokens, role=role)  # fmt: skip
-    with serving(target, args) as (base_url, server_args):
-        plan.base_url, plan.server_args = base_url, server_args
-        progress = _Progress(f"{target_name}/{task}", args.quiet)
-        try:
-            outcome = asyncio.run(execute(plan, progress=progress, on_warning=lambda w: _say(args, f"warning: {w}")))
-        finally:
-            progress.close()
-    _say(args, f"{target_name}/{task}: {outcome.recorded} new, {outcome.skipped} already stored -> {outcome.folder}")
-    if not getattr(args, "no_grade", False):
-        grades = grade_run(outcome.store, tasks_dir=config.root / "tasks")
-        correct = sum(g.correct for g in grades)
-        ungraded = sum(g.status == "ungraded" for g in grades)
-        _say(args, f"{target_name}/{task}: {correct}/{len(grades)} correct" + (f", {ungraded} ungraded" if ungraded else ""))
-    return outcome
+def _progress(args: argparse.Namespace) -> Callable[[str], Any] | None:
+    return None if args.quiet else _Bar
+
+
+def _options(args: argparse.Namespace) -> RunOptions:
+    return RunOptions(args.data, args.data_path, args.limit, args.max_tokens, grade=not getattr(args, "no_grade", False))
 
 
 def _tasks(args: argparse.Namespace, config: Config) -> list[str]:
@@ -84,37 +53,55 @@ def _tasks(args: argparse.Namespace, config: Config) -> list[str]:
 
 def cmd_run(args: argparse.Namespace) -> int:
     config = load_config(args.config)
-    for task in _tasks(args, config):
-        outcome = run_one(config, args.target, task, args, args.role)
+    outcomes = run_target(config, args.target, _tasks(args, config), _options(args), role=args.role,
+                          say=_say(args), progress=_progress(args))  # fmt: skip
+    for outcome in outcomes.values():
         print(outcome.folder)
     return 0
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
     config = load_config(args.config)
-    target = config.target(args.target)
-    if target.baseline is None:
-        raise ConfigError(f"Target '{target.name}' has no baseline; set targets.{target.name}.baseline in {config.path}.")
-    folders: dict[str, dict[str, Path]] = {}
-    for task in _tasks(args, config):
-        roles = [("baseline", target.baseline), ("candidate", target.name)]
-        if target.control:
-            roles.insert(1, ("control", target.control))
-        for role, name in roles:
-            folders.setdefault(task, {})[role] = run_one(config, name, task, args, role).folder
-    for task, by_role in folders.items():
-        for role, folder in by_role.items():
+    runs = eval_target(config, args.target, _tasks(args, config), _options(args),
+                       repeat_baseline=args.repeat_baseline, say=_say(args), progress=_progress(args))  # fmt: skip
+    for task, roles in runs.folders.items():
+        for role, folder in roles.items():
             print(f"{task}\t{role}\t{folder}")
-    return _compare_if_available(args, folders)
+    comparisons = compare_eval(config, runs)
+    return _finish(args, config, comparisons, {task: runs.stores(task) for task in runs.folders}, args.target)
 
 
-def _compare_if_available(args: argparse.Namespace, folders: dict[str, dict[str, Path]]) -> int:
-    try:
-        from evalsuite.compare.command import compare_and_report
-    except ImportError:
-        _say(args, "runs stored; compare them with `evalsuite compare CANDIDATE BASELINE`.")
-        return 0
-    return compare_and_report(folders, quiet=args.quiet)
+def cmd_compare(args: argparse.Namespace) -> int:
+    from evalsuite.compare import compare_runs
+
+    controls = {k: v for k, v in (("determinism", args.determinism), ("numerics", args.control)) if v}
+    comparison = compare_runs(args.candidate, args.baseline, controls=controls, delta=args.delta, seed=args.seed,
+                              allow=args.allow or [])  # fmt: skip
+    if args.json:
+        comparison.to_json(args.json)
+    config = load_config(args.config) if args.config or Path("evalsuite.toml").exists() else None
+    task = comparison.candidate.get("task", "task")
+    stores = {"candidate": open_run(args.candidate), "baseline": open_run(args.baseline)}
+    stores.update({"determinism": open_run(args.determinism)} if args.determinism else {})
+    stores.update({"control": open_run(args.control)} if args.control else {})
+    return _finish(args, config, [comparison], {task: stores}, comparison.candidate.get("target", "compare"))
+
+
+def _finish(args: argparse.Namespace, config: Config | None, comparisons: list[Any], stores: dict, target: str) -> int:
+    """Print each verdict, write the reports when the report stage is available; exit 1 on a failing verdict."""
+    for comparison in comparisons:
+        print(comparison.summary)
+    if not getattr(args, "no_report", False):
+        try:
+            from evalsuite.report import report_folder, write_reports
+        except ImportError:
+            write_reports = None
+        if write_reports is not None:
+            reports_dir = (config.root / config.defaults.reports_dir) if config else Path("reports")
+            paths = write_reports(comparisons, report_folder(reports_dir, target), runs=stores)
+            print(f"report: {paths.markdown}\nreport: {paths.html}")
+    failed = any(c.token.label == "LOSSY" or any(r.verdict.label == "DIFFERENT" for r in c.overall()) for c in comparisons)
+    return 1 if failed else 0
 
 
 def cmd_grade(args: argparse.Namespace) -> int:
@@ -138,8 +125,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
         store = open_run(manifest.parent)
         if args.target and store.manifest["target"] != args.target:
             continue
-        graded = store.grades()
-        rows.append((store.manifest["target"], store.manifest["task"], len(store), len(graded), store.folder))
+        rows.append((store.manifest["target"], store.manifest["task"], len(store), len(store.grades()), store.folder))
         store.close()
     if not rows:
         print(f"No runs under {runs_dir}.", file=sys.stderr)

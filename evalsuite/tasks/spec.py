@@ -71,6 +71,9 @@ class TaskSpec(BaseModel):
     prompt: PromptSpec
     grader: GraderSpec
     generation: dict[str, Any] = Field(default_factory=dict)
+    equivalence_margin: float = Field(
+        0.02, gt=0, lt=1, description="TOST margin (a proportion) declared before any run: 0.02 = 2 points"
+    )
     metadata_fields: list[str] = Field(default_factory=list)
 
 

@@ -10,14 +10,14 @@ from evalsuite.cli import main
 from fake_server import Fault, FakeServer
 
 
-@pytest.mark.parametrize("command", [[], ["run"], ["eval"], ["grade"], ["runs"], ["targets"]])
+@pytest.mark.parametrize("command", [[], ["run"], ["eval"], ["compare"], ["grade"], ["runs"], ["targets"]])
 def test_help_teaches_with_examples(command: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exit_:
         main([*command, "--help"])
     assert exit_.value.code == 0
     out = capsys.readouterr().out
     assert "usage: evalsuite" in out
-    if command in ([], ["run"], ["eval"], ["grade"]):
+    if command in ([], ["run"], ["eval"], ["compare"], ["grade"]):
         assert "example" in out
 
 
@@ -51,3 +51,21 @@ def test_api_key_never_reaches_a_file(tmp_path: Path, fake_server: FakeServer, m
     for path in (tmp_path / "runs").rglob("*"):
         if path.is_file():
             assert b"sk-very-secret-value" not in path.read_bytes(), path
+
+
+def test_eval_runs_baseline_twice_and_candidate_then_judges(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["eval", "spec", "--config", str(project), "--repeat-baseline", "--no-report", "-q"])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    roles = {line.split("\t")[1] for line in out.splitlines() if line.startswith("echo\t")}
+    assert roles == {"baseline", "determinism", "candidate"}
+    assert "LOSSLESS: 10/10 token-identical" in out
+
+
+def test_compare_refuses_runs_with_different_parameters(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", "base", "--config", str(project), "-q"]) == 0
+    assert main(["run", "spec", "--config", str(project), "-q", "--max-tokens", "32"]) == 0
+    base, spec = capsys.readouterr().out.split()
+    assert main(["compare", spec, base, "--no-report"]) == 2
+    err = capsys.readouterr().err
+    assert "params.max_tokens: baseline 64, candidate 32" in err

@@ -1,0 +1,143 @@
+"""`eval` as a library call: run the roles a comparison needs, then compare each task.
+
+Roles: `baseline`, optionally `determinism` (the baseline again, in its own
+run folder), `control` (the numerics control target) and `candidate`.  Each
+role's server is started once (for rig targets) and serves every task, so a
+speed figure never shares the CPU with another server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterator, Sequence
+
+from evalsuite.config import Config, TargetConfig
+from evalsuite.errors import ConfigError
+from evalsuite.grading import grade_run
+from evalsuite.runner import RunOutcome, execute, plan_run
+from evalsuite.store import RunStore, open_run
+from evalsuite.tasks.data import DataChoice
+
+ProgressFactory = Callable[[str], Callable[[int, int], Any]]
+
+
+@dataclass
+class RunOptions:
+    data: DataChoice | None = None
+    data_path: str | None = None
+    limit: int | None = None
+    max_tokens: int | None = None
+    grade: bool = True
+
+
+@dataclass
+class EvalRuns:
+    """Run folders by task and role."""
+
+    target: str
+    folders: dict[str, dict[str, Path]] = field(default_factory=dict)
+
+    def stores(self, task: str) -> dict[str, RunStore]:
+        return {role: open_run(path) for role, path in self.folders[task].items()}
+
+
+@contextlib.contextmanager
+def serving(target: TargetConfig, say: Callable[[str], None]) -> Iterator[tuple[str | None, list[str] | None]]:
+    """Start the rig server a target needs (if any) for the duration of the block."""
+    if target.rig is None:
+        yield None, None
+        return
+    from evalsuite.rig.launcher import serve
+
+    say(f"starting rig server '{target.rig}' for target '{target.name}'...")
+    with serve([target.rig]) as servers:
+        server = servers[target.rig]
+        yield server.base_url, list(server.args)
+
+
+def run_target(
+    config: Config,
+    target_name: str,
+    tasks: Sequence[str],
+    options: RunOptions,
+    *,
+    role: str = "candidate",
+    repeats: Sequence[int] = (0,),
+    say: Callable[[str], None] = lambda _: None,
+    progress: ProgressFactory | None = None,
+) -> dict[tuple[str, int], RunOutcome]:
+    """Generate (and grade) one target on tasks, one server start for all of them."""
+    target = config.target(target_name)
+    outcomes: dict[tuple[str, int], RunOutcome] = {}
+    with serving(target, say) as (base_url, server_args):
+        for task in tasks:
+            for repeat in repeats:
+                plan = plan_run(config, target_name, task, data=options.data, data_path=options.data_path,
+                                limit=options.limit, max_tokens=options.max_tokens, role=role, repeat=repeat)  # fmt: skip
+                plan.base_url, plan.server_args = base_url, server_args
+                label = f"{target_name}/{task}" + (f" (repeat {repeat})" if repeat else "")
+                bar = progress(label) if progress else None
+                outcome = asyncio.run(execute(plan, progress=bar, on_warning=lambda w: say(f"warning: {w}")))
+                say(f"{label}: {outcome.recorded} new, {outcome.skipped} already stored -> {outcome.folder}")
+                if options.grade:
+                    grades = grade_run(outcome.store, tasks_dir=config.root / "tasks")
+                    correct = sum(g.correct for g in grades)
+                    ungraded = sum(g.status == "ungraded" for g in grades)
+                    say(f"{label}: {correct}/{len(grades)} correct" + (f", {ungraded} ungraded" if ungraded else ""))
+                outcomes[(task, repeat)] = outcome
+    return outcomes
+
+
+def eval_target(
+    config: Config,
+    target_name: str,
+    tasks: Sequence[str],
+    options: RunOptions,
+    *,
+    repeat_baseline: bool | None = None,
+    say: Callable[[str], None] = lambda _: None,
+    progress: ProgressFactory | None = None,
+) -> EvalRuns:
+    """Baseline (twice when asked), control and candidate on every task."""
+    target = config.target(target_name)
+    if target.baseline is None:
+        where = config.path or "the config"
+        raise ConfigError(f"Target '{target.name}' has no baseline; set targets.{target.name}.baseline in {where}.")
+    twice = config.defaults.repeat_baseline if repeat_baseline is None else repeat_baseline
+    runs = EvalRuns(target.name)
+    plan: list[tuple[str, str, tuple[int, ...]]] = [("baseline", target.baseline, (0, 1) if twice else (0,))]
+    if target.control:
+        plan.append(("control", target.control, (0,)))
+    plan.append(("candidate", target.name, (0,)))
+    for role, name, repeats in plan:
+        outcomes = run_target(config, name, tasks, options, role=role, repeats=repeats, say=say, progress=progress)
+        for (task, repeat), outcome in outcomes.items():
+            runs.folders.setdefault(task, {})["determinism" if repeat else role] = outcome.folder
+    return runs
+
+
+def compare_eval(config: Config, runs: EvalRuns, *, seed: int = 0) -> list[Any]:
+    """One Comparison per task (candidate vs baseline, with whatever controls ran), Holm across tasks."""
+    from evalsuite.compare import compare_runs, readjust
+    from evalsuite.tasks.spec import find_task
+
+    target = config.target(runs.target)
+    comparisons = []
+    for task, roles in runs.folders.items():
+        controls = {kind: roles[role] for kind, role in (("determinism", "determinism"), ("numerics", "control"))
+                    if role in roles}  # fmt: skip
+        margin = find_task(task, config.root / "tasks").equivalence_margin
+        comparisons.append(compare_runs(roles["candidate"], roles["baseline"], controls=controls, delta=margin,
+                                        seed=seed, allow=target.allow_differences))  # fmt: skip
+    if len(comparisons) > 1:
+        from evalsuite.compare.accuracy import OVERALL
+        from evalsuite.verdict.summary import summary_line
+
+        rows = iter(readjust([r for c in comparisons for r in c.accuracy]))
+        for c in comparisons:
+            c.accuracy = [next(rows) for _ in c.accuracy]
+            c.summary = summary_line(c.token, [(r.task, r.summary, r.verdict) for r in c.accuracy if r.stratum == OVERALL])
+    return comparisons

@@ -181,7 +181,7 @@ def diff_completions(
         common_prefix=i,
         baseline_length=len(bt),
         candidate_length=len(ct),
-        char_offset=sum(len(p) for p in bt.pieces[:i]),
+        char_offset=len("".join(bt.pieces[:i])),
         context="".join(bt.pieces[max(0, i - _PREFIX_TOKENS) : i])[-_PREFIX_CHARS:],
         baseline_next="".join(bt.pieces[i : i + _NEXT_TOKENS]),
         candidate_next="".join(ct.pieces[i : i + _NEXT_TOKENS]),

@@ -1,0 +1,129 @@
+"""Benchmark: compare two runs of 1,319 samples x 2,000 tokens with top-5 logprobs (--control adds a numerics control run).
+
+Prints the time and peak memory of `compare_runs` (diff, classification,
+verdicts, statistics) and of the diff alone, next to a reference measured in
+the same run: a plain Python loop that walks the token ids one by one to find
+each first divergence.  Target: under 5 s and under 2 GB.
+
+    .venv/bin/python bench/compare.py [--samples 1319] [--tokens 2000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import resource
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from evalsuite.compare import compare_runs
+from evalsuite.diff import diff_runs
+from evalsuite.records import Completion, Grade, SampleResult, TokenTrace
+
+VOCAB = [f"tok{i}" for i in range(32_000)]
+
+
+@dataclass
+class _Run:
+    manifest: dict
+    _results: dict[str, SampleResult]
+    _grades: dict[str, Grade]
+
+    def results(self) -> dict[str, SampleResult]:
+        return self._results
+
+    def grades(self) -> dict[str, Grade]:
+        return self._grades
+
+
+def _trace(ids: np.ndarray, rng: np.random.Generator, k: int = 5) -> TokenTrace:
+    n = len(ids)
+    top_ids = np.empty((n, k), np.int64)
+    top_ids[:, 0] = ids
+    top_ids[:, 1:] = rng.integers(0, len(VOCAB), (n, k - 1))
+    top_lp = np.sort(-rng.exponential(3.0, (n, k)).astype(np.float32), axis=1)[:, ::-1].copy()
+    pieces = [VOCAB[i] for i in ids.tolist()]
+    return TokenTrace(
+        ids=ids, pieces=pieces, raw=[p.encode() for p in pieces], logprobs=top_lp[:, 0].copy(),
+        top_ids=top_ids, top_logprobs=top_lp, top_pieces=[[VOCAB[j] for j in row] for row in top_ids.tolist()],
+    )
+
+
+def build(samples: int, tokens: int, names: tuple[str, ...], seed: int = 0) -> list[_Run]:
+    """Runs where every other sample diverges at a random position; margins are random (exponential, mean 3)."""
+    rng = np.random.default_rng(seed)
+    fields = {"task": "gsm8k", "prompt_template": "x", "params": {}, "dataset": {}, "server": {"model": "m"}}
+    runs: dict[str, tuple[dict, dict]] = {name: ({}, {}) for name in names}
+    for i in range(samples):
+        sid = f"gsm8k-test-{i}"
+        base_ids = rng.integers(0, len(VOCAB), tokens)
+        ok = bool(rng.random() < 0.85)
+        for name, (res, grades) in runs.items():
+            ids = base_ids.copy()
+            if name != "base" and i % 2 == 0:
+                ids[rng.integers(10, tokens) :] = rng.integers(0, len(VOCAB))
+            res[sid] = SampleResult(sid, "gsm8k", {}, Completion("", "length", _trace(ids, rng)))
+            grades[sid] = Grade(sid, "correct" if ok else "incorrect", None, "")
+    return [
+        _Run({"fingerprint": n, "target": n, "fingerprint_fields": {**fields, "target": n}}, r, g)
+        for n, (r, g) in runs.items()
+    ]
+
+
+def naive_first_divergences(cand: dict[str, SampleResult], base: dict[str, SampleResult]) -> list[int | None]:
+    out: list[int | None] = []
+    for sid in sorted(cand.keys() & base.keys()):
+        a = cand[sid].completion.tokens.ids.tolist()  # type: ignore[union-attr]
+        b = base[sid].completion.tokens.ids.tolist()  # type: ignore[union-attr]
+        first = None
+        for j in range(min(len(a), len(b))):
+            if a[j] != b[j]:
+                first = j
+                break
+        out.append(first)
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--samples", type=int, default=1319)
+    parser.add_argument("--tokens", type=int, default=2000)
+    parser.add_argument("--control", action="store_true", help="also diff a third run as the numerics control")
+    args = parser.parse_args()
+    t0 = time.perf_counter()
+    names = ("base", "spec", "self") if args.control else ("base", "spec")
+    base, spec, *rest = build(args.samples, args.tokens, names)
+    built = time.perf_counter() - t0
+    rss_data = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+    t0 = time.perf_counter()
+    ref = naive_first_divergences(spec.results(), base.results())
+    naive_s = time.perf_counter() - t0
+
+    cand = {k: r.completion for k, r in spec.results().items()}
+    bas = {k: r.completion for k, r in base.results().items()}
+    t0 = time.perf_counter()
+    diffs = diff_runs(cand, bas)
+    diff_s = time.perf_counter() - t0
+    assert [d.first_divergence for d in diffs] == ref
+
+    t0 = time.perf_counter()
+    cmp = compare_runs(spec, base, controls={"numerics": rest[0]} if rest else None, seed=0)
+    compare_s = time.perf_counter() - t0
+    rss_peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+    tokens = args.samples * args.tokens
+    print(f"runs: {len(names)} x {args.samples} samples x {args.tokens} tokens, top-5 ({tokens:,} tokens per run), built in {built:.1f} s")
+    print(f"reference (python loop over ids, first divergences only): {naive_s:.3f} s")
+    print(f"diff_runs (first divergences, margins, ranks, windows):   {diff_s:.3f} s  "
+          f"({naive_s / diff_s:.1f}x faster than the reference)")
+    print(f"compare_runs (diff + verdicts + statistics{', + control diff' if rest else ''}): {compare_s:.3f} s  "
+          "(target < 5 s)")
+    print(f"peak RSS: {rss_peak:.0f} MiB in all (target < 2048 MiB); the runs' records alone took {rss_data:.0f} MiB, "
+          f"so comparing added {rss_peak - rss_data:.0f} MiB")
+    print(f"verdict: {cmp.summary}")
+
+
+if __name__ == "__main__":
+    main()

@@ -159,3 +159,14 @@ def test_vllm_speculative_counters_are_read_around_the_run(tmp_path: Path, fake_
     assert before == {"vllm:spec_decode_num_drafts": 20.0, "vllm:spec_decode_num_accepted_tokens": 30.0}
     assert after["vllm:spec_decode_num_drafts"] - before["vllm:spec_decode_num_drafts"] == 40.0
     assert session["recorded"] == 10 and session["outcome"] == "complete"
+
+
+def test_llamacpp_provenance_and_parallel_slot_warning(project: Path, fake_server: FakeServer) -> None:
+    fake_server.state.slots = 4
+    outcome = _run(project)
+    probe = open_run(outcome.folder).manifest["probe"]
+    assert probe["build_info"] == "b1-fake" and probe["model_path"] == "/models/fake-model.gguf"
+    assert probe["server_params"] == {"speculative.n_max": 16}
+    assert any("4 parallel slots" in w and "--parallel 1" in w for w in outcome.warnings)
+    # the server build is part of the fingerprint: a rebuilt server starts a new run
+    assert open_run(outcome.folder).manifest["fingerprint_fields"]["server"]["build_info"] == "b1-fake"

@@ -1,0 +1,17 @@
+"""Speed of stored runs: decode tokens/s, TTFT, draft acceptance, and the paired speedup over a baseline."""
+
+from evalsuite.speed.measure import RequestSpeed, request_speed
+from evalsuite.speed.speedup import Speedup, paired_speedup, speedup
+from evalsuite.speed.summary import CounterDeltas, SpeedSummary, counter_deltas, speed_summary
+
+__all__ = [
+    "CounterDeltas",
+    "RequestSpeed",
+    "SpeedSummary",
+    "Speedup",
+    "counter_deltas",
+    "paired_speedup",
+    "request_speed",
+    "speed_summary",
+    "speedup",
+]

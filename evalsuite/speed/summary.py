@@ -1,0 +1,182 @@
+"""Per-run speed: decode tokens/s, time to first token, draft acceptance and mean accepted length.
+
+Three sources of speculative statistics, whichever the engine gave:
+llama.cpp per-request `draft_n` / `draft_n_accepted` (acceptance rate =
+accepted / drafted summed over requests; mean accepted length tau =
+predicted / (predicted - accepted), i.e. tokens per target forward pass),
+SGLang's per-request `spec_accept_length` (averaged), and vLLM's Prometheus
+counters read before and after each session of the run (acceptance = accepted
+/ draft tokens; mean accepted length = 1 + accepted / drafts).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Protocol
+
+import numpy as np
+
+from evalsuite.records import SampleResult
+from evalsuite.speed.measure import DECODE_SOURCE_TEXT, RequestSpeed, request_speed
+
+VLLM_DRAFTS = "vllm:spec_decode_num_drafts"
+VLLM_DRAFT_TOKENS = "vllm:spec_decode_num_draft_tokens"
+VLLM_ACCEPTED = "vllm:spec_decode_num_accepted_tokens"
+
+
+class SpeedSource(Protocol):
+    """A stored run: its manifest and results (the run store's reader satisfies it; `sessions` is optional)."""
+
+    manifest: dict[str, Any]
+
+    def results(self) -> Mapping[str, SampleResult]: ...
+
+
+@dataclass(frozen=True)
+class CounterDeltas:
+    """vLLM speculative counters accumulated over the run's sessions."""
+
+    drafts: float
+    draft_tokens: float
+    accepted: float
+
+    @property
+    def acceptance_rate(self) -> float:
+        return self.accepted / self.draft_tokens if self.draft_tokens > 0 else math.nan
+
+    @property
+    def mean_accepted_length(self) -> float:
+        return 1.0 + self.accepted / self.drafts if self.drafts > 0 else math.nan
+
+
+@dataclass(frozen=True)
+class SpeedSummary:
+    """Speed of one run, aggregated over its requests."""
+
+    target: str
+    n: int
+    timed: int
+    decode_source: str
+    median_tokens_per_s: float
+    mean_tokens_per_s: float
+    aggregate_tokens_per_s: float
+    median_ttft_s: float
+    median_latency_s: float
+    total_tokens: int
+    draft_n: int
+    draft_accepted: int
+    predicted_n: int
+    mean_accept_length_reported: float
+    counters: CounterDeltas | None
+    requests: dict[str, RequestSpeed] = field(repr=False, default_factory=dict)
+
+    @property
+    def acceptance_rate(self) -> float:
+        """Accepted over drafted tokens: per-request engine counts, else vLLM counters."""
+        if self.draft_n > 0:
+            return self.draft_accepted / self.draft_n
+        return self.counters.acceptance_rate if self.counters is not None else math.nan
+
+    @property
+    def mean_accepted_length(self) -> float:
+        """Tokens emitted per target forward pass (tau); NaN when the engine reports no drafting."""
+        if self.draft_n > 0 and self.predicted_n > self.draft_accepted:
+            return self.predicted_n / (self.predicted_n - self.draft_accepted)
+        if math.isfinite(self.mean_accept_length_reported):
+            return self.mean_accept_length_reported
+        return self.counters.mean_accepted_length if self.counters is not None else math.nan
+
+    @property
+    def acceptance_source(self) -> str:
+        if self.draft_n > 0:
+            return "llama.cpp timings (draft_n, draft_n_accepted)"
+        if math.isfinite(self.mean_accept_length_reported):
+            return "SGLang meta_info.spec_accept_length"
+        if self.counters is not None and self.counters.draft_tokens > 0:
+            return "vLLM /metrics spec_decode counters (deltas over the run's sessions)"
+        return "not reported by the engine"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "target": self.target, "n": self.n, "timed": self.timed, "decode_source": self.decode_source,
+            "median_tokens_per_s": _num(self.median_tokens_per_s), "mean_tokens_per_s": _num(self.mean_tokens_per_s),
+            "aggregate_tokens_per_s": _num(self.aggregate_tokens_per_s), "median_ttft_s": _num(self.median_ttft_s),
+            "median_latency_s": _num(self.median_latency_s), "total_tokens": self.total_tokens,
+            "draft_n": self.draft_n, "draft_accepted": self.draft_accepted,
+            "acceptance_rate": _num(self.acceptance_rate), "mean_accepted_length": _num(self.mean_accepted_length),
+            "acceptance_source": self.acceptance_source,
+        }  # fmt: skip
+
+
+def _num(x: float) -> float | None:
+    return float(x) if math.isfinite(x) else None
+
+
+def _median(values: list[float]) -> float:
+    arr = np.array([v for v in values if math.isfinite(v)], dtype=np.float64)
+    return float(np.median(arr)) if len(arr) else math.nan
+
+
+def counter_deltas(sessions: list[dict[str, Any]]) -> CounterDeltas | None:
+    """Sum after-minus-before of the vLLM counters over sessions that read them both times."""
+    totals = {VLLM_DRAFTS: 0.0, VLLM_DRAFT_TOKENS: 0.0, VLLM_ACCEPTED: 0.0}
+    seen = False
+    for session in sessions:
+        info = session.get("info") or {}
+        before, after = info.get("engine_stats_before") or {}, info.get("engine_stats_after") or {}
+        for name in totals:
+            if name in before and name in after:
+                totals[name] += max(0.0, float(after[name]) - float(before[name]))
+                seen = True
+    if not seen:
+        return None
+    return CounterDeltas(totals[VLLM_DRAFTS], totals[VLLM_DRAFT_TOKENS], totals[VLLM_ACCEPTED])
+
+
+def _results(store: SpeedSource) -> Mapping[str, SampleResult]:
+    try:
+        return store.results(with_strings=False)  # type: ignore[call-arg]
+    except TypeError:
+        return store.results()
+
+
+def summarize(target: str, requests: dict[str, RequestSpeed], sessions: list[dict[str, Any]]) -> SpeedSummary:
+    """Aggregate per-request speeds (and session counters) into a SpeedSummary."""
+    reqs = list(requests.values())
+    timed = [r for r in reqs if math.isfinite(r.tokens_per_s)]
+    sources = Counter(r.source for r in timed)
+    source = DECODE_SOURCE_TEXT[sources.most_common(1)[0][0]] if sources else DECODE_SOURCE_TEXT["none"]
+    if len(sources) > 1:
+        source += " (mixed: " + ", ".join(f"{k} {v}" for k, v in sources.most_common()) + ")"
+    decode_total = sum(r.decode_s for r in timed)
+    drafted = [r for r in reqs if r.draft_n is not None and r.draft_accepted is not None]
+    lengths = [r.accept_length for r in reqs if math.isfinite(r.accept_length)]
+    return SpeedSummary(
+        target=target,
+        n=len(reqs),
+        timed=len(timed),
+        decode_source=source,
+        median_tokens_per_s=_median([r.tokens_per_s for r in timed]),
+        mean_tokens_per_s=float(np.mean([r.tokens_per_s for r in timed])) if timed else math.nan,
+        aggregate_tokens_per_s=sum(r.tokens for r in timed) / decode_total if decode_total > 0 else math.nan,
+        median_ttft_s=_median([r.ttft_s for r in reqs]),
+        median_latency_s=_median([r.latency_s for r in reqs]),
+        total_tokens=sum(r.tokens for r in reqs),
+        draft_n=sum(r.draft_n or 0 for r in drafted),
+        draft_accepted=sum(r.draft_accepted or 0 for r in drafted),
+        predicted_n=sum((r.predicted_n if r.predicted_n is not None else r.tokens) for r in drafted),
+        mean_accept_length_reported=float(np.mean(lengths)) if lengths else math.nan,
+        counters=counter_deltas(sessions),
+        requests=requests,
+    )
+
+
+def speed_summary(store: SpeedSource) -> SpeedSummary:
+    """Speed of one stored run (decode tokens/s per request, TTFT, draft acceptance, engine counters)."""
+    results = _results(store)
+    requests = {sid: request_speed(sid, r.completion) for sid, r in results.items()}
+    sessions_fn = getattr(store, "sessions", None)
+    sessions = sessions_fn() if callable(sessions_fn) else []
+    return summarize(str(store.manifest.get("target", "?")), requests, sessions)

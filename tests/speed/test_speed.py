@@ -1,0 +1,96 @@
+"""Speed from stored runs: decode-time sources, draft acceptance from three engines, paired speedup."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+from stored_runs import Plan, manifest, recording_store, recordings_dir, synthetic_runs, write_run
+
+from evalsuite.records import Completion, SampleResult
+from evalsuite.speed import RequestSpeed, paired_speedup, request_speed, speed_summary, speedup
+from evalsuite.speed.summary import summarize
+
+needs_recordings = pytest.mark.skipif(not (recordings_dir() / "base_f16.json.gz").exists(),
+                                      reason=f"recordings not found under {recordings_dir()}")  # fmt: skip
+
+
+def test_decode_time_prefers_the_engine_then_latency_minus_ttft_then_latency() -> None:
+    engine = request_speed("a", Completion("x", "stop", usage={"completion_tokens": 100},
+                                           timings={"predicted_ms": 500.0}, latency_s=2.0, ttft_s=0.5))  # fmt: skip
+    assert (engine.source, engine.tokens_per_s) == ("engine", 200.0)
+    streamed = request_speed("b", Completion("x", "stop", usage={"completion_tokens": 100}, latency_s=2.5, ttft_s=0.5))
+    assert (streamed.source, streamed.tokens_per_s) == ("latency-ttft", 50.0)
+    plain = request_speed("c", Completion("x", "stop", usage={"completion_tokens": 100}, latency_s=4.0))
+    assert (plain.source, plain.tokens_per_s) == ("latency", 25.0)
+    untimed = request_speed("d", Completion("x", "stop", usage={"completion_tokens": 100}))
+    assert untimed.source == "none" and math.isnan(untimed.tokens_per_s)
+
+
+@needs_recordings
+def test_acceptance_and_speed_of_real_llamacpp_recordings(tmp_path: Path) -> None:
+    base = speed_summary(recording_store(tmp_path, "base_f16"))
+    self_draft = speed_summary(recording_store(tmp_path, "spec_f16_self"))
+    q4 = speed_summary(recording_store(tmp_path, "spec_f16_draftq4"))
+    synth = speed_summary(recording_store(tmp_path, "synth_f16"))
+    # the figures the recordings' README gives, summed over the 24 requests
+    assert (self_draft.draft_accepted, self_draft.draft_n) == (5420, 5479)
+    assert (q4.draft_accepted, q4.draft_n) == (2805, 26009)
+    assert (synth.draft_accepted, synth.draft_n) == (4536, 6312)
+    assert q4.acceptance_rate == pytest.approx(2805 / 26009)
+    assert self_draft.mean_accepted_length == pytest.approx(
+        self_draft.predicted_n / (self_draft.predicted_n - self_draft.draft_accepted))
+    assert math.isnan(base.acceptance_rate) and base.acceptance_source == "not reported by the engine"
+    assert base.decode_source.startswith("engine decode time")
+    assert 600 < base.median_tokens_per_s < 720
+    # the perfect drafter is faster, the random Q4_0 drafter costs more than it saves
+    fast = speedup(recording_store(tmp_path / "s", "spec_f16_self"), recording_store(tmp_path / "b", "base_f16"))
+    slow = paired_speedup(q4, base)
+    assert fast.n == 24 and 1.2 < fast.geometric_mean < 1.6 and fast.low95 < fast.geometric_mean < fast.high95
+    assert slow.geometric_mean < 0.5 and slow.faster_share == 0.0
+
+
+def test_vllm_counter_deltas_over_sessions(tmp_path: Path) -> None:
+    comp = Completion("x", "stop", usage={"completion_tokens": 10}, latency_s=1.0)
+    before = {"vllm:spec_decode_num_drafts": 100.0, "vllm:spec_decode_num_draft_tokens": 400.0,
+              "vllm:spec_decode_num_accepted_tokens": 250.0}  # fmt: skip
+    after = {"vllm:spec_decode_num_drafts": 300.0, "vllm:spec_decode_num_draft_tokens": 1200.0,
+             "vllm:spec_decode_num_accepted_tokens": 650.0}  # fmt: skip
+    sessions = [{"engine_stats_before": before, "engine_stats_after": after},
+                {"engine_stats_before": after, "engine_stats_after": {}}]  # an interrupted session read nothing after
+    store = write_run(tmp_path / "v", manifest("vllm-spec", "candidate"), [SampleResult("s1", "t", {}, comp)], [], [],
+                      sessions)  # fmt: skip
+    s = speed_summary(store)
+    assert s.counters is not None and (s.counters.drafts, s.counters.accepted) == (200.0, 400.0)
+    assert s.acceptance_rate == pytest.approx(400 / 800)
+    assert s.mean_accepted_length == pytest.approx(1 + 400 / 200)
+    assert "vLLM" in s.acceptance_source
+
+
+def test_sglang_accept_length_is_averaged() -> None:
+    reqs = {sid: request_speed(sid, Completion("x", "stop", usage={"completion_tokens": 5}, latency_s=1.0,
+                                               engine_extra={"meta_info": {"spec_accept_length": v}}))
+            for sid, v in (("a", 2.0), ("b", 3.0))}  # fmt: skip
+    s = summarize("sglang", reqs, [])
+    assert s.mean_accepted_length == pytest.approx(2.5) and "SGLang" in s.acceptance_source
+
+
+def _req(sid: str, tokens: int, decode: float) -> RequestSpeed:
+    return RequestSpeed(sid, tokens, decode, "engine", math.nan, decode)
+
+
+def test_speedup_is_a_geometric_mean_of_paired_ratios() -> None:
+    base = summarize("b", {"a": _req("a", 100, 1.0), "b": _req("b", 100, 1.0), "x": _req("x", 5, 1.0)}, [])
+    cand = summarize("c", {"a": _req("a", 100, 0.5), "b": _req("b", 1000, 20.0)}, [])
+    s = paired_speedup(cand, base)
+    assert s.n == 2  # "x" was not answered by the candidate
+    assert s.geometric_mean == pytest.approx(1.0)  # 2x and 0.5x cancel
+    assert s.aggregate == pytest.approx((1100 / 20.5) / (200 / 2.0))  # long outputs weigh more
+    assert s.wall_clock == pytest.approx(2.0 / 20.5) and s.faster_share == 0.5
+
+
+def test_speedup_of_synthetic_stores_matches_their_timings(tmp_path: Path) -> None:
+    runs = synthetic_runs(tmp_path, Plan(n=12, speedup=2.5))
+    s = speedup(runs["candidate"], runs["baseline"])
+    assert s.geometric_mean == pytest.approx(2.5, rel=1e-4) and s.candidate.acceptance_rate == pytest.approx(0.75)

@@ -72,6 +72,19 @@ def _compact(s: str) -> str:
     return re.sub(r"\s+", "", s)
 
 
+_INTEGER = re.compile(r"-?(?:\d{1,3}(?:,\d{3})+|\d+)")
+
+
+def _integer(s: str) -> int | None:
+    """The value of a plain integer answer ("1,000", "10{,}000", "-7"), else None.
+
+    Two integers need no sympy: most MATH-500 answers are integers, and this
+    keeps them off the slow path.
+    """
+    s = re.sub(r"\\!|\s", "", s).replace("{,}", ",")
+    return int(s.replace(",", "")) if _INTEGER.fullmatch(s) else None
+
+
 _CHOICE = re.compile(r"^(?:\\(?:text|mathrm|mbox)\{\s*)?\(?\s*([A-Ea-e])\s*\)?(?:\s*\})?$")
 _CHOICE_GOLD = re.compile(r"^(?:\\(?:text|mathrm|mbox)\{\s*\(\s*([A-E])\s*\)\s*\}|\(\s*([A-E])\s*\))$")
 _WORD_GOLD = re.compile(r"^\\(?:text|mathrm|mbox)\{\s*([A-Za-z][A-Za-z ]*[A-Za-z])\s*\}$")
@@ -118,6 +131,10 @@ def judge(gold: str, pred: str, *, joined: str | None = None) -> Verdict:
         return Verdict(False, "the reference answer is empty")
     if _compact(g) == _compact(p):
         return Verdict(True, "identical after normalisation")
+
+    g_int, p_int = _integer(g), _integer(p)
+    if g_int is not None and p_int is not None:
+        return Verdict(g_int == p_int, f"integers {'equal' if g_int == p_int else 'differ'}: {g_int} vs {p_int}")
 
     choice = _CHOICE_GOLD.match(g)
     if choice:

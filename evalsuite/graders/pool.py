@@ -121,8 +121,10 @@ def _worker_main(ref: str, preload: list[str]) -> None:
     func: Any = importlib.import_module(module_name)
     for part in qualname.split("."):
         func = getattr(func, part)
-    stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
-    sys.stdout = sys.stderr  # stray prints must not corrupt the result stream
+    # Results go to a private copy of fd 1; fd 1 itself becomes stderr, so stray
+    # output (print, C libraries) cannot corrupt the result stream.
+    stdin, stdout = sys.stdin.buffer, os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)
     _write(stdout, "ready")
     while True:
         try:

@@ -67,9 +67,15 @@ def read_local(path: Path) -> list[dict[str, Any]]:
     if suffix in (".jsonl", ".jsonl.gz"):
         return read_jsonl(path)
     if suffix == ".json":
-        data = json.loads(path.read_text(encoding="utf-8"))
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as exc:
+            raise DatasetError(f"{path}, line {exc.lineno}: not valid JSON ({exc.msg}).") from None
         if not isinstance(data, list):
             raise DatasetError(f"{path}: a .json dataset must be a list of objects.")
+        for index, row in enumerate(data):
+            if not isinstance(row, dict):
+                raise DatasetError(f"{path}: item {index + 1} is a {type(row).__name__}, not a JSON object.")
         return data
     if suffix == ".parquet":
         import pandas as pd

@@ -105,3 +105,14 @@ def test_malformed_rows_are_named_by_file_and_line(tmp_path: Path) -> None:
     spec = find_task("gsm8k", TASKS)
     with pytest.raises(DatasetError, match=r"missing\.jsonl, row 2: missing reference field 'answer'"):
         build_samples(spec, read_local(missing), source=str(missing))
+
+
+def test_malformed_json_array_dataset_is_named_by_file_and_line(tmp_path: Path) -> None:
+    broken = tmp_path / "rows.json"
+    broken.write_text('[\n  {"question": "q", "answer": "#### 1"},\n  {"question": \n]\n')
+    with pytest.raises(DatasetError, match=r"rows\.json, line 4: not valid JSON"):
+        read_local(broken)
+    scalars = tmp_path / "scalars.json"
+    scalars.write_text('[{"question": "q", "answer": "#### 1"}, 3]')
+    with pytest.raises(DatasetError, match=r"scalars\.json: item 2 is a int, not a JSON object"):
+        read_local(scalars)

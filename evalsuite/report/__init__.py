@@ -1,0 +1,66 @@
+"""Reports people read: Markdown for GitHub and one self-contained offline HTML file with plots and a diff viewer."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from evalsuite.compare import Comparison
+from evalsuite.report.folder import report_folder
+from evalsuite.report.model import TaskReport, task_of, task_report
+from evalsuite.report.render import render_html, render_markdown
+
+MARKDOWN_NAME = "report.md"
+HTML_NAME = "report.html"
+JSON_NAME = "comparison.json"
+
+
+@dataclass(frozen=True)
+class ReportPaths:
+    """The files one `write_reports` call wrote."""
+
+    folder: Path
+    markdown: Path
+    html: Path
+    json: list[Path]
+
+
+def build_task_reports(comparisons: Sequence[Comparison],
+                       runs: Mapping[str, Mapping[str, Any]] | None = None) -> list[TaskReport]:  # fmt: skip
+    """The report model for each comparison, with its run stores (task -> role -> store) when given."""
+    return [task_report(c, (runs or {}).get(task_of(c))) for c in comparisons]
+
+
+def write_reports(
+    comparisons: Sequence[Comparison],
+    out_dir: Path,
+    *,
+    runs: Mapping[str, Mapping[str, Any]] | None = None,
+) -> ReportPaths:
+    """Write report.md, report.html and one comparison JSON per task into `out_dir` (created if needed).
+
+    `runs` maps task -> role ("baseline", "candidate", "control") -> run store;
+    with it the report adds speed, truncation, full provenance and the texts
+    the side-by-side viewer shows.
+    """
+    if not comparisons:
+        raise ValueError("write_reports needs at least one comparison.")
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    created = time.time()
+    tasks = build_task_reports(comparisons, runs)
+    md = out / MARKDOWN_NAME
+    md.write_text(render_markdown(tasks, created), encoding="utf-8")
+    html = out / HTML_NAME
+    html.write_text(render_html(tasks, created), encoding="utf-8")
+    jsons = []
+    for t in tasks:
+        name = JSON_NAME if len(tasks) == 1 else f"comparison-{t.task}.json"
+        t.comparison.to_json(out / name)
+        jsons.append(out / name)
+    return ReportPaths(out, md, html, jsons)
+
+
+__all__ = ["ReportPaths", "build_task_reports", "report_folder", "write_reports"]

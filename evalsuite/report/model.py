@@ -1,0 +1,182 @@
+"""What a report says, as plain data: one `TaskReport` per comparison, shared by Markdown and HTML.
+
+Everything is computed here once and formatted with `evalsuite.report.fmt`,
+so both renderings print identical figures and the templates only lay out.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+from evalsuite.compare import Comparison
+from evalsuite.compare.accuracy import OVERALL
+from evalsuite.records import Grade, SampleResult
+from evalsuite.report import fmt
+from evalsuite.report.provenance import provenance, reproduce
+from evalsuite.speed import SpeedSummary, Speedup, paired_speedup, request_speed
+from evalsuite.speed.summary import summarize
+
+ROLES = ("baseline", "control", "candidate")
+_TOKEN_TONE = {"IDENTICAL": "good", "NUMERICAL-ONLY": "good", "LOSSY": "bad", "UNDETERMINED": "unsure"}
+_ACC_TONE = {"EQUIVALENT": "good", "DIFFERENT": "bad", "INCONCLUSIVE": "unsure"}
+
+
+@dataclass
+class Arm:
+    """One stored run loaded for the report: results with token strings, grades, prompts, sessions."""
+
+    role: str
+    manifest: dict[str, Any]
+    folder: str
+    results: dict[str, SampleResult]
+    grades: dict[str, Grade]
+    samples: dict[str, Any]
+    sessions: list[dict[str, Any]]
+
+    @staticmethod
+    def load(role: str, store: Any) -> Arm:
+        samples = store.samples() if hasattr(store, "samples") else {}
+        sessions = store.sessions() if hasattr(store, "sessions") else []
+        return Arm(role, dict(store.manifest), str(getattr(store, "folder", "")), store.results(), store.grades(),
+                   samples, sessions)  # fmt: skip
+
+    def speed(self) -> SpeedSummary:
+        reqs = {sid: request_speed(sid, r.completion) for sid, r in self.results.items()}
+        return summarize(str(self.manifest.get("target", self.role)), reqs, self.sessions)
+
+
+@dataclass
+class TaskReport:
+    """Everything the report shows for one task (one comparison)."""
+
+    task: str
+    comparison: Comparison
+    arms: dict[str, Arm]
+    tone: str
+    accuracy: list[dict[str, Any]]
+    token: dict[str, Any]
+    divergence: dict[str, Any]
+    speed: dict[str, Any] | None
+    truncation: list[dict[str, Any]]
+    provenance: list[dict[str, Any]]
+    reproduce: list[str]
+    differences: list[str] = field(default_factory=list)
+    speedup: Speedup | None = None
+    speeds: dict[str, SpeedSummary] = field(default_factory=dict)
+
+
+def task_of(c: Comparison) -> str:
+    return str(c.candidate.get("task") or c.baseline.get("task") or "task")
+
+
+def tone_of(c: Comparison) -> str:
+    tones = [_TOKEN_TONE[c.token.label]] + [_ACC_TONE[r.verdict.label] for r in c.overall()]
+    return "bad" if "bad" in tones else "unsure" if "unsure" in tones else "good"
+
+
+def accuracy_rows(c: Comparison) -> list[dict[str, Any]]:
+    rows = []
+    for r in c.accuracy:
+        s = r.summary
+        rows.append({
+            "label": "overall" if r.stratum == OVERALL else f"{r.stratum} = {r.value}",
+            "stratum": r.stratum, "value": r.value, "overall": r.stratum == OVERALL, "n": s.n,
+            "baseline": fmt.pct(s.baseline.accuracy), "baseline_ci": fmt.interval_pct(s.baseline.wilson.low, s.baseline.wilson.high),
+            "candidate": fmt.pct(s.candidate.accuracy),
+            "candidate_ci": fmt.interval_pct(s.candidate.wilson.low, s.candidate.wilson.high),
+            "difference": fmt.pts(s.difference), "ci95": fmt.interval_pts(s.interval95.low, s.interval95.high),
+            "ci90": fmt.interval_pts(s.interval90.low, s.interval90.high), "p": fmt.pval(s.p_value),
+            "p_holm": fmt.pval(s.p_adjusted), "verdict": r.verdict.label, "tone": _ACC_TONE[r.verdict.label],
+            "reason": r.verdict.reason, "ungraded": r.ungraded, "flips": f"+{s.counts.candidate_only} / −{s.counts.baseline_only}",
+            "raw": s,
+        })  # fmt: skip
+    return rows
+
+
+def token_section(c: Comparison) -> dict[str, Any]:
+    t = c.token
+    return {
+        "label": t.label, "tone": _TOKEN_TONE[t.label], "reason": t.reason, "n": t.n, "identical": t.identical,
+        "rate": fmt.pct(t.identical / t.n if t.n else math.nan), "level": t.level, "kinds": t.kinds,
+        "threshold": fmt.num(t.thresholds.effective), "threshold_source": t.thresholds.source,
+        "max_margin": fmt.num(t.max_margin), "explained_by_control": t.explained_by_control,
+        "controls": [{"name": p.name, "kind": p.kind, "divergent": len(p.divergent), "n": p.n, "rate": fmt.pct(p.rate),
+                      "max_margin": fmt.num(float(p.margins.max()) if len(p.margins) else math.nan)}
+                     for p in c.controls],
+        "rate_checks": [{"control": r.control, "candidate": f"{r.candidate_divergent}/{r.n}",
+                         "control_rate": f"{r.control_divergent}/{r.n}", "p": fmt.pval(r.p_value),
+                         "more_frequent": r.more_frequent} for r in t.rate_checks],
+    }  # fmt: skip
+
+
+def divergence_section(c: Comparison, arms: Mapping[str, Arm]) -> dict[str, Any]:
+    div = [d for d in c.diffs if not d.identical]
+    pos = [d.first_divergence for d in div if d.first_divergence is not None]
+    cand = arms.get("candidate")
+    gained = lost = 0
+    for d in div:
+        if d.correctness_flipped and cand is not None and d.sample_id in cand.grades:
+            gained += cand.grades[d.sample_id].correct
+            lost += not cand.grades[d.sample_id].correct
+    unit = "characters" if div and all(d.level == "text" for d in div) else "tokens"
+    return {
+        "count": len(div), "n": len(c.diffs), "kinds": {k: sum(d.kind == k for d in div) for k in ("numerical", "confident", "unknown")},
+        "by_control": sum(1 for d in div if (d.explained_by or "").startswith("control:")),
+        "first": min(pos) if pos else None, "median": statistics.median(pos) if pos else None, "last": max(pos) if pos else None,
+        "unit": unit, "answer_changed": sum(bool(d.answer_changed) for d in div),
+        "flipped": sum(bool(d.correctness_flipped) for d in div), "gained": gained, "lost": lost,
+        "flip_direction_known": cand is not None,
+        "missing": {k: len(v) for k, v in c.missing.items()},
+    }  # fmt: skip
+
+
+def speed_section(arms: Mapping[str, Arm]) -> tuple[dict[str, Any] | None, dict[str, SpeedSummary], Speedup | None]:
+    speeds = {role: arms[role].speed() for role in ROLES if role in arms}
+    if not speeds:
+        return None, {}, None
+    sp = paired_speedup(speeds["candidate"], speeds["baseline"]) if {"candidate", "baseline"} <= speeds.keys() else None
+    rows = [{
+        "role": role, "target": s.target, "n": s.n, "timed": s.timed, "median_tps": fmt.fixed(s.median_tokens_per_s),
+        "aggregate_tps": fmt.fixed(s.aggregate_tokens_per_s), "ttft": fmt.seconds(s.median_ttft_s),
+        "latency": fmt.seconds(s.median_latency_s), "acceptance": fmt.pct(s.acceptance_rate),
+        "drafted": f"{s.draft_accepted:,}/{s.draft_n:,}" if s.draft_n else fmt.DASH,
+        "tau": fmt.fixed(s.mean_accepted_length, 2), "acceptance_source": s.acceptance_source, "source": s.decode_source,
+    } for role, s in speeds.items()]  # fmt: skip
+    summary = None
+    if sp is not None and sp.n:
+        summary = {"n": sp.n, "geometric_mean": fmt.ratio(sp.geometric_mean), "ci": f"[{fmt.ratio(sp.low95)}, {fmt.ratio(sp.high95)}]",
+                   "median": fmt.ratio(sp.median), "aggregate": fmt.ratio(sp.aggregate), "wall_clock": fmt.ratio(sp.wall_clock),
+                   "faster_share": fmt.pct(sp.faster_share, 0)}  # fmt: skip
+    return {"rows": rows, "speedup": summary}, speeds, sp
+
+
+def truncation_rows(arms: Mapping[str, Arm]) -> list[dict[str, Any]]:
+    rows = []
+    for role in ROLES:
+        if role in arms:
+            res = arms[role].results.values()
+            cut = sum(r.completion.truncated for r in res)
+            rows.append({"role": role, "target": arms[role].manifest.get("target", "?"), "truncated": cut, "n": len(res),
+                         "share": fmt.pct(cut / len(res) if res else math.nan)})  # fmt: skip
+    return rows
+
+
+def task_report(c: Comparison, stores: Mapping[str, Any] | None) -> TaskReport:
+    """Build the report data for one comparison; `stores` maps roles to run stores (optional)."""
+    arms = {role: Arm.load(role, store) for role, store in (stores or {}).items() if role in ROLES}
+    speed, speeds, sp = speed_section(arms)
+    return TaskReport(
+        task=task_of(c), comparison=c, arms=arms, tone=tone_of(c), accuracy=accuracy_rows(c), token=token_section(c),
+        divergence=divergence_section(c, arms), speed=speed, truncation=truncation_rows(arms),
+        provenance=provenance(c, arms), reproduce=reproduce(c, arms),
+        differences=[f"{d.path}: baseline {d.baseline!r}, candidate {d.other!r}" for d in c.differences],
+        speedup=sp, speeds=speeds,
+    )  # fmt: skip
+
+
+def overall_tone(tasks: list[TaskReport]) -> str:
+    tones = [t.tone for t in tasks]
+    return "bad" if "bad" in tones else "unsure" if "unsure" in tones else "good"

@@ -1,0 +1,113 @@
+"""Data for the HTML side-by-side viewer: every divergent sample, cut to what a reader needs.
+
+For each divergence the viewer shows the shared text before it, a window of
+tokens (with logprobs) where the first differing token is marked, both arms'
+top alternatives at that token, the continuations, the extracted answers and
+the grades.  Texts are clipped (`PREFIX_CHARS`, `TAIL_CHARS`) so a report of
+thousands of long outputs stays a few megabytes; the run store keeps it all.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Mapping
+
+import numpy as np
+
+from evalsuite.diff.align import SampleDiff
+from evalsuite.records import Completion, Grade, Sample, TokenTrace
+
+BEFORE = 8
+AFTER = 24
+PREFIX_CHARS = 600
+TAIL_CHARS = 800
+PROMPT_CHARS = 500
+
+
+def _lp(x: float) -> float | None:
+    return round(float(x), 4) if math.isfinite(x) else None
+
+
+def _alternatives(trace: TokenTrace, i: int) -> list[list[Any]]:
+    if i >= len(trace) or not trace.has_top[i]:
+        return []
+    row = trace.top_logprobs[i]
+    names = trace.top_pieces[i] if i < len(trace.top_pieces) else []
+    order = np.argsort(-np.nan_to_num(row, nan=-np.inf), kind="stable")
+    return [[names[j] if j < len(names) else f"#{int(trace.top_ids[i, j])}", _lp(row[j])]
+            for j in order if math.isfinite(row[j])]  # fmt: skip
+
+
+def _arm_tokens(trace: TokenTrace, start: int, pos: int) -> dict[str, Any]:
+    end = min(len(trace), pos + AFTER)
+    has_top = trace.has_top
+    chips = [[trace.pieces[i], _lp(trace.logprobs[i]), bool(has_top[i])] for i in range(start, end)]
+    tail = "".join(trace.pieces[end:])
+    return {"tokens": chips, "alternatives": _alternatives(trace, pos), "tail": tail[:TAIL_CHARS],
+            "clipped": max(0, len(tail) - TAIL_CHARS), "length": len(trace)}  # fmt: skip
+
+
+def _arm_text(text: str, pos: int) -> dict[str, Any]:
+    tail = text[pos:]
+    return {"tokens": [], "alternatives": [], "tail": tail[:TAIL_CHARS], "clipped": max(0, len(tail) - TAIL_CHARS),
+            "length": len(text)}  # fmt: skip
+
+
+def _grade(g: Grade | None) -> dict[str, Any] | None:
+    return None if g is None else {"status": g.status, "extracted": g.extracted, "reason": g.reason}
+
+
+def _prompt(sample: Sample | None) -> str:
+    if sample is None or not sample.messages:
+        return ""
+    text = str(sample.messages[-1].get("content", ""))
+    return text if len(text) <= PROMPT_CHARS else text[:PROMPT_CHARS] + " …"
+
+
+def _from_diff_only(d: SampleDiff) -> tuple[str, dict[str, Any], dict[str, Any]]:
+    """Without run stores the diff's own short context is all there is."""
+    base = {"tokens": [], "alternatives": [], "tail": d.baseline_next, "clipped": 0, "length": d.baseline_length}
+    cand = {"tokens": [], "alternatives": [], "tail": d.candidate_next, "clipped": 0, "length": d.candidate_length}
+    return d.context, base, cand
+
+
+def sample_view(d: SampleDiff, task: str, base: Completion | None, cand: Completion | None,
+                grades: Mapping[str, Grade | None], sample: Sample | None, strata: Mapping[str, str]) -> dict[str, Any]:  # fmt: skip
+    """One divergent sample for the viewer."""
+    pos = d.first_divergence or 0
+    start = max(0, pos - BEFORE)
+    if base is None or cand is None:
+        before, b, c = _from_diff_only(d)
+    elif d.level != "text" and base.tokens is not None and cand.tokens is not None:
+        before = "".join(base.tokens.pieces[:start])
+        b, c = _arm_tokens(base.tokens, start, pos), _arm_tokens(cand.tokens, start, pos)
+    else:
+        before = base.text[:pos]
+        b, c = _arm_text(base.text, pos), _arm_text(cand.text, pos)
+    prefix = before[-PREFIX_CHARS:]
+    return {
+        "key": f"{task}/{d.sample_id}", "id": d.sample_id, "task": task, "strata": dict(strata), "kind": d.kind,
+        "explained_by": d.explained_by, "level": d.level, "pos": d.first_divergence, "start": start,
+        "prefix": prefix, "prefix_clipped": len(before) - len(prefix),
+        "margin": _lp(d.margin), "margin_source": d.margin_source, "candidate_rank": d.candidate_rank,
+        "ended": d.ended, "answer_changed": d.answer_changed, "flipped": d.correctness_flipped,
+        "grades": {arm: _grade(g) for arm, g in grades.items()}, "reference": None if sample is None else str(sample.reference)[:200],
+        "prompt": _prompt(sample), "baseline": b, "candidate": c,
+    }  # fmt: skip
+
+
+def viewer_samples(task: str, diffs: list[SampleDiff], arms: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Viewer entries for every divergent sample of one task, in the comparison's order."""
+    base, cand = arms.get("baseline"), arms.get("candidate")
+    out = []
+    for d in diffs:
+        if d.identical:
+            continue
+        b = base.results.get(d.sample_id) if base else None
+        c = cand.results.get(d.sample_id) if cand else None
+        grades = {"baseline": base.grades.get(d.sample_id) if base else None,
+                  "candidate": cand.grades.get(d.sample_id) if cand else None}  # fmt: skip
+        sample = (base.samples.get(d.sample_id) if base else None) or (cand.samples.get(d.sample_id) if cand else None)
+        strata = b.strata if b is not None else (sample.strata if sample is not None else {})
+        out.append(sample_view(d, task, b.completion if b else None, c.completion if c else None, grades, sample, strata))
+    return out

@@ -6,7 +6,8 @@ Two workloads on the real data:
   shuffled:  each reference graded against another problem's boxed answer
              (every pair goes through the full math-verify comparison).
 Arms, measured in the same run:
-  reference: `verify(parse("\\boxed{gold}"), parse(text))` in a loop in this process;
+  reference: `verify(parse("\\boxed{gold}"), parse(text))` in a loop in this process,
+             starting from cold caches as the grader's fresh workers do;
   grader:    `MathGrader().grade_batch(..., workers=N)`, worker start-up included.
 Prints seconds, samples/s, how many were judged correct, and the speed ratio
 grader / reference.  Target: MATH-500 graded in under 10 s on 2 cores.
@@ -26,6 +27,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 from math_verify import parse, verify
+from math_verify.parser import parse_expr_cached, parse_latex_cached
+from sympy.core.cache import clear_cache
 
 from evalsuite.graders import GradeInput
 from evalsuite.graders.gsm8k import GSM8KGrader, LMEvalGSM8KGrader
@@ -47,6 +50,10 @@ def _timed(fn: Callable[[], list[bool]]) -> tuple[float, int]:
 
 def _math_workload(name: str, pairs: list[tuple[str, str]], workers: int) -> None:
     def reference() -> list[bool]:
+        # Start cold, as every grader worker does: math-verify memoises parses.
+        parse_latex_cached.cache_clear()
+        parse_expr_cached.cache_clear()
+        clear_cache()
         return [bool(verify(parse(f"\\boxed{{{gold}}}"), parse(text))) for gold, text in pairs]
 
     def grader() -> list[bool]:

@@ -5,7 +5,10 @@ verdicts, statistics) and of the diff alone, next to a reference measured in
 the same run: a plain Python loop that walks the token ids one by one to find
 each first divergence.  Target: under 5 s and under 2 GB.
 
-    .venv/bin/python bench/compare.py [--samples 1319] [--tokens 2000]
+    .venv/bin/python bench/compare.py [--samples 1319] [--tokens 2000] [--control] [--stored]
+
+--stored writes the runs to run-store folders first and measures, in a fresh
+process, `compare_runs` over the folders: the path `evalsuite compare` takes.
 """
 
 from __future__ import annotations
@@ -85,11 +88,49 @@ def naive_first_divergences(cand: dict[str, SampleResult], base: dict[str, Sampl
     return out
 
 
+def compare_stored(folder: str) -> None:
+    """In a fresh process: compare the stored runs under `folder` and print time and peak memory."""
+    from pathlib import Path
+
+    root = Path(folder)
+    controls = {"numerics": root / "self"} if (root / "self").exists() else None
+    t0 = time.perf_counter()
+    cmp = compare_runs(root / "spec", root / "base", controls=controls, seed=0)
+    elapsed = time.perf_counter() - t0
+    # VmHWM, not ru_maxrss: after fork+exec Linux carries the parent's ru_maxrss over to the child
+    hwm = next(line for line in Path("/proc/self/status").read_text().splitlines() if line.startswith("VmHWM"))
+    rss = int(hwm.split()[1]) / 1024
+    print(f"compare_runs over stored run folders{' (+ control)' if controls else ''}: {elapsed:.3f} s, "
+          f"peak RSS {rss:.0f} MiB for the whole process (targets < 5 s, < 2048 MiB)")
+    print(f"verdict: {cmp.summary}")
+
+
+def write_stored(runs: list[_Run], names: tuple[str, ...], folder: str) -> None:
+    from pathlib import Path
+
+    from evalsuite.store import RunStore
+
+    for name, run in zip(names, runs):
+        store = RunStore.create(Path(folder) / name, run.manifest)
+        writer = store.writer()
+        for result in run.results().values():
+            writer.put(result)
+        writer.close()
+        store.write_grades(list(run.grades().values()), "bench", "1")
+        store.close()
+
+
 def main() -> None:
+    import sys
+
+    if len(sys.argv) == 3 and sys.argv[1] == "--compare-stored":
+        compare_stored(sys.argv[2])
+        return
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--samples", type=int, default=1319)
     parser.add_argument("--tokens", type=int, default=2000)
     parser.add_argument("--control", action="store_true", help="also diff a third run as the numerics control")
+    parser.add_argument("--stored", action="store_true", help="also measure compare_runs over run-store folders")
     args = parser.parse_args()
     t0 = time.perf_counter()
     names = ("base", "spec", "self") if args.control else ("base", "spec")
@@ -123,6 +164,15 @@ def main() -> None:
     print(f"peak RSS: {rss_peak:.0f} MiB in all (target < 2048 MiB); the runs' records alone took {rss_data:.0f} MiB, "
           f"so comparing added {rss_peak - rss_data:.0f} MiB")
     print(f"verdict: {cmp.summary}")
+    if args.stored:
+        import subprocess
+        import sys
+        import tempfile
+
+        with tempfile.TemporaryDirectory() as folder:
+            write_stored([base, spec, *rest], names, folder)
+            del base, spec, rest, cand, bas, diffs, cmp
+            subprocess.run([sys.executable, __file__, "--compare-stored", folder], check=True)
 
 
 if __name__ == "__main__":

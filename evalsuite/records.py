@@ -74,7 +74,7 @@ class TokenTrace:
     """
 
     ids: np.ndarray  # int64 [n], -1 when the engine gave no id
-    pieces: list[str]  # decoded token strings
+    pieces: list[str]  # decoded token strings ([] when loaded without strings: ids suffice)
     raw: list[bytes | None]  # exact token bytes when the engine gave them
     logprobs: np.ndarray  # float32 [n]
     top_ids: np.ndarray  # int64 [n, k]
@@ -82,7 +82,7 @@ class TokenTrace:
     top_pieces: list[list[str]]  # [n][<=k]
 
     def __len__(self) -> int:
-        return len(self.pieces)
+        return len(self.ids)
 
     @property
     def has_ids(self) -> bool:

@@ -18,7 +18,7 @@ import pandas as pd
 
 from evalsuite.compare.accuracy import OVERALL, AccuracyRow, accuracy_rows
 from evalsuite.compare.comparable import MUST_MATCH, FieldDifference, check_comparable
-from evalsuite.diff.align import SampleDiff, diff_runs
+from evalsuite.diff.align import SampleDiff, diff_completions, diff_runs
 from evalsuite.diff.classify import (
     DEFAULT_CONTROL_SLACK,
     DEFAULT_NEAR_TIE_NATS,
@@ -155,6 +155,29 @@ def _clean(value: Any) -> Any:
     return value
 
 
+def _lean_results(run: RunLike) -> dict[str, SampleResult]:
+    """Results without token strings where ids suffice: strings are most of a long run's memory."""
+    if hasattr(run, "iter_results"):
+        return run.results(strings="none")  # type: ignore[call-arg]
+    return run.results()
+
+
+def _with_windows(
+    diffs: list[SampleDiff], cand_run: RunLike, base_run: RunLike, cand_grades: Mapping[str, Grade],
+    base_grades: Mapping[str, Grade],
+) -> list[SampleDiff]:
+    """Redo the divergent id-level diffs with token strings loaded, for their readable text windows."""
+    ids = [d.sample_id for d in diffs if not d.identical and d.level == "ids"]
+    if not ids or not hasattr(cand_run, "iter_results"):
+        return diffs
+    cand = cand_run.results(ids=ids, strings="pieces")  # type: ignore[call-arg]
+    base = base_run.results(ids=ids, strings="pieces")  # type: ignore[call-arg]
+    redone = {sid: diff_completions(sid, cand[sid].completion, base[sid].completion,
+                                    candidate_grade=cand_grades.get(sid), baseline_grade=base_grades.get(sid))
+              for sid in ids}  # fmt: skip
+    return [redone.get(d.sample_id, d) for d in diffs]
+
+
 def _completions(results: Mapping[str, SampleResult]) -> dict[str, Any]:
     return {sid: r.completion for sid, r in results.items()}
 
@@ -184,7 +207,7 @@ def compare_runs(
     """
     cand_run, base_run = _open(candidate), _open(baseline)
     differences = check_comparable(base_run.manifest, cand_run.manifest, must_match=must_match, allow=allow)
-    base_results, cand_results = base_run.results(), cand_run.results()
+    base_results, cand_results = _lean_results(base_run), _lean_results(cand_run)
     grades = grades or {}
     cand_grades = dict(grades.get("candidate") or cand_run.grades())
     base_grades = dict(grades.get("baseline") or base_run.grades())
@@ -198,12 +221,13 @@ def compare_runs(
         name = f"{kind}:{run.manifest.get('target', '?')}"
         control_diffs[name] = check_comparable(base_run.manifest, run.manifest, other_name=f"{kind} control",
                                                must_match=must_match, allow=allow)
-        diffs = diff_runs(_completions(run.results()), _completions(base_results))
+        diffs = diff_runs(_completions(_lean_results(run)), _completions(base_results))
         profiles.append(ControlProfile.from_diffs(name, kind, diffs))
 
     thresholds = calibrate(profiles, near_tie=near_tie, slack=control_slack)
     raw = diff_runs(_completions(cand_results), _completions(base_results),
                     candidate_grades=cand_grades, baseline_grades=base_grades)
+    raw = _with_windows(raw, cand_run, base_run, cand_grades, base_grades)
     diffs = classify_all(raw, thresholds, profiles)
     token = token_verdict(diffs, thresholds, profiles)
     rows: list[AccuracyRow] = []

@@ -137,7 +137,7 @@ def counter_deltas(sessions: list[dict[str, Any]]) -> CounterDeltas | None:
 
 def _results(store: SpeedSource) -> Mapping[str, SampleResult]:
     try:
-        return store.results(with_strings=False)  # type: ignore[call-arg]
+        return store.results(strings="none")  # type: ignore[call-arg]
     except TypeError:
         return store.results()
 

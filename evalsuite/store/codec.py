@@ -8,11 +8,14 @@ per sample, not millions of parsed numbers.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
 from evalsuite.records import Completion, Grade, Sample, SampleResult, TokenTrace
+
+Strings = Literal["all", "pieces", "none"]
+"""How much token text to decode: everything, the chosen pieces only (text windows), or none (ids suffice)."""
 
 RESULT_COLUMNS = (
     "sample_id", "task", "strata", "finished_at", "attempts", "text", "finish_reason", "usage", "timings",
@@ -50,7 +53,7 @@ def result_to_row(result: SampleResult) -> tuple[Any, ...]:
     )
 
 
-def _trace_from_row(row: dict[str, Any], with_strings: bool) -> TokenTrace | None:
+def _trace_from_row(row: dict[str, Any], strings: Strings) -> TokenTrace | None:
     n = row["n_tokens"]
     if n is None:
         return None
@@ -59,8 +62,11 @@ def _trace_from_row(row: dict[str, Any], with_strings: bool) -> TokenTrace | Non
     top_ids = np.frombuffer(row["top_ids"], "<i4").astype(np.int64).reshape(n, k)
     logprobs = np.frombuffer(row["logprobs"], "<f4").copy()
     top_lp = np.frombuffer(row["top_logprobs"], "<f4").reshape(n, k).copy()
-    if not with_strings:
-        return TokenTrace(ids, [""] * n, [None] * n, logprobs, top_ids, top_lp, [[] for _ in range(n)])
+    if strings == "none" and (ids >= 0).all():
+        return TokenTrace(ids, [], [], logprobs, top_ids, top_lp, [])
+    pieces = json.loads(row["pieces"])
+    if strings == "pieces" and (ids >= 0).all():
+        return TokenTrace(ids, pieces, [], logprobs, top_ids, top_lp, [])
     lens = np.frombuffer(row["raw_lens"], "<i4")
     blob = row["raw"] or b""
     raw: list[bytes | None] = []
@@ -71,14 +77,14 @@ def _trace_from_row(row: dict[str, Any], with_strings: bool) -> TokenTrace | Non
         else:
             raw.append(blob[offset : offset + length])
             offset += length
-    return TokenTrace(ids, json.loads(row["pieces"]), raw, logprobs, top_ids, top_lp, json.loads(row["top_pieces"]))
+    return TokenTrace(ids, pieces, raw, logprobs, top_ids, top_lp, json.loads(row["top_pieces"]))
 
 
-def row_to_result(row: dict[str, Any], *, with_strings: bool = True) -> SampleResult:
+def row_to_result(row: dict[str, Any], *, strings: Strings = "all") -> SampleResult:
     completion = Completion(
         text=row["text"],
         finish_reason=row["finish_reason"],
-        tokens=_trace_from_row(row, with_strings),
+        tokens=_trace_from_row(row, strings),
         usage=json.loads(row["usage"]),
         timings=json.loads(row["timings"]),
         latency_s=row["latency_s"],

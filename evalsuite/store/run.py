@@ -15,8 +15,9 @@ import sqlite3
 import threading
 import time
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterable, Iterator
 
+import numpy as np
 import pandas as pd
 
 from evalsuite.errors import StoreError
@@ -24,6 +25,7 @@ from evalsuite.records import Grade, Sample, SampleResult
 from evalsuite.store.codec import (
     GRADE_COLUMNS,
     RESULT_COLUMNS,
+    Strings,
     grade_to_row,
     result_to_row,
     row_to_grade,
@@ -114,12 +116,33 @@ class RunStore:
     def __len__(self) -> int:
         return int(self._conn.execute("SELECT COUNT(*) FROM results").fetchone()[0])
 
-    def iter_results(self, *, with_strings: bool = True) -> Iterator[SampleResult]:
-        for row in self._conn.execute(f"SELECT {', '.join(RESULT_COLUMNS)} FROM results ORDER BY rowid"):
-            yield row_to_result(dict(row), with_strings=with_strings)
+    def iter_results(self, *, strings: Strings = "all", ids: Iterable[str] | None = None) -> Iterator[SampleResult]:
+        """Stored results in the order they finished.
 
-    def results(self, *, with_strings: bool = True) -> dict[str, SampleResult]:
-        return {r.sample_id: r for r in self.iter_results(with_strings=with_strings)}
+        `strings="none"` skips token strings (the bulk of a run's memory) for
+        samples that have token ids, "pieces" decodes only the chosen tokens'
+        text; `ids` restricts to those samples.
+        """
+        skip = {"none": ("pieces", "top_pieces", "raw", "raw_lens"), "pieces": ("top_pieces", "raw", "raw_lens")}
+        columns = [f"NULL AS {c}" if c in skip.get(strings, ()) else c for c in RESULT_COLUMNS]
+        sql = f"SELECT {', '.join(columns)} FROM results"
+        if ids is None:
+            rows = self._conn.execute(sql + " ORDER BY rowid")
+        else:
+            wanted = sorted(set(ids))
+            self._conn.execute("CREATE TEMP TABLE IF NOT EXISTS wanted (sample_id TEXT PRIMARY KEY)")
+            self._conn.execute("DELETE FROM wanted")
+            self._conn.executemany("INSERT INTO wanted VALUES (?)", [(i,) for i in wanted])
+            rows = self._conn.execute(sql + " WHERE sample_id IN (SELECT sample_id FROM wanted) ORDER BY rowid")
+        full = f"SELECT {', '.join(RESULT_COLUMNS)} FROM results WHERE sample_id = ?"
+        for row in rows.fetchall():
+            record = dict(row)
+            if strings != "all" and record["ids"] is not None and -1 in np.frombuffer(record["ids"], "<i4"):
+                record = dict(self._conn.execute(full, (record["sample_id"],)).fetchone())  # no ids: strings are the tokens
+            yield row_to_result(record, strings=strings)
+
+    def results(self, *, strings: Strings = "all", ids: Iterable[str] | None = None) -> dict[str, SampleResult]:
+        return {r.sample_id: r for r in self.iter_results(strings=strings, ids=ids)}
 
     def grades(self) -> dict[str, Grade]:
         rows = self._conn.execute(f"SELECT {', '.join(GRADE_COLUMNS)} FROM grades")
@@ -157,7 +180,7 @@ class RunStore:
         """One row per sample: ids, strata, text, finish reason, token counts, timings and grade."""
         grades = self.grades()
         rows = []
-        for r in self.iter_results(with_strings=False):
+        for r in self.iter_results(strings="none"):
             c = r.completion
             grade = grades.get(r.sample_id)
             rows.append(

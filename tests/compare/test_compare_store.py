@@ -44,6 +44,11 @@ def test_compare_stored_runs_by_path(tmp_path: Path) -> None:
     assert cmp.token.identical == 12
     overall = cmp.overall()[0]
     assert overall.summary.n == 24 and overall.verdict.label == "INCONCLUSIVE"  # 24 items cannot show ±2 points
+    # runs are loaded without token strings; divergent samples get their text windows all the same
+    in_memory = compare_runs(recording_run("spec_f16_draftq4"), recording_run("base_f16"), n_resamples=500)
+    expected = {d.sample_id: d.window for d in in_memory.diffs if not d.identical}
+    got = {d.sample_id: d.window for d in cmp.diffs if not d.identical}
+    assert got == expected and all("[baseline:" in w and len(w) > 30 for w in got.values())
 
 
 def test_stored_runs_with_different_max_tokens_are_refused(tmp_path: Path) -> None:

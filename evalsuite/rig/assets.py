@@ -1,0 +1,49 @@
+"""Everything a rig server needs on disk: the built binary and the model files by role."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from evalsuite.rig.build import ensure_llama_server, rig_paths
+from evalsuite.rig.errors import RigError
+from evalsuite.rig.gguf_file import requantize
+from evalsuite.rig.learned import LEARNED_MODEL, verify_learned_checksum
+from evalsuite.rig.models import generate_models
+
+ROLES = ("target", "draft", "quant", "dflash", "learned", "learned-draft")
+
+
+@dataclass(frozen=True)
+class RigAssets:
+    """The binary, the cache folder and one GGUF path per model role."""
+
+    home: Path
+    binary: Path
+    models: dict[str, Path]
+
+
+def ensure_assets(progress: Callable[[str], None] = print, *, include_learned: bool = True) -> RigAssets:
+    """Build llama-server and generate the models if needed (fast when everything is cached).
+
+    `include_learned=False` skips the committed trained model (used while retraining it).
+    """
+    binary = ensure_llama_server(progress)
+    paths = rig_paths()
+    models = generate_models(paths.vocab_dir, paths.models_dir, progress).as_dict()
+    if not include_learned:
+        return RigAssets(home=paths.home, binary=binary, models=models)
+    if not LEARNED_MODEL.is_file():
+        raise RigError(
+            f"The trained rig model {LEARNED_MODEL} is missing from the checkout; "
+            f"restore it with git or rebuild it with `evalsuite rig models --retrain`."
+        )
+    digest = verify_learned_checksum()
+    models["learned"] = LEARNED_MODEL
+    learned_draft = paths.models_dir / f"rig-learned-{digest[:12]}-q4_0.gguf"
+    if not learned_draft.is_file():
+        progress(f"Requantizing {LEARNED_MODEL.name} to Q4_0 as its draft model.")
+        requantize(LEARNED_MODEL, learned_draft, "Q4_0")
+    models["learned-draft"] = learned_draft
+    return RigAssets(home=paths.home, binary=binary, models=models)

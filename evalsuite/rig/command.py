@@ -1,0 +1,166 @@
+"""`evalsuite rig build|models|up|status`: the reference rig from the command line."""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import threading
+import time
+from pathlib import Path
+
+from evalsuite.errors import EvalsuiteError
+
+DESCRIPTION = """\
+The reference rig: a real llama-server, built from the llama.cpp sources vendored
+in the llama-cpp-python 0.3.36 sdist (CPU only), serving small generated models
+with and without speculative decoding.  Everything lives in a per-user cache
+($EVALSUITE_CACHE, else $XDG_CACHE_HOME/evalsuite, else ~/.cache/evalsuite).
+
+examples:
+  evalsuite rig build                 # first time: about 5 minutes on 2 cores
+  evalsuite rig models                # generate the rig's GGUF models (seconds)
+  evalsuite rig up baseline draft     # serve two configurations until Ctrl-C
+  evalsuite rig status                # what is built, generated and configured
+"""
+
+
+def _print(message: str) -> None:
+    print(message, flush=True)
+
+
+def _cmd_build(args: argparse.Namespace) -> int:
+    from evalsuite.rig.build import ensure_llama_server, server_version
+
+    binary = ensure_llama_server(_print)
+    _print(f"llama-server: {binary}\n{server_version(binary)}")
+    return 0
+
+
+def _cmd_models(args: argparse.Namespace) -> int:
+    from evalsuite.rig.assets import ensure_assets
+    from evalsuite.rig.learned import LEARNED_CHECKSUM, LEARNED_MODEL, retrain, sha256_of
+
+    if args.retrain:
+        out = Path(args.out) if args.out else LEARNED_MODEL.with_name("rig-learned.rebuilt.gguf")
+        digest = retrain(out, _print)
+        expected = LEARNED_CHECKSUM.read_text().split()[0] if LEARNED_CHECKSUM.is_file() else None
+        if args.update_checksum:
+            out.replace(LEARNED_MODEL)
+            LEARNED_CHECKSUM.write_text(f"{digest}  {LEARNED_MODEL.name}\n")
+            _print(f"Wrote {LEARNED_MODEL} and its checksum {digest}.")
+            return 0
+        if digest == expected:
+            _print(f"Rebuilt {out}: sha256 {digest} matches the committed {LEARNED_MODEL.name}.")
+            return 0
+        _print(
+            f"Rebuilt {out}: sha256 {digest} differs from the committed {expected}. Training numerics depend on "
+            f"the CPU and the torch version; the committed file stays authoritative "
+            f"(use --update-checksum to replace it)."
+        )
+        return 1
+    assets = ensure_assets(_print)
+    for role, path in assets.models.items():
+        _print(f"{role:14s} {path}")
+    _print(f"learned sha256 {sha256_of(assets.models['learned'])}")
+    return 0
+
+
+def _cmd_up(args: argparse.Namespace) -> int:
+    from evalsuite.rig.launcher import serve
+
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    log_dir = Path(args.log_dir) if args.log_dir else None
+    with serve(args.names, log_dir=log_dir, threads=args.threads, progress=_print) as servers:
+        for server in servers.values():
+            _print(f"{server.name:18s} {server.base_url}/v1  model={server.model}  log={server.log_path}")
+        _print("Serving; press Ctrl-C to stop.")
+        try:
+            while not stop.is_set():
+                dead = [s.name for s in servers.values() if s.process.poll() is not None]
+                if dead:
+                    _print(f"Server(s) {', '.join(dead)} exited; stopping the rest.")
+                    return 1
+                time.sleep(0.5)
+        except KeyboardInterrupt:
+            _print("Stopping.")
+    return 0
+
+
+def _cmd_status(args: argparse.Namespace) -> int:
+    from evalsuite.rig.build import rig_paths, server_version
+    from evalsuite.rig.launcher import RIG_CONFIGS
+    from evalsuite.rig.learned import LEARNED_CHECKSUM, LEARNED_MODEL, sha256_of
+
+    paths = rig_paths()
+    version = server_version(paths.binary)
+    _print(f"cache        {paths.home}")
+    _print(f"llama-server {'built: ' + version.splitlines()[0] if version else 'not built (run: evalsuite rig build)'}")
+    generated = sorted(p.name for p in paths.models_dir.glob("*.gguf")) if paths.models_dir.is_dir() else []
+    _print(f"models       {', '.join(generated) or 'none generated yet (run: evalsuite rig models)'}")
+    if LEARNED_MODEL.is_file():
+        ok = LEARNED_CHECKSUM.is_file() and sha256_of(LEARNED_MODEL) == LEARNED_CHECKSUM.read_text().split()[0]
+        _print(f"learned      {LEARNED_MODEL} ({'checksum ok' if ok else 'CHECKSUM MISMATCH'})")
+    else:
+        _print(f"learned      missing: {LEARNED_MODEL}")
+    _print("configurations:")
+    for config in RIG_CONFIGS.values():
+        verdict = "lossless" if config.lossless else "LOSSY by design"
+        _print(f"  {config.name:17s} {verdict:16s} {config.summary}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The `rig` argument parser (also mounted under the main CLI)."""
+    parser = argparse.ArgumentParser(
+        prog="evalsuite rig", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{build,models,up,status}")
+    p = sub.add_parser("build", help="build llama-server into the cache (once; ~5 minutes on 2 cores)",
+                       description="Download the llama-cpp-python 0.3.36 sdist with pip and build its vendored "
+                       "llama.cpp (CPU only). Reused while the cached binary runs. Offline: set "
+                       "EVALSUITE_LLAMA_SDIST=/path/to/llama_cpp_python-0.3.36.tar.gz.\n\n"
+                       "example:\n  evalsuite rig build", formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.set_defaults(func=_cmd_build)
+    p = sub.add_parser("models", help="generate the rig's models (and optionally retrain the learned one)",
+                       description="Generate the constructed GGUF models (target, draft, Q4_0 quant, DFlash "
+                       "drafter) and the learned model's Q4_0 draft into the cache; check the committed learned "
+                       "model's checksum.\n\nexamples:\n  evalsuite rig models\n"
+                       "  evalsuite rig models --retrain          # minutes; needs torch (CPU)\n"
+                       "  evalsuite rig models --retrain --update-checksum",
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--retrain", action="store_true", help="retrain the learned model and compare its checksum")
+    p.add_argument("--out", help="where --retrain writes the model (default: next to the committed one)")
+    p.add_argument("--update-checksum", action="store_true",
+                   help="with --retrain: replace the committed model and its recorded checksum")
+    p.set_defaults(func=_cmd_models)
+    p = sub.add_parser("up", help="serve rig configurations until Ctrl-C",
+                       description="Start the named configurations on free loopback ports (one llama-server "
+                       "each, --parallel 1), print their URLs, stop them on Ctrl-C.\n\nexamples:\n"
+                       "  evalsuite rig up baseline\n  evalsuite rig up baseline dflash --log-dir logs/",
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("names", nargs="+", metavar="NAME", help="configuration names (see `evalsuite rig status`)")
+    p.add_argument("--log-dir", help="folder for the server logs (default: <cache>/logs)")
+    p.add_argument("--threads", type=int, help="threads per server (default: 2 for one server, else 1)")
+    p.set_defaults(func=_cmd_up)
+    p = sub.add_parser("status", help="show what is built and which configurations exist",
+                       description="Show the cache folder, the built server, the generated models and the "
+                       "rig configurations.\n\nexample:\n  evalsuite rig status",
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.set_defaults(func=_cmd_status)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run one rig command; user errors are printed as sentences, not tracebacks."""
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args))
+    except EvalsuiteError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return exc.exit_code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,46 @@
+"""Fixtures for tests against the real llama-server rig.
+
+`rig_assets` (session scope) builds llama-server on first use (about 5 minutes
+on 2 cores, then cached) and generates the rig's models; any test folder can
+request it.  Tests that use it must be marked `@pytest.mark.rig`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from evalsuite.rig.assets import RigAssets, ensure_assets
+
+
+@pytest.fixture(scope="session")
+def rig_assets() -> RigAssets:
+    """The built server binary and every rig model, by role."""
+    return ensure_assets(progress=lambda msg: print(f"[rig] {msg}", flush=True))
+
+
+@pytest.fixture(scope="session")
+def rig_http() -> Iterator[httpx.Client]:
+    """One HTTP client for all rig requests (generous timeout: 2 shared CPU cores)."""
+    with httpx.Client(timeout=300.0) as client:
+        yield client
+
+
+def chat(client: httpx.Client, base_url: str, prompt: str, max_tokens: int = 40, **extra: Any) -> dict[str, Any]:
+    """A greedy, seeded, uncached chat completion with per-token ids and top-5 logprobs."""
+    body = {
+        "messages": [{"role": "user", "content": prompt}],
+        "max_tokens": max_tokens,
+        "temperature": 0.0,
+        "seed": 42,
+        "logprobs": True,
+        "top_logprobs": 5,
+        "cache_prompt": False,
+        **extra,
+    }
+    response = client.post(base_url + "/v1/chat/completions", json=body)
+    response.raise_for_status()
+    return response.json()

@@ -1,0 +1,158 @@
+"""Rig pieces that need no build and no server: cache paths, GGUF writing, constructions, configs."""
+
+from __future__ import annotations
+
+import io
+import os
+import stat
+import tarfile
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from evalsuite.rig import build, models
+from evalsuite.rig.assets import RigAssets
+from evalsuite.rig.command import build_parser, main
+from evalsuite.rig.gguf_file import Shape, Tensors, Vocab, read_model, write_gguf
+from evalsuite.rig.launcher import RIG_CONFIGS, free_port, server_args
+from evalsuite.rig.learned import extract_final, is_correct, learned_items
+
+
+def tiny_vocab(n: int = 600) -> Vocab:
+    tokens = ["<unk>", "<s>", "</s>"] + [f"\u2581w{i}" for i in range(n - 4)] + ["<|placeholder1|>"]
+    types = np.array([2, 3, 3] + [1] * (n - 4) + [3], dtype=np.int32)
+    return Vocab("llama", "default", tokens, np.zeros(n, np.float32), types, 1, 2, 0, 2, True, False,
+                 "{% for m in messages %}{{ m.content }}{% endfor %}")  # fmt: skip
+
+
+def test_cache_root_precedence(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("EVALSUITE_CACHE", str(tmp_path / "a"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "b"))
+    assert build.cache_root() == tmp_path / "a"
+    monkeypatch.delenv("EVALSUITE_CACHE")
+    assert build.cache_root() == tmp_path / "b" / "evalsuite"
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    assert build.cache_root() == Path.home() / ".cache" / "evalsuite"
+    assert build.rig_paths().home.name == f"{build.SDIST_VERSION}-{build.LLAMA_CPP_COMMIT}"
+
+
+def _script(path: Path, body: str) -> Path:
+    path.write_text("#!/bin/sh\n" + body + "\n")
+    path.chmod(path.stat().st_mode | stat.S_IEXEC)
+    return path
+
+
+def test_server_version_accepts_only_a_running_binary_of_the_pinned_commit(tmp_path: Path) -> None:
+    assert build.server_version(tmp_path / "missing") is None
+    wrong = _script(tmp_path / "wrong", "echo 'version: 1 (deadbee)'")
+    assert build.server_version(wrong) is None
+    crash = _script(tmp_path / "crash", f"echo '{build.LLAMA_CPP_COMMIT}'; exit 132")
+    assert build.server_version(crash) is None
+    good = _script(tmp_path / "good", f"echo 'version: 1 ({build.LLAMA_CPP_COMMIT})' >&2")
+    assert build.LLAMA_CPP_COMMIT in (build.server_version(good) or "")
+
+
+def test_extract_vendor_keeps_only_the_llama_cpp_tree(tmp_path: Path) -> None:
+    prefix = f"llama_cpp_python-{build.SDIST_VERSION}"
+    sdist = tmp_path / "sdist.tar.gz"
+    with tarfile.open(sdist, "w:gz") as tar:
+        for name, data in [(f"{prefix}/setup.py", b"x"), (f"{prefix}/vendor/llama.cpp/CMakeLists.txt", b"cm"),
+                           (f"{prefix}/vendor/llama.cpp/models/v.gguf", b"v")]:  # fmt: skip
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    dest = tmp_path / "src"
+    build._extract_vendor(sdist, dest, lambda _m: None)
+    assert sorted(str(p.relative_to(dest)) for p in dest.rglob("*") if p.is_file()) == [
+        "CMakeLists.txt", "models/v.gguf"]  # fmt: skip
+    assert not dest.with_name("src.partial").exists()
+
+
+@pytest.mark.parametrize("qtype, tolerance", [("F32", 0.0), ("F16", 2e-3), ("Q8_0", 2e-2), ("Q4_0", 0.25)])
+def test_gguf_round_trip(tmp_path: Path, qtype: str, tolerance: float) -> None:
+    vocab = tiny_vocab()
+    shape = Shape(n_vocab=len(vocab), n_embd=64, n_layer=1, n_head=2, n_head_kv=2, n_ff=64)
+    arrays = models.target_tensors(vocab, shape, seed=3)
+    tensors = Tensors()
+    for name, array in arrays.items():
+        tensors.add(name, array, "F32" if array.ndim == 1 else qtype)
+    path = tmp_path / "m.gguf"
+    write_gguf(path, arch="qwen3", name="t", shape=shape, tensors=tensors, vocab=vocab)
+    arch, shape_back, back = read_model(path)
+    assert arch == "qwen3" and shape_back == shape and set(back) == set(arrays)
+    for name, array in arrays.items():
+        scale = float(np.abs(array).max()) or 1.0
+        assert np.abs(back[name] - array).max() <= tolerance * scale, name
+
+
+def test_constructed_target_is_deterministic_confident_and_a_draft_agrees_often() -> None:
+    vocab = tiny_vocab(3000)
+    shape = Shape(n_vocab=len(vocab))
+    target = models.target_tensors(vocab, shape)
+    again = models.target_tensors(vocab, shape)
+    assert all(np.array_equal(target[k], again[k]) for k in target)
+    draft = {k: v for k, v in target.items() if not k.startswith("blk.") or k.startswith("blk.0.")}
+    rng = np.random.default_rng(1)
+    agree, margins = [], []
+    for _ in range(3):
+        ids = list(rng.integers(3, len(vocab) - 1, 12))
+        for _ in range(12):
+            lt = models.reference_logits(target, shape, ids)[-1]
+            ld = models.reference_logits(draft, replace(shape, n_layer=1), ids)[-1]
+            top = np.sort(lt)[::-1]
+            margins.append(top[0] - top[1])
+            agree.append(lt.argmax() == ld.argmax())
+            ids.append(int(lt.argmax()))
+    assert np.median(margins) > 1.0, "the target is not confident"
+    assert 0.5 < np.mean(agree) < 1.0, f"draft agreement {np.mean(agree):.2f} is not between 50 % and 100 %"
+
+
+def test_learned_items_are_half_right_and_end_in_the_task_format() -> None:
+    items = learned_items()
+    assert len(items) == 65
+    right = [i for i in items if i.correct]
+    assert len(right) == 33
+    assert all(is_correct(i, i.answer) for i in right)
+    assert not any(is_correct(i, i.answer) for i in items if not i.correct)
+    for item in items:
+        assert extract_final(item.sample.task, item.answer) is not None, item.sample.id
+
+
+def test_extract_final_reads_the_last_answer() -> None:
+    assert extract_final("math500", r"so $\boxed{\frac{1}{2}}$ and then $\boxed{x^{2}}$.") == "x^{2}"
+    assert extract_final("math500", "no box here") is None
+    assert extract_final("gsm8k", "a\n#### 1,234\n") == "1234"
+
+
+def test_server_args_name_the_spec_type_and_draft(tmp_path: Path) -> None:
+    assets = RigAssets(tmp_path, tmp_path / "llama-server", {r: tmp_path / f"{r}.gguf" for r in
+                       ("target", "draft", "quant", "dflash", "learned", "learned-draft")})  # fmt: skip
+    args = server_args(RIG_CONFIGS["dflash"], assets, 1234, 1)
+    assert args[args.index("--spec-type") + 1] == "draft-dflash"
+    assert args[args.index("--spec-draft-model") + 1] == str(tmp_path / "dflash.gguf")
+    assert args[args.index("--parallel") + 1] == "1" and args[args.index("--port") + 1] == "1234"
+    baseline = server_args(RIG_CONFIGS["baseline"], assets, 1, 2)
+    assert "--spec-type" not in baseline and "--spec-draft-model" not in baseline
+    assert "--spec-synth-rates" in server_args(RIG_CONFIGS["synthetic"], assets, 1, 1)
+
+
+def test_free_port_is_bindable() -> None:
+    import socket
+
+    port = free_port()
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", port))
+
+
+def test_cli_parses_and_status_runs(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    args = build_parser().parse_args(["up", "baseline", "draft", "--threads", "1"])
+    assert args.names == ["baseline", "draft"] and args.threads == 1
+    monkeypatch.setenv("EVALSUITE_CACHE", str(tmp_path))
+    assert main(["status"]) == 0
+    out = capsys.readouterr().out
+    assert "not built" in out and "synthetic" in out and str(tmp_path) in out
+    with pytest.raises(SystemExit):
+        main(["up"])
+    assert os.environ["EVALSUITE_CACHE"] == str(tmp_path)

@@ -1,0 +1,175 @@
+"""pytest plugin: one test item per sample, failing when the candidate's tokens diverge from the baseline's.
+
+    pytest -p evalsuite.gate.plugin --evalsuite-run RUN --evalsuite-baseline BASE [--evalsuite-control CTL]
+    pytest -p evalsuite.gate.plugin --evalsuite-target dflash [--evalsuite-task gsm8k] [--evalsuite-limit 50]
+
+Items are named `evalsuite::<task>::<sample id>`, so `-k`, `-x`, `--junitxml`
+and pytest-xdist's `-n` work as for any test.  Without test paths on the
+command line only the gate's items are collected; with paths, both.  Runs are
+generated on the controller only and handed to xdist workers by folder.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Iterator
+
+import pytest
+
+from evalsuite.gate.policy import POLICIES
+
+if TYPE_CHECKING:
+    from evalsuite.gate.runs import GatePair, Judged
+
+_PAIRS = "evalsuite_gate_pairs"
+_STATE = pytest.StashKey["GateState"]()
+
+
+class GateState:
+    """The pairs to judge in this process, judged lazily once each."""
+
+    def __init__(self, pairs: list[GatePair], policy: str, near_tie: float | None):
+        from evalsuite.diff.classify import DEFAULT_NEAR_TIE_NATS
+
+        self.pairs, self.policy = pairs, policy
+        self.near_tie = DEFAULT_NEAR_TIE_NATS if near_tie is None else near_tie
+        self._judged: dict[int, Judged] = {}
+
+    def judged(self, index: int) -> Judged:
+        from evalsuite.errors import EvalsuiteError
+        from evalsuite.gate.runs import judge_pair
+
+        if index not in self._judged:
+            try:
+                self._judged[index] = judge_pair(self.pairs[index], self.near_tie)
+            except EvalsuiteError as exc:
+                raise pytest.UsageError(str(exc)) from None
+        return self._judged[index]
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    g = parser.getgroup("evalsuite", "evalsuite gate: token identity of a speculative run against its baseline")
+    g.addoption("--evalsuite-run", action="append", default=[], metavar="DIR", help="stored candidate run folder (repeatable, one per task)")
+    g.addoption("--evalsuite-baseline", action="append", default=[], metavar="DIR",
+                help="stored baseline run folder; optional when the config names the run's baseline target")
+    g.addoption("--evalsuite-control", action="append", default=[], metavar="DIR",
+                help="stored numerics control run (the target as its own drafter) to calibrate the threshold")
+    g.addoption("--evalsuite-target", metavar="NAME", help="run the target, its baseline and control first, then gate")
+    g.addoption("--evalsuite-task", action="append", default=[], metavar="NAME", help="tasks for --evalsuite-target")
+    g.addoption("--evalsuite-limit", type=int, metavar="N", help="only the first N samples of each task (--evalsuite-target)")
+    g.addoption("--evalsuite-config", metavar="PATH", help="evalsuite.toml (default: ./evalsuite.toml)")
+    g.addoption("--evalsuite-policy", choices=POLICIES, default="numerical",
+                help="strict: any divergence fails; numerical (default): near-tie and control-explained divergences pass")
+    g.addoption("--evalsuite-near-tie", type=float, default=None, metavar="NATS",
+                help="baseline margin below which a divergence counts as numerical (default: evalsuite's near-tie "
+                     "threshold; a control run can raise it)")  # fmt: skip
+
+
+def _active(config: pytest.Config) -> bool:
+    return bool(config.getoption("evalsuite_run") or config.getoption("evalsuite_target"))
+
+
+def _resolve(config: pytest.Config) -> list[GatePair]:
+    from evalsuite.errors import EvalsuiteError
+    from evalsuite.gate.runs import run_target, stored_pairs
+
+    opt = config.getoption
+    try:
+        if opt("evalsuite_target"):
+            if opt("evalsuite_run"):
+                raise EvalsuiteError("Give either --evalsuite-target or --evalsuite-run, not both.")
+            tasks = [t.strip() for a in opt("evalsuite_task") for t in a.split(",") if t.strip()]
+            return run_target(opt("evalsuite_config"), opt("evalsuite_target"), tasks, opt("evalsuite_limit"),
+                              say=lambda m: print(m, file=sys.stderr))  # fmt: skip
+        return stored_pairs(opt("evalsuite_run"), opt("evalsuite_baseline"), opt("evalsuite_control"), opt("evalsuite_config"))
+    except EvalsuiteError as exc:
+        raise pytest.UsageError(str(exc)) from None
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if not _active(config):
+        return
+    config.addinivalue_line("markers", "evalsuite: a sample of the evalsuite token-identity gate")
+    from evalsuite.gate.runs import GatePair
+
+    worker = getattr(config, "workerinput", None)
+    pairs = GatePair.loads(worker[_PAIRS]) if worker and _PAIRS in worker else _resolve(config)
+    config.stash[_STATE] = GateState(pairs, config.getoption("evalsuite_policy"), config.getoption("evalsuite_near_tie"))
+    if config.args_source != pytest.Config.ArgsSource.ARGS and worker is None:
+        config.args[:] = []  # no test paths given: run the gate alone, not the project's test suite
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """pytest-xdist: hand the resolved run folders to each worker."""
+    state = node.config.stash.get(_STATE, None)
+    if state is not None:
+        from evalsuite.gate.runs import GatePair
+
+        node.workerinput[_PAIRS] = GatePair.dumps(state.pairs)
+
+
+class GateFailure(Exception):
+    """A sample that fails the gate; its message is the whole explanation."""
+
+
+class TaskCollector(pytest.Collector):
+    """The samples of one task's pair."""
+
+    def __init__(self, *, index: int, **kw: Any):
+        super().__init__(**kw)
+        self.index = index
+
+    def collect(self) -> Iterator[pytest.Item]:
+        judged = self.config.stash[_STATE].judged(self.index)
+        for sid in sorted(judged.baseline.keys() | judged.candidate.keys()):
+            yield SampleItem.from_parent(self, name=sid, index=self.index)
+
+
+class SampleItem(pytest.Item):
+    """One sample: passes when its tokens match the baseline's (or diverge only numerically, per policy)."""
+
+    def __init__(self, *, index: int, **kw: Any):
+        super().__init__(**kw)
+        self.index = index
+        self.add_marker("evalsuite")
+
+    def runtest(self) -> None:
+        from evalsuite.gate.judge import failure_message, judge
+
+        state: GateState = self.config.stash[_STATE]
+        j = state.judged(self.index)
+        sid, task = self.name, j.pair.task
+        if sid not in j.candidate:
+            raise GateFailure(f"{task}/{sid}: the candidate run ({j.pair.candidate}) has no result for this sample.")
+        if sid not in j.baseline:
+            raise GateFailure(f"{task}/{sid}: the baseline run ({j.pair.baseline}) has no result for this sample.")
+        diff = j.diffs[sid]
+        if not judge(diff, state.policy):  # type: ignore[arg-type]
+            raise GateFailure(failure_message(
+                diff, j.baseline[sid].completion, j.candidate[sid].completion, j.thresholds, state.policy,  # type: ignore[arg-type]
+                task=task, base_grade=j.grades["baseline"].get(sid), cand_grade=j.grades["candidate"].get(sid)))
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
+        if isinstance(excinfo.value, GateFailure):
+            return str(excinfo.value)
+        return str(super().repr_failure(excinfo))
+
+    def reportinfo(self) -> tuple[Path, int | None, str]:
+        return self.path, None, f"evalsuite::{self.parent.name}::{self.name}"
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Add the gate's items before -k / -m deselection runs."""
+    state = config.stash.get(_STATE, None)
+    if state is None:
+        return
+    tasks = [p.task for p in state.pairs]
+    for index, pair in enumerate(state.pairs):
+        folder = Path(pair.candidate).resolve()
+        name = pair.task if tasks.count(pair.task) == 1 else f"{pair.task}@{folder.parent.parent.name}-{index}"
+        task = TaskCollector.from_parent(session, name=name, index=index, path=folder / "manifest.json",
+                                         nodeid=f"evalsuite::{name}")  # fmt: skip
+        items.extend(task.collect())

@@ -19,7 +19,7 @@ from evalsuite.report.provenance import provenance, reproduce
 from evalsuite.speed import SpeedSummary, Speedup, paired_speedup, request_speed
 from evalsuite.speed.summary import summarize
 
-ROLES = ("baseline", "control", "candidate")
+ROLES = ("baseline", "determinism", "control", "candidate")
 _TOKEN_TONE = {"IDENTICAL": "good", "NUMERICAL-ONLY": "good", "LOSSY": "bad", "UNDETERMINED": "unsure"}
 _ACC_TONE = {"EQUIVALENT": "good", "DIFFERENT": "bad", "INCONCLUSIVE": "unsure"}
 

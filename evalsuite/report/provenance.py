@@ -7,7 +7,7 @@ from typing import Any, Mapping
 
 from evalsuite.report import fmt
 
-ROLE_ORDER = ("baseline", "control", "candidate")
+ROLE_ORDER = ("baseline", "determinism", "control", "candidate")
 
 
 def _compact(value: Any) -> str:

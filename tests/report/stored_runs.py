@@ -133,7 +133,7 @@ def write_run(folder: Path, man: dict[str, Any], results: list[SampleResult], gr
 
 
 def synthetic_runs(root: Path, plan: Plan, *, control: bool = False) -> dict[str, RunStore]:
-    """Baseline, candidate (and control) stores under root/<target>; keys are the roles."""
+    """Baseline, candidate (and control) stores under root/<target>/<task>/<fp>; keys are the roles."""
     rng = np.random.default_rng(plan.seed)
     roles = {"baseline": "base", "candidate": "spec"} | ({"control": "ctl"} if control else {})
     results: dict[str, list[SampleResult]] = {r: [] for r in roles}
@@ -168,11 +168,12 @@ def synthetic_runs(root: Path, plan: Plan, *, control: bool = False) -> dict[str
             comp = _completion(trace, finish=finish, tps=50.0 * plan.speedup, draft=(drafted, int(drafted * 0.75)))
             results[role].append(SampleResult(sid, plan.task, strata, comp))
             grades[role].append(Grade(sid, "correct" if ok else "incorrect", ans, "matched" if ok else "mismatch"))
-    return {
-        role: write_run(root / target / plan.task, manifest(target, role, plan.task, args=["-md", "draft.gguf"] if role != "baseline" else []),
-                        results[role], grades[role], samples)  # fmt: skip
-        for role, target in roles.items()
-    }
+    stores = {}
+    for role, target in roles.items():
+        man = manifest(target, role, plan.task, args=["-md", "draft.gguf"] if role != "baseline" else [])
+        folder = root / target / plan.task / man["fingerprint"][:16]  # the runner's layout: runs/<target>/<task>/<fp>
+        stores[role] = write_run(folder, man, results[role], grades[role], samples)
+    return stores
 
 
 def recording_store(root: Path, name: str, pass_: int = 0) -> RunStore:

@@ -34,6 +34,8 @@ def _md_cell(value: Any) -> str:
 
 def _md_code(value: Any) -> str:
     text = str(value).replace("\n", " ")
+    if not text:
+        return ""
     fence = "``" if "`" in text else "`"
     return f"{fence} {text} {fence}" if fence == "``" else f"`{text}`"
 

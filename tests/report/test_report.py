@@ -1,0 +1,123 @@
+"""Markdown and HTML reports from real stored runs: content, escaping, offline-ness, folders, several tasks."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+from stored_runs import Plan, manifest, synthetic_runs, write_run
+
+from evalsuite.compare import compare_runs
+from evalsuite.records import Completion, Grade, Sample, SampleResult
+from evalsuite.report import report_folder, write_reports
+from evalsuite.report.plots import IntervalRow, forest, margins
+
+PLAN = Plan(n=60, tokens=80, numerical={2, 5, 11, 20}, confident={7, 30}, flips={7}, control_diverges={2}, truncated={9})
+
+
+@pytest.fixture(scope="module")
+def lossy(tmp_path_factory: pytest.TempPathFactory):
+    root = tmp_path_factory.mktemp("lossy")
+    runs = synthetic_runs(root / "runs", PLAN, control=True)
+    cmp = compare_runs(runs["candidate"], runs["baseline"], controls={"numerics": runs["control"]}, n_resamples=300)
+    return cmp, runs, write_reports([cmp], root / "report", runs={"math500": runs})
+
+
+def test_markdown_carries_verdict_tables_speed_and_provenance(lossy) -> None:
+    cmp, runs, paths = lossy
+    md = paths.markdown.read_text()
+    assert md.count("> [!CAUTION]") == 1 and f"**math500: {cmp.summary}**" in md
+    assert f"> - Tokens: **LOSSY**. {cmp.token.reason}" in md
+    overall = re.search(r"^\| \*\*overall\*\* \| 60 \| 70\.0 % \| \[57\.5, 80\.1\] \| 71\.7 % \|.*\| INCONCLUSIVE \|$", md, re.M)
+    assert overall, md
+    assert "| subject = Geometry | 20 |" in md and "| level = 3 | 20 |" in md
+    assert "**54/60** outputs token-identical (90.0 %)" in md
+    assert "| 6/60 | 4 | 2 | 0 | 1 | 24 / 35.0 / 59 | 1 | 1 (1 gained, 0 lost) |" in md
+    assert "| candidate | spec | 60/60 | 90.0 | 90.0 | 20 ms |" in md and "| 75.0 % | 3,600/4,800 | 4.00 |" in md
+    assert "**1.80×** geometric mean" in md
+    assert "- baseline `base`: 1/60 outputs stopped at max_tokens (1.7 %)." in md
+    assert "| server flags | `-m target.gguf` | `-m target.gguf -md draft.gguf` | `-m target.gguf -md draft.gguf` |" in md
+    assert f"evalsuite report {runs['candidate'].folder} {runs['baseline'].folder} {runs['control'].folder}" in md
+    assert json.loads(paths.json[0].read_text()) == json.loads(cmp.to_json())
+
+
+def test_html_is_self_contained(lossy) -> None:
+    html = lossy[2].html.read_text()
+    assert "Content-Security-Policy" in html and "default-src 'none'" in html
+    assert not re.search(r"""(src|href)\s*=\s*["']?(https?:|//)""", html)
+    assert html.count("<script") == 2 and html.count("<svg") == 5
+    data = json.loads(re.search(r'<script type="application/json" id="evalsuite-data">(.*?)</script>', html, re.S)[1])
+    assert [s["id"] for s in data["samples"]] == [f"math500-{i:04d}" for i in (2, 5, 7, 11, 20, 30)]
+    seven = data["samples"][2]
+    assert seven["kind"] == "confident" and seven["flipped"] is True and seven["grades"]["candidate"]["status"] == "correct"
+    assert seven["baseline"]["tokens"][seven["pos"] - seven["start"]][0] != seven["candidate"]["tokens"][seven["pos"] - seven["start"]][0]
+    assert [a[1] for a in seven["baseline"]["alternatives"]] == sorted((a[1] for a in seven["baseline"]["alternatives"]), reverse=True)
+
+
+def _hostile_runs(root: Path) -> dict:
+    """Two one-sample runs whose outputs try to break out of the HTML script element and the Markdown table."""
+    evil = "</script><script>alert(1)</script> | <b>x</b>"
+    out = {}
+    for role, text in (("baseline", "answer 1"), ("candidate", evil)):
+        comp = Completion(text=text, finish_reason="stop", latency_s=1.0)
+        out[role] = write_run(root / role, manifest(role, role), [SampleResult("s|1", "math500", {"subject": "A|B"}, comp)],
+                              [Grade("s|1", "correct", text, "r")], [Sample("s|1", "math500", ({"role": "user", "content": evil},), "1")])  # fmt: skip
+    return out
+
+
+def test_model_output_cannot_break_out_of_html_or_markdown(tmp_path: Path) -> None:
+    runs = _hostile_runs(tmp_path)
+    cmp = compare_runs(runs["candidate"], runs["baseline"], n_resamples=100)
+    paths = write_reports([cmp], tmp_path / "r", runs={"math500": runs})
+    html = paths.html.read_text()
+    assert "alert(1)" in html and "<script>alert(1)" not in html and html.count("<script") == 2
+    md = paths.markdown.read_text()
+
+    def cells(line: str) -> list[str]:
+        return re.split(r"(?<!\\)\|", line)[1:-1]  # split on unescaped pipes only
+
+    divergence = next(line for line in md.splitlines() if line.startswith("| s\\|1 |"))
+    stratum = next(line for line in md.splitlines() if line.startswith("| subject = A\\|B |"))
+    assert len(cells(divergence)) == 6 and len(cells(stratum)) == 13
+
+
+def test_identical_runs_without_stores_still_report(tmp_path: Path) -> None:
+    runs = synthetic_runs(tmp_path, Plan(n=9))
+    cmp = compare_runs(runs["candidate"], runs["baseline"], n_resamples=100)
+    paths = write_reports([cmp], tmp_path / "r")
+    md = paths.markdown.read_text()
+    assert "> [!WARNING]" in md  # identical tokens, but 9 items cannot show accuracy equivalence
+    assert "None: every output is token-identical to the baseline." in md
+    assert "No run stores were given to the report, so speed is not shown." in md
+    assert "| target | `base` | `spec` |" in md
+    assert paths.html.read_text().count("<svg") == 2  # forest and accuracy; nothing diverged, no speed data
+
+
+def test_several_tasks_in_one_report(tmp_path: Path) -> None:
+    a = synthetic_runs(tmp_path / "a", Plan(n=30, task="math500", numerical={3}))
+    b = synthetic_runs(tmp_path / "b", Plan(n=30, task="gsm8k", confident={4}))
+    cmps = [compare_runs(r["candidate"], r["baseline"], n_resamples=100) for r in (a, b)]
+    paths = write_reports(cmps, tmp_path / "r", runs={"math500": a, "gsm8k": b})
+    md = paths.markdown.read_text()
+    assert "## math500: `spec` vs `base`" in md and "## gsm8k: `spec` vs `base`" in md
+    assert "> [!CAUTION]\n> **gsm8k: LOSSY" in md
+    assert sorted(p.name for p in paths.json) == ["comparison-gsm8k.json", "comparison-math500.json"]
+    data = re.search(r'id="evalsuite-data">(.*?)</script>', paths.html.read_text(), re.S)[1]
+    assert [s["key"] for s in json.loads(data)["samples"]] == ["math500/math500-0003", "gsm8k/gsm8k-0004"]
+
+
+def test_report_folder_is_per_target_and_never_reused(tmp_path: Path) -> None:
+    first = report_folder(tmp_path, "my/dflash", now=0)
+    second = report_folder(tmp_path, "my/dflash", now=0)
+    assert first == tmp_path / "my_dflash" / "19700101-000000" and second.name == "19700101-000000-2"
+
+
+def test_plots_draw_what_they_are_given() -> None:
+    assert forest([], 0.02, "t") is None
+    svg = str(forest([IntervalRow("overall", 0.01, -0.02, 0.04)], 0.02, "t"))
+    assert svg.count("<circle") == 1 and svg.count('stroke-dasharray="4 3"') == 2
+    hist = str(margins({"numerical": [0.01, 0.03], "confident": [2.0, np.nan]}, 0.1, "m"))
+    assert "threshold 0.1" in hist and hist.count("<rect") >= 2 + 2  # bars plus legend swatches

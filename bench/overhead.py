@@ -5,8 +5,10 @@ process, so it does not share the client's event loop):
   reference: a minimal asyncio + httpx loop that posts each body and parses the JSON;
   suite:     `evalsuite.runner.execute` (prompt building, retries, token parsing,
              durable SQLite commits, progress callback).
-Prints seconds per request for each and the ratio suite / reference, at
-concurrency 1 and 8 (target: under 1.10x).
+Prints, per request, the wall-clock time and the client process's CPU time
+(user + system, all threads: the part the suite itself costs, less sensitive
+to other load on the machine) for each arm, and the ratios suite / reference,
+at concurrency 1 and 8 (target: under 1.10x).
 
     python bench/overhead.py [--n 400] [--repeats 3]
 """
@@ -22,6 +24,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Callable
 
 import httpx
 
@@ -42,8 +45,7 @@ def start_server(port: int, tokens: int) -> subprocess.Popen:
     return proc
 
 
-async def reference_loop(url: str, bodies: list[dict], concurrency: int) -> float:
-    """The least a client can do: post, await, parse."""
+async def _reference(url: str, bodies: list[dict], concurrency: int) -> None:
     it = iter(bodies)
     async with httpx.AsyncClient(limits=httpx.Limits(max_connections=concurrency)) as client:
 
@@ -52,19 +54,28 @@ async def reference_loop(url: str, bodies: list[dict], concurrency: int) -> floa
                 resp = await client.post(f"{url}/chat/completions", json=body)
                 json.loads(resp.content)
 
-        start = time.perf_counter()
         await asyncio.gather(*(worker() for _ in range(concurrency)))
-        return time.perf_counter() - start
 
 
-def suite_run(config_path: Path, runs_dir: Path) -> float:
+def timed(fn: Callable[[], object]) -> tuple[float, float]:
+    """(wall seconds, process CPU seconds) of one call."""
+    wall, cpu = time.perf_counter(), time.process_time()
+    fn()
+    return time.perf_counter() - wall, time.process_time() - cpu
+
+
+def reference_loop(url: str, bodies: list[dict], concurrency: int) -> tuple[float, float]:
+    """The least a client can do: post, await, parse."""
+    return timed(lambda: asyncio.run(_reference(url, bodies, concurrency)))
+
+
+def suite_run(config_path: Path, runs_dir: Path) -> tuple[float, float]:
     config = load_config(config_path)
     plan = plan_run(config, "base", "echo")
     plan.runs_dir = runs_dir
-    start = time.perf_counter()
-    outcome = asyncio.run(execute(plan, progress=lambda done, total: None))
-    elapsed = time.perf_counter() - start
-    assert outcome.recorded == len(plan.samples)
+    outcomes = []
+    elapsed = timed(lambda: outcomes.append(asyncio.run(execute(plan, progress=lambda done, total: None))))
+    assert outcomes[0].recorded == len(plan.samples)
     return elapsed
 
 
@@ -79,7 +90,8 @@ def main() -> None:
     url = f"http://127.0.0.1:{args.port}/v1"
     try:
         print(f"{args.n} requests x {args.tokens} tokens with top-5 logprobs, instant endpoint; median of {args.repeats}")
-        print(f"{'concurrency':>11}  {'reference ms/req':>16}  {'suite ms/req':>12}  {'ratio':>6}")
+        print(f"{'concurrency':>11}  {'wall ms/req: reference':>22}  {'suite':>7}  {'ratio':>6}   "
+              f"{'client CPU ms/req: reference':>28}  {'suite':>7}  {'ratio':>6}")
         for concurrency in (1, 8):
             with tempfile.TemporaryDirectory() as tmp:
                 config = make_project(Path(tmp), url, n=args.n, target_extra=f"concurrency = {concurrency}")
@@ -90,11 +102,11 @@ def main() -> None:
                 bodies = [engine.request_body(s, plan.params) for s in plan.samples]
                 ref, suite = [], []
                 for r in range(args.repeats):
-                    ref.append(asyncio.run(reference_loop(url, bodies, concurrency)))
+                    ref.append(reference_loop(url, bodies, concurrency))
                     suite.append(suite_run(config, Path(tmp) / f"runs{r}"))
-            ref_ms = statistics.median(ref) / args.n * 1e3
-            suite_ms = statistics.median(suite) / args.n * 1e3
-            print(f"{concurrency:>11}  {ref_ms:>16.3f}  {suite_ms:>12.3f}  {suite_ms / ref_ms:>5.2f}x")
+            row = [statistics.median(x[i] for x in arm) / args.n * 1e3 for i in (0, 1) for arm in (ref, suite)]
+            print(f"{concurrency:>11}  {row[0]:>22.3f}  {row[1]:>7.3f}  {row[1] / row[0]:>5.2f}x   "
+                  f"{row[2]:>28.3f}  {row[3]:>7.3f}  {row[3] / row[2]:>5.2f}x")
     finally:
         server.terminate()
         server.wait()

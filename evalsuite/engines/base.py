@@ -13,7 +13,6 @@ import time
 from typing import Any
 
 import httpx
-import openai
 
 from evalsuite.config import TargetConfig
 from evalsuite.engines.parse import completion_from_chat
@@ -22,31 +21,41 @@ from evalsuite.records import Completion, GenerationParams, Sample
 
 
 def classify(exc: Exception) -> RequestFailed:
-    """Map a client exception to a failure kind the retry policy understands."""
+    """Map a transport or parsing exception to a failure kind the retry policy understands."""
     if isinstance(exc, RequestFailed):
         return exc
-    if isinstance(exc, openai.APITimeoutError):
-        return RequestFailed("timeout", f"request timed out: {exc}")
-    if isinstance(exc, openai.APIConnectionError):
-        return RequestFailed("connection", f"connection failed: {exc.__cause__ or exc}")
-    if isinstance(exc, openai.APIStatusError):
-        status = exc.status_code
-        body = exc.response.text[:300] if exc.response is not None else ""
-        retry_after = parse_retry_after(exc.response.headers.get("retry-after")) if exc.response is not None else None
-        if status == 429:
-            return RequestFailed("rate_limit", f"HTTP 429: {body}", status=status, retry_after=retry_after)
-        if status >= 500:
-            return RequestFailed("server", f"HTTP {status}: {body}", status=status, retry_after=retry_after)
-        return RequestFailed("fatal", f"HTTP {status}: {body}", status=status)
+    if isinstance(exc, httpx.TimeoutException):
+        return RequestFailed("timeout", f"request timed out ({type(exc).__name__})")
     if isinstance(exc, (httpx.TransportError, ConnectionError)):
-        return RequestFailed("connection", f"connection failed: {exc}")
+        return RequestFailed("connection", f"connection failed: {type(exc).__name__}: {exc}")
     if isinstance(exc, (json.JSONDecodeError, UnicodeDecodeError, ValueError, KeyError, TypeError)):
         return RequestFailed("malformed", f"unreadable response: {exc}")
     raise exc
 
 
+def check_status(resp: httpx.Response) -> None:
+    """Raise the classified failure for a non-2xx answer (its body must already be read)."""
+    status = resp.status_code
+    if status < 300:
+        return
+    body = resp.text[:300]
+    if status == 429:
+        retry_after = parse_retry_after(resp.headers.get("retry-after"))
+        raise RequestFailed("rate_limit", f"HTTP 429: {body}", status=status, retry_after=retry_after)
+    if status >= 500:
+        retry_after = parse_retry_after(resp.headers.get("retry-after"))
+        raise RequestFailed("server", f"HTTP {status}: {body}", status=status, retry_after=retry_after)
+    raise RequestFailed("fatal", f"HTTP {status}: {body}", status=status)
+
+
 class Engine:
-    """A plain OpenAI-compatible endpoint: text always, token data when it returns logprobs."""
+    """A plain OpenAI-compatible endpoint: text always, token data when it returns logprobs.
+
+    Requests go straight through one pooled httpx client: against a fast local
+    server the openai SDK's per-request machinery cost more CPU than the rest
+    of the pipeline together (bench/overhead.py), and nothing here needs its
+    typed models.
+    """
 
     dialect = "openai"
 
@@ -55,15 +64,11 @@ class Engine:
         self.base_url = (base_url or target.base_url or "").rstrip("/")
         if not self.base_url.endswith("/v1"):
             self.base_url += "/v1"
+        key = target.api_key()
         self.http = httpx.AsyncClient(
-            limits=httpx.Limits(max_connections=target.concurrency, max_keepalive_connections=target.concurrency)
-        )
-        self.client = openai.AsyncOpenAI(
-            base_url=self.base_url,
-            api_key=target.api_key() or "not-needed",
-            max_retries=0,
+            headers={"Authorization": f"Bearer {key}"} if key else {},
             timeout=httpx.Timeout(target.timeout_s, connect=min(10.0, target.timeout_s)),
-            http_client=self.http,
+            limits=httpx.Limits(max_connections=target.concurrency, max_keepalive_connections=target.concurrency),
         )
         self.model = target.model or ""
 
@@ -101,32 +106,30 @@ class Engine:
         return body
 
     async def generate(self, sample: Sample, params: GenerationParams) -> Completion:
-        """One attempt; raises RequestFailed with a kind the retry policy can act on.
-
-        The body goes through the openai client's generic `post`: its transport,
-        auth and error types, without the typed-parameter transform, which costs
-        more than the request itself against a fast local server.
-        """
+        """One attempt; raises RequestFailed with a kind the retry policy can act on."""
         body = self.request_body(sample, params)
-        path = "/chat/completions" if self.target.api == "chat" else "/completions"
+        url = self.base_url + ("/chat/completions" if self.target.api == "chat" else "/completions")
         start = time.perf_counter()
         try:
             if self.target.stream:
-                return await self._generate_stream(path, body, start)
-            resp = await self.client.post(path, cast_to=httpx.Response, body=body)
+                return await self._generate_stream(url, body, start)
+            resp = await self.http.post(url, json=body)
+            check_status(resp)
             data = json.loads(resp.content)
             return completion_from_chat(data, latency_s=time.perf_counter() - start, ttft_s=_server_ttft(data))
         except Exception as exc:  # classify() re-raises anything that is not a request failure
             raise classify(exc) from exc
 
-    async def _generate_stream(self, path: str, body: dict[str, Any], start: float) -> Completion:
+    async def _generate_stream(self, url: str, body: dict[str, Any], start: float) -> Completion:
         from evalsuite.engines.stream import merge_chunks
 
         body = {**body, "stream": True, "stream_options": {"include_usage": True}}
         chunks: list[dict[str, Any]] = []
         ttft: float | None = None
-        resp = await self.client.post(path, cast_to=httpx.Response, body=body, stream=True, stream_cls=None)
-        try:
+        async with self.http.stream("POST", url, json=body) as resp:
+            if resp.status_code >= 300:
+                await resp.aread()
+                check_status(resp)
             async for line in resp.aiter_lines():
                 if not line.startswith("data:"):
                     continue
@@ -137,8 +140,6 @@ class Engine:
                 if ttft is None and chunk.get("choices"):
                     ttft = time.perf_counter() - start
                 chunks.append(chunk)
-        finally:
-            await resp.aclose()
         return completion_from_chat(merge_chunks(chunks), latency_s=time.perf_counter() - start, ttft_s=ttft)
 
     async def probe(self) -> dict[str, Any]:
@@ -159,7 +160,7 @@ class Engine:
 
     async def _get_json(self, url: str) -> Any:
         try:
-            resp = await self.http.get(url, headers=self._auth_headers(), timeout=10.0)
+            resp = await self.http.get(url, timeout=10.0)
         except httpx.HTTPError:
             return None
         if resp.status_code != 200:
@@ -169,12 +170,8 @@ class Engine:
         except ValueError:
             return None
 
-    def _auth_headers(self) -> dict[str, str]:
-        key = self.client.api_key
-        return {"Authorization": f"Bearer {key}"} if key and key != "not-needed" else {}
-
     async def aclose(self) -> None:
-        await self.client.close()
+        await self.http.aclose()
 
 
 def _server_ttft(data: dict[str, Any]) -> float | None:

@@ -42,35 +42,49 @@ def trace_from_entries(entries: list[dict[str, Any]], k: int | None = None) -> T
 
     An entry without alternatives (an accepted draft token on a speculative
     llama-server) gets NaN alternatives so it is never read as a confident
-    choice.
+    choice.  Columns are gathered in lists and converted once: this runs for
+    every token of every response.
     """
     n = len(entries)
     if k is None:
         k = max((len(e.get("top_logprobs") or ()) for e in entries), default=0)
-    ids = np.full(n, -1, np.int64)
-    logprobs = np.full(n, np.nan, np.float32)
-    top_ids = np.full((n, k), -1, np.int64)
-    top_lp = np.full((n, k), np.nan, np.float32)
+    nan = math.nan
+    ids: list[int] = []
+    logprobs: list[float] = []
+    top_ids: list[int] = []
+    top_lp: list[float] = []
     pieces: list[str] = []
     raw: list[bytes | None] = []
     top_pieces: list[list[str]] = []
-    for i, entry in enumerate(entries):
-        ids[i] = _token_id(entry)
+    for entry in entries:
+        tid = entry.get("id")
+        ids.append(tid if type(tid) is int else _token_id(entry))
         pieces.append(str(entry.get("token", "")))
         byte_list = entry.get("bytes")
         raw.append(bytes(byte_list) if isinstance(byte_list, list) else None)
-        alternatives = entry.get("top_logprobs") or []
-        if alternatives:
-            logprobs[i] = _logprob(entry)
-        elif entry.get("logprob") not in (None, 0.0):
-            logprobs[i] = _logprob(entry)
+        alternatives = (entry.get("top_logprobs") or ())[:k]
+        lp = entry.get("logprob")
+        logprobs.append(_logprob(entry) if lp is not None and (alternatives or lp != 0.0) else nan)
         names: list[str] = []
-        for j, alt in enumerate(alternatives[:k]):
-            top_ids[i, j] = _token_id(alt)
-            top_lp[i, j] = _logprob(alt)
+        for alt in alternatives:
+            aid = alt.get("id")
+            top_ids.append(aid if type(aid) is int else _token_id(alt))
+            top_lp.append(_logprob(alt))
             names.append(str(alt.get("token", "")))
+        pad = k - len(alternatives)
+        if pad:
+            top_ids.extend([-1] * pad)
+            top_lp.extend([nan] * pad)
         top_pieces.append(names)
-    return TokenTrace(ids, pieces, raw, logprobs, top_ids, top_lp, top_pieces)
+    return TokenTrace(
+        ids=np.array(ids, np.int64),
+        pieces=pieces,
+        raw=raw,
+        logprobs=np.array(logprobs, np.float32),
+        top_ids=np.array(top_ids, np.int64).reshape(n, k),
+        top_logprobs=np.array(top_lp, np.float32).reshape(n, k),
+        top_pieces=top_pieces,
+    )
 
 
 def _apply_token_ids(trace: TokenTrace, token_ids: list[int] | None) -> None:

@@ -44,7 +44,7 @@ class VLLMEngine(Engine):
 
     async def run_stats(self) -> dict[str, float]:
         try:
-            resp = await self.http.get(f"{self.server_root}/metrics", headers=self._auth_headers(), timeout=10.0)
+            resp = await self.http.get(f"{self.server_root}/metrics", timeout=10.0)
         except Exception:
             return {}
         return parse_counters(resp.text) if resp.status_code == 200 else {}

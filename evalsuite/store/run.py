@@ -35,6 +35,8 @@ from evalsuite.store.codec import (
 )
 
 STORE_SCHEMA = 1
+GROUP_WINDOW_S = 0.05  # a result waits at most this long (plus one commit) before it is on disk
+GROUP_MAX = 256
 MANIFEST = "manifest.json"
 DATABASE = "records.sqlite"
 
@@ -62,7 +64,7 @@ PRAGMA user_version = {STORE_SCHEMA};
 def _connect(path: Path) -> sqlite3.Connection:
     conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=30.0)
     conn.execute("PRAGMA journal_mode=WAL")
-    conn.execute("PRAGMA synchronous=FULL")
+    conn.execute("PRAGMA synchronous=NORMAL")
     conn.row_factory = sqlite3.Row
     return conn
 
@@ -239,12 +241,7 @@ class RunWriter:
         sql = f"INSERT OR IGNORE INTO results ({', '.join(RESULT_COLUMNS)}) VALUES ({', '.join('?' * len(RESULT_COLUMNS))})"
         stop = False
         while not stop:
-            batch = [self._queue.get()]
-            while True:
-                try:
-                    batch.append(self._queue.get_nowait())
-                except queue.Empty:
-                    break
+            batch = self._next_batch()
             stop = batch[-1] is None
             rows = [result_to_row(r) for r in batch if r is not None]
             if not rows:
@@ -257,6 +254,18 @@ class RunWriter:
             except BaseException as exc:  # surfaced to the request loop on the next put/close
                 self._error = exc
                 return
+
+    def _next_batch(self) -> list[SampleResult | None]:
+        """Block for one result, then gather what arrives within GROUP_WINDOW_S into the same transaction."""
+        batch = [self._queue.get()]
+        deadline = time.monotonic() + GROUP_WINDOW_S
+        while batch[-1] is not None and len(batch) < GROUP_MAX:
+            remaining = deadline - time.monotonic()
+            try:
+                batch.append(self._queue.get(timeout=remaining) if remaining > 0 else self._queue.get_nowait())
+            except queue.Empty:
+                break
+        return batch
 
     def close(self) -> None:
         self._queue.put(None)

@@ -37,10 +37,17 @@ class Arm:
     sessions: list[dict[str, Any]]
 
     @staticmethod
-    def load(role: str, store: Any) -> Arm:
+    def load(role: str, store: Any, detail: set[str] | frozenset[str] = frozenset(), strings: str = "all") -> Arm:
+        """Read a store: token strings (`strings`: "all" or "pieces") only for the `detail` samples, the viewer's."""
         samples = store.samples() if hasattr(store, "samples") else {}
         sessions = store.sessions() if hasattr(store, "sessions") else []
-        return Arm(role, dict(store.manifest), str(getattr(store, "folder", "")), store.results(), store.grades(),
+        try:
+            results = store.results(strings="none")
+            if detail:
+                results.update(store.results(strings=strings, ids=detail))
+        except TypeError:  # a reader without partial loading (an in-memory run)
+            results = store.results()
+        return Arm(role, dict(store.manifest), str(getattr(store, "folder", "")), results, store.grades(),
                    samples, sessions)  # fmt: skip
 
     def speed(self) -> SpeedSummary:
@@ -166,7 +173,10 @@ def truncation_rows(arms: Mapping[str, Arm]) -> list[dict[str, Any]]:
 
 def task_report(c: Comparison, stores: Mapping[str, Any] | None) -> TaskReport:
     """Build the report data for one comparison; `stores` maps roles to run stores (optional)."""
-    arms = {role: Arm.load(role, store) for role, store in (stores or {}).items() if role in ROLES}
+    divergent = frozenset(d.sample_id for d in c.diffs if not d.identical)
+    detail = {"baseline": (divergent, "all"), "candidate": (divergent, "pieces")}
+    arms = {role: Arm.load(role, store, *detail.get(role, (frozenset(), "none")))
+            for role, store in (stores or {}).items() if role in ROLES}  # fmt: skip
     speed, speeds, sp = speed_section(arms)
     return TaskReport(
         task=task_of(c), comparison=c, arms=arms, tone=tone_of(c), accuracy=accuracy_rows(c), token=token_section(c),

@@ -59,7 +59,10 @@ def _static(name: str) -> str:
 
 
 def _json_for_script(data: Any) -> Markup:
-    text = json.dumps(_finite(data), ensure_ascii=False, separators=(",", ":"))
+    try:
+        text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    except ValueError:  # a NaN slipped in: replace non-finite numbers by null (slower, so only then)
+        text = json.dumps(_finite(data), ensure_ascii=False, separators=(",", ":"))
     return Markup(text.replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e"))
 
 

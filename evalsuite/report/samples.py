@@ -3,7 +3,9 @@
 For each divergence the viewer shows the shared text before it, a window of
 tokens (with logprobs) where the first differing token is marked, both arms'
 top alternatives at that token, the continuations, the extracted answers and
-the grades.  Texts are clipped (`PREFIX_CHARS`, `TAIL_CHARS`) so a report of
+the grades.  The candidate is read without its alternatives' strings (the
+slow part of a store), so its alternatives are named from the sample's own
+tokens, where every id maps to one fixed string.  Texts are clipped (`PREFIX_CHARS`, `TAIL_CHARS`) so a report of
 thousands of long outputs stays a few megabytes; the run store keeps it all.
 """
 
@@ -28,22 +30,37 @@ def _lp(x: float) -> float | None:
     return round(float(x), 4) if math.isfinite(x) else None
 
 
-def _alternatives(trace: TokenTrace, i: int) -> list[list[Any]]:
+def _name_of(token_id: int, traces: tuple[TokenTrace, ...]) -> str:
+    """A token id's text, found where the same sample's traces used or offered it (ids map to fixed strings)."""
+    for t in traces:
+        hit = np.flatnonzero(t.ids == token_id)
+        if len(hit) and t.pieces:
+            return t.pieces[int(hit[0])]
+        if t.top_pieces:
+            rows, cols = np.nonzero(t.top_ids == token_id)
+            for r, c in zip(rows.tolist(), cols.tolist()):
+                if c < len(t.top_pieces[r]):
+                    return t.top_pieces[r][c]
+    return f"#{token_id}"
+
+
+def _alternatives(trace: TokenTrace, i: int, others: tuple[TokenTrace, ...]) -> list[list[Any]]:
+    """Alternatives at i, best first; names come from the trace, else from the other traces of the sample."""
     if i >= len(trace) or not trace.has_top[i]:
         return []
     row = trace.top_logprobs[i]
     names = trace.top_pieces[i] if i < len(trace.top_pieces) else []
     order = np.argsort(-np.nan_to_num(row, nan=-np.inf), kind="stable")
-    return [[names[j] if j < len(names) else f"#{int(trace.top_ids[i, j])}", _lp(row[j])]
+    return [[names[j] if j < len(names) else _name_of(int(trace.top_ids[i, j]), others), _lp(row[j])]
             for j in order if math.isfinite(row[j])]  # fmt: skip
 
 
-def _arm_tokens(trace: TokenTrace, start: int, pos: int) -> dict[str, Any]:
+def _arm_tokens(trace: TokenTrace, start: int, pos: int, other: TokenTrace) -> dict[str, Any]:
     end = min(len(trace), pos + AFTER)
     has_top = trace.has_top
     chips = [[trace.pieces[i], _lp(trace.logprobs[i]), bool(has_top[i])] for i in range(start, end)]
     tail = "".join(trace.pieces[end:])
-    return {"tokens": chips, "alternatives": _alternatives(trace, pos), "tail": tail[:TAIL_CHARS],
+    return {"tokens": chips, "alternatives": _alternatives(trace, pos, (trace, other)), "tail": tail[:TAIL_CHARS],
             "clipped": max(0, len(tail) - TAIL_CHARS), "length": len(trace)}  # fmt: skip
 
 
@@ -80,7 +97,7 @@ def sample_view(d: SampleDiff, task: str, base: Completion | None, cand: Complet
         before, b, c = _from_diff_only(d)
     elif d.level != "text" and base.tokens is not None and cand.tokens is not None:
         before = "".join(base.tokens.pieces[:start])
-        b, c = _arm_tokens(base.tokens, start, pos), _arm_tokens(cand.tokens, start, pos)
+        b, c = _arm_tokens(base.tokens, start, pos, cand.tokens), _arm_tokens(cand.tokens, start, pos, base.tokens)
     else:
         before = base.text[:pos]
         b, c = _arm_text(base.text, pos), _arm_text(cand.text, pos)

@@ -41,8 +41,13 @@ CMAKE_FLAGS: tuple[str, ...] = (
     "-DLLAMA_BUILD_UI=OFF",
     "-DLLAMA_USE_PREBUILT_UI=OFF",
     "-DGGML_CCACHE=OFF",
+    "-DLLAMA_BUILD_NUMBER=1",
+    f"-DLLAMA_BUILD_COMMIT={LLAMA_CPP_COMMIT}",
 )
-"""CPU only, static (the binary is copied out of the build tree), nothing fetched at configure time."""
+"""CPU only, static (the binary is copied out of the build tree), nothing fetched at configure time.
+
+The sdist carries no git metadata, so the commit is stamped explicitly: `--version`
+and `/props` then report `b1-0c1e570` instead of "unknown"."""
 
 BUILD_JOBS = 2
 Progress = Callable[[str], None]

@@ -71,9 +71,9 @@ RIG_CONFIGS: dict[str, RigConfig] = {
             "target", "target", ("--spec-type", "draft-simple", "--spec-draft-n-max", "4"),
         ),
         RigConfig(
-            "synthetic", "draft-simple with --spec-synth-rates: acceptance is faked, lossy by construction",
-            "target", "draft",
-            ("--spec-type", "draft-simple", "--spec-draft-n-max", "3", "--spec-synth-rates", "0.9,0.8,0.7"),
+            "synthetic", "the DFlash drafter with --spec-synth-rates: drafts accepted at random, lossy by construction",
+            "target", "dflash",
+            ("--spec-type", "draft-dflash", "--spec-draft-n-max", "3", "--spec-synth-rates", "0.9,0.8,0.7"),
             lossless=False,
         ),
         RigConfig(

@@ -1,13 +1,13 @@
 """Fixtures for tests against the real llama-server rig.
 
 `rig_assets` (session scope) builds llama-server on first use (about 5 minutes
-on 2 cores, then cached) and generates the rig's models; any test folder can
-request it.  Tests that use it must be marked `@pytest.mark.rig`.
+on 2 idle cores, then cached) and generates the rig's models; `rig_chat` sends
+one raw chat completion.  Any test folder can request them.  Tests that use it must be marked `@pytest.mark.rig`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import httpx
@@ -29,7 +29,20 @@ def rig_http() -> Iterator[httpx.Client]:
         yield client
 
 
-def chat(client: httpx.Client, base_url: str, prompt: str, max_tokens: int = 40, **extra: Any) -> dict[str, Any]:
+Chat = Callable[..., dict[str, Any]]
+
+
+@pytest.fixture(scope="session")
+def rig_chat(rig_http: httpx.Client) -> Chat:
+    """`rig_chat(base_url, prompt, max_tokens=40, **extra)`: one raw chat completion as JSON."""
+
+    def chat(base_url: str, prompt: str, max_tokens: int = 40, **extra: Any) -> dict[str, Any]:
+        return raw_chat(rig_http, base_url, prompt, max_tokens, **extra)
+
+    return chat
+
+
+def raw_chat(client: httpx.Client, base_url: str, prompt: str, max_tokens: int = 40, **extra: Any) -> dict[str, Any]:
     """A greedy, seeded, uncached chat completion with per-token ids and top-5 logprobs."""
     body = {
         "messages": [{"role": "user", "content": prompt}],

@@ -8,7 +8,7 @@ other token there.  Excused divergences are printed so a run shows them.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,8 +20,6 @@ from evalsuite.rig.assets import RigAssets
 from evalsuite.rig.errors import RigError
 from evalsuite.rig.launcher import RIG_CONFIGS, RunningServer, serve_with_assets
 
-from .conftest import chat
-
 pytestmark = pytest.mark.rig
 
 REPO = Path(__file__).resolve().parents[2]
@@ -32,7 +30,7 @@ CONFIGS = ["baseline", "draft", "dflash", "control", "ngram", "synthetic", "quan
 
 
 def _prompts() -> list[str]:
-    rows = [json.loads(line) for line in (REPO / "fixtures" / "gsm8k.jsonl").read_text().splitlines()[:4]]
+    rows = [json.loads(line) for line in (REPO / "fixtures" / "gsm8k.jsonl").read_text().splitlines()[:8]]
     return [f"Solve step by step. End with a line '#### N'.\n\n{row['question']}" for row in rows]
 
 
@@ -72,9 +70,9 @@ def servers(rig_assets: RigAssets, tmp_path_factory: pytest.TempPathFactory) -> 
 
 
 @pytest.fixture(scope="module")
-def traces(servers: dict[str, RunningServer], rig_http: httpx.Client) -> dict[str, list[Trace]]:
+def traces(servers: dict[str, RunningServer], rig_chat: Callable[..., dict[str, Any]]) -> dict[str, list[Trace]]:
     return {
-        name: [Trace.of(chat(rig_http, server.base_url, p, MAX_TOKENS)) for p in PROMPTS]
+        name: [Trace.of(rig_chat(server.base_url, p, MAX_TOKENS)) for p in PROMPTS]
         for name, server in servers.items()
     }
 
@@ -88,9 +86,9 @@ def test_baseline_is_confident_and_prompt_dependent(traces: dict[str, list[Trace
     assert len({tuple(t.ids) for t in base}) == len(PROMPTS), "different prompts gave identical outputs"
 
 
-def test_baseline_is_deterministic(servers: dict[str, RunningServer], rig_http: httpx.Client,
+def test_baseline_is_deterministic(servers: dict[str, RunningServer], rig_chat: Callable[..., dict[str, Any]],
                                    traces: dict[str, list[Trace]]) -> None:  # fmt: skip
-    again = Trace.of(chat(rig_http, servers["baseline"].base_url, PROMPTS[0], MAX_TOKENS))
+    again = Trace.of(rig_chat(servers["baseline"].base_url, PROMPTS[0], MAX_TOKENS))
     assert again.ids == traces["baseline"][0].ids
 
 

@@ -12,7 +12,7 @@ from evalsuite.rig.gguf_file import requantize
 from evalsuite.rig.learned import LEARNED_MODEL, verify_learned_checksum
 from evalsuite.rig.models import generate_models
 
-ROLES = ("target", "draft", "quant", "dflash", "learned", "learned-draft")
+ROLES = ("target", "draft", "quant", "dflash", "mtp", "learned", "learned-draft")
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,17 @@ MASK_TOKEN = "<|placeholder1|>"
 """An unused special token of the vocabulary, declared as DFlash's mask token."""
 
 
+def require_gguf() -> Any:
+    """The `gguf` module, or an error that says how to install it."""
+    try:
+        import gguf
+    except ImportError:
+        from evalsuite.rig.errors import RigError
+
+        raise RigError("The rig writes its models with the gguf package; install it: pip install 'evalsuite[rig]'.") from None
+    return gguf
+
+
 @dataclass(frozen=True)
 class Vocab:
     """The tokenizer part of a GGUF file, copied verbatim into every rig model."""
@@ -71,7 +82,7 @@ def read_vocab(vocab_dir: Path) -> Vocab:
 
 def read_vocab_file(path: Path) -> Vocab:
     """The tokenizer fields of any GGUF file written with a SentencePiece-style vocabulary."""
-    import gguf
+    gguf = require_gguf()
 
     reader = gguf.GGUFReader(path)
 
@@ -126,7 +137,7 @@ class Tensors:
 
 
 def _encode(array: np.ndarray, qtype: str) -> tuple[np.ndarray, Any]:
-    import gguf
+    gguf = require_gguf()
 
     kind = gguf.GGMLQuantizationType[qtype]
     if qtype == "F32":
@@ -147,7 +158,7 @@ def write_gguf(
     extra: dict[str, Any] | None = None,
 ) -> None:
     """Write one model file (atomically: a partial file never has the final name)."""
-    import gguf
+    gguf = require_gguf()
 
     path.parent.mkdir(parents=True, exist_ok=True)
     staged = path.with_name(path.name + ".partial")
@@ -197,7 +208,7 @@ def write_gguf(
 
 def read_model(path: Path) -> tuple[str, Shape, dict[str, np.ndarray]]:
     """Architecture, shape and float32 tensors of a model file written by `write_gguf`."""
-    import gguf
+    gguf = require_gguf()
 
     reader = gguf.GGUFReader(path)
     arch = reader.fields["general.architecture"].contents()

@@ -66,6 +66,12 @@ RIG_CONFIGS: dict[str, RigConfig] = {
             "dflash", "draft-dflash with a one-block DFlash drafter fed by target layers 1 and 3", "target", "dflash",
             ("--spec-type", "draft-dflash", "--spec-draft-n-max", "4"),
         ),
+        RigConfig("mtp-baseline", "the Qwen3.5-layout target with a NextN block, no speculation", "mtp",
+                  compare_to=None),
+        RigConfig(
+            "mtp", "draft-mtp: the Qwen3.5-layout target drafting with its own NextN block", "mtp", None,
+            ("--spec-type", "draft-mtp", "--spec-draft-n-max", "1"), compare_to="mtp-baseline",
+        ),
         RigConfig(
             "control", "the target drafting for itself: a numerics control (should accept ~everything)",
             "target", "target", ("--spec-type", "draft-simple", "--spec-draft-n-max", "4"),

@@ -49,9 +49,11 @@ class ModelFiles:
     draft: Path
     quant: Path
     dflash: Path
+    mtp: Path
 
     def as_dict(self) -> dict[str, Path]:
-        return {"target": self.target, "draft": self.draft, "quant": self.quant, "dflash": self.dflash}
+        return {"target": self.target, "draft": self.draft, "quant": self.quant, "dflash": self.dflash,
+                "mtp": self.mtp}  # fmt: skip
 
 
 def _normal(rng: np.random.Generator, shape: tuple[int, ...], std: float) -> np.ndarray:
@@ -123,6 +125,78 @@ def dflash_tensors(shape: Shape, seed: int = SEED + 1) -> dict[str, np.ndarray]:
     return out
 
 
+MTP_SSM = {"conv_kernel": 4, "state_size": 32, "group_count": 2, "time_step_rank": 4}
+
+
+def mtp_tensors(target: dict[str, np.ndarray], shape: Shape, seed: int = SEED + 2) -> dict[str, np.ndarray]:
+    """The target's blocks in the Qwen3.5 layout plus one NextN (MTP) block.
+
+    Layer 0 is a gated-delta-net (recurrent) layer with zero outputs: this
+    llama.cpp's Qwen3.5 hybrid memory needs at least one recurrent layer.
+    Layers 1..n take the target's blocks; Qwen3.5 attention has an output gate
+    (Q projection twice as wide), set to sigmoid(0) = 0.5 and undone by a
+    doubled output projection.  The graphs still differ (M-RoPE, the gated
+    path), so this model is compared against itself without speculation
+    (`mtp-baseline`), not against `baseline`.  The NextN block passes the next
+    token's embedding through (eh_proj = [I | 0], zero block outputs), so it
+    predicts that token's successor, the walk the target mostly follows.
+    """
+    rng = np.random.default_rng(seed)
+    d, hd, n = shape.n_embd, shape.head_dim, shape.n_layer
+    key_dim = MTP_SSM["state_size"] * MTP_SSM["group_count"]
+    value_dim = MTP_SSM["state_size"] * MTP_SSM["time_step_rank"]
+    heads = MTP_SSM["time_step_rank"]
+    out = {k: v for k, v in target.items() if not k.startswith("blk.")}
+    out |= {
+        "blk.0.attn_norm.weight": np.ones(d, np.float32),
+        "blk.0.post_attention_norm.weight": np.ones(d, np.float32),
+        "blk.0.attn_qkv.weight": _normal(rng, (2 * key_dim + value_dim, d), d**-0.5),
+        "blk.0.attn_gate.weight": _normal(rng, (value_dim, d), d**-0.5),
+        "blk.0.ssm_conv1d.weight": _normal(rng, (2 * key_dim + value_dim, MTP_SSM["conv_kernel"]), 0.5),
+        "blk.0.ssm_dt.bias": np.zeros(heads, np.float32),
+        "blk.0.ssm_a": -np.ones(heads, np.float32),
+        "blk.0.ssm_beta.weight": _normal(rng, (heads, d), d**-0.5),
+        "blk.0.ssm_alpha.weight": _normal(rng, (heads, d), d**-0.5),
+        "blk.0.ssm_norm.weight": np.ones(MTP_SSM["state_size"], np.float32),
+        "blk.0.ssm_out.weight": np.zeros((d, value_dim), np.float32),
+        "blk.0.ffn_gate.weight": _normal(rng, (shape.n_ff, d), d**-0.5),
+        "blk.0.ffn_up.weight": _normal(rng, (shape.n_ff, d), d**-0.5),
+        "blk.0.ffn_down.weight": np.zeros((d, shape.n_ff), np.float32),
+    }
+    for i in range(1, n + 2):
+        src = min(i - 1, n - 1)
+        w = {k.split(".", 2)[2]: v for k, v in target.items() if k.startswith(f"blk.{src}.")}
+        q = w["attn_q.weight"].reshape(shape.n_head, hd, d)
+        out[f"blk.{i}.attn_q.weight"] = np.concatenate([q, np.zeros_like(q)], axis=1).reshape(-1, d)
+        for name in ("attn_norm", "attn_k", "attn_v", "attn_q_norm", "attn_k_norm", "ffn_gate", "ffn_up"):
+            out[f"blk.{i}.{name}.weight"] = w[f"{name}.weight"]
+        out[f"blk.{i}.post_attention_norm.weight"] = w["ffn_norm.weight"]
+        out[f"blk.{i}.attn_output.weight"] = 2.0 * w["attn_output.weight"]
+        out[f"blk.{i}.ffn_down.weight"] = w["ffn_down.weight"]
+    m = n + 1
+    out[f"blk.{m}.attn_output.weight"] = np.zeros_like(out[f"blk.{m}.attn_output.weight"])
+    out[f"blk.{m}.ffn_down.weight"] = np.zeros_like(out[f"blk.{m}.ffn_down.weight"])
+    out[f"blk.{m}.nextn.eh_proj.weight"] = np.concatenate([np.eye(d), np.zeros((d, d))], axis=1).astype(np.float32)
+    out[f"blk.{m}.nextn.enorm.weight"] = np.ones(d, np.float32)
+    out[f"blk.{m}.nextn.hnorm.weight"] = np.ones(d, np.float32)
+    return out
+
+
+def _mtp_extra(shape: Shape) -> dict[str, object]:
+    hd = shape.head_dim
+    return {
+        "qwen35.nextn_predict_layers": 1,
+        "qwen35.rope.dimension_count": hd,
+        "qwen35.rope.dimension_sections": [hd // 2, 0, 0, 0],
+        "qwen35.attention.recurrent_layers": [True] + [False] * (shape.n_layer + 1),
+        "qwen35.ssm.conv_kernel": MTP_SSM["conv_kernel"],
+        "qwen35.ssm.inner_size": MTP_SSM["state_size"] * MTP_SSM["time_step_rank"],
+        "qwen35.ssm.state_size": MTP_SSM["state_size"],
+        "qwen35.ssm.time_step_rank": MTP_SSM["time_step_rank"],
+        "qwen35.ssm.group_count": MTP_SSM["group_count"],
+    }
+
+
 def generate_models(vocab_dir: Path, out_dir: Path, progress: Callable[[str], None] = print) -> ModelFiles:
     """Write (or reuse) the constructed models; a few seconds, bit-identical on every machine."""
     files = ModelFiles(
@@ -130,6 +204,7 @@ def generate_models(vocab_dir: Path, out_dir: Path, progress: Callable[[str], No
         draft=out_dir / f"rig-draft-{GENERATOR_VERSION}-f32.gguf",
         quant=out_dir / f"rig-target-{GENERATOR_VERSION}-q4_0.gguf",
         dflash=out_dir / f"rig-dflash-{GENERATOR_VERSION}-f32.gguf",
+        mtp=out_dir / f"rig-target-mtp-{GENERATOR_VERSION}-f32.gguf",
     )
     if all(p.is_file() for p in files.as_dict().values()):
         return files
@@ -139,18 +214,19 @@ def generate_models(vocab_dir: Path, out_dir: Path, progress: Callable[[str], No
     weights = target_tensors(vocab, shape)
     write_gguf(files.target, arch="qwen3", name="rig-target", shape=shape, tensors=_tensors(weights, "F32"), vocab=vocab)
     write_gguf(files.quant, arch="qwen3", name="rig-target-q4_0", shape=shape, tensors=_tensors(weights, "Q4_0"), vocab=vocab)
+    write_gguf(files.mtp, arch="qwen35", name="rig-target-mtp", shape=replace(shape, n_layer=shape.n_layer + 2),
+               tensors=_tensors(mtp_tensors(weights, shape), "F32"), vocab=vocab, extra=_mtp_extra(shape))  # fmt: skip
     draft_shape = replace(shape, n_layer=1)
     draft = {k: v for k, v in weights.items() if not k.startswith("blk.") or k.startswith("blk.0.")}
     write_gguf(files.draft, arch="qwen3", name="rig-draft", shape=draft_shape, tensors=_tensors(draft, "F32"), vocab=vocab)
     dflash_shape = replace(shape, n_layer=1)
-    dflash_vocab = vocab
     write_gguf(
         files.dflash,
         arch="dflash",
         name="rig-dflash",
         shape=dflash_shape,
         tensors=_tensors(dflash_tensors(dflash_shape), "F32"),
-        vocab=dflash_vocab,
+        vocab=vocab,
         extra={
             "dflash.block_size": DFLASH_BLOCK_SIZE,
             "dflash.target_layers": [int(x) for x in DFLASH_TARGET_LAYERS],
@@ -167,7 +243,7 @@ def reference_logits(arrays: dict[str, np.ndarray], shape: Shape, token_ids: lis
     server; it follows llama.cpp's Qwen3 graph (RMS norms, q/k norms, NEOX rope).
     """
     ids = np.asarray(token_ids, dtype=np.int64)
-    n, d, hd = len(ids), shape.n_embd, shape.head_dim
+    n, hd = len(ids), shape.head_dim
     n_layer = sum(1 for k in arrays if k.endswith(".attn_q.weight"))
 
     def rms(x: np.ndarray, w: np.ndarray) -> np.ndarray:
@@ -200,8 +276,3 @@ def reference_logits(arrays: dict[str, np.ndarray], shape: Shape, token_ids: lis
         h = h + ((gate / (1 + np.exp(-gate))) * (x @ w["ffn_up.weight"].T)) @ w["ffn_down.weight"].T
     head = arrays.get("output.weight", arrays["token_embd.weight"])
     return rms(h, arrays["output_norm.weight"]) @ head.T
-
-
-def load_shared_vocab(vocab_dir: Path) -> Vocab:
-    """The vocabulary every rig model uses (re-exported for the learned-model builder and tests)."""
-    return read_vocab(vocab_dir)

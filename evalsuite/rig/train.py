@@ -56,8 +56,13 @@ def train(
     progress: Callable[[str], None] = print,
 ) -> dict[str, np.ndarray]:
     """Fit the model and return its tensors in GGUF naming (full vocabulary, f32)."""
-    import torch
-    import torch.nn.functional as F
+    try:
+        import torch
+        import torch.nn.functional as F
+    except ImportError:
+        from evalsuite.rig.errors import RigError
+
+        raise RigError("Retraining the learned model needs torch (CPU): pip install torch.") from None
 
     torch.manual_seed(config.seed)
     torch.set_num_threads(config.threads)

@@ -109,6 +109,21 @@ def test_constructed_target_is_deterministic_confident_and_a_draft_agrees_often(
     assert 0.5 < np.mean(agree) < 1.0, f"draft agreement {np.mean(agree):.2f} is not between 50 % and 100 %"
 
 
+def test_mtp_layout_has_a_recurrent_layer_gated_attention_and_a_nextn_block() -> None:
+    vocab = tiny_vocab()
+    shape = Shape(n_vocab=len(vocab), n_embd=64, n_layer=2, n_head=2, n_head_kv=2, n_ff=64)
+    target = models.target_tensors(vocab, shape)
+    mtp = models.mtp_tensors(target, shape)
+    extra = models._mtp_extra(shape)
+    assert extra["qwen35.attention.recurrent_layers"] == [True, False, False, False]
+    assert not mtp["blk.0.ssm_out.weight"].any() and not mtp["blk.0.ffn_down.weight"].any()
+    q = mtp["blk.1.attn_q.weight"].reshape(shape.n_head, 2, shape.head_dim, shape.n_embd)
+    assert np.array_equal(q[:, 0].reshape(-1, shape.n_embd), target["blk.0.attn_q.weight"]) and not q[:, 1].any()
+    assert np.array_equal(mtp["blk.1.attn_output.weight"], 2 * target["blk.0.attn_output.weight"])
+    eh = mtp["blk.3.nextn.eh_proj.weight"]
+    assert eh.shape == (64, 128) and np.array_equal(eh[:, :64], np.eye(64)) and not eh[:, 64:].any()
+
+
 def test_learned_items_are_half_right_and_end_in_the_task_format() -> None:
     items = learned_items()
     assert len(items) == 65
@@ -128,7 +143,7 @@ def test_extract_final_reads_the_last_answer() -> None:
 
 def test_server_args_name_the_spec_type_and_draft(tmp_path: Path) -> None:
     assets = RigAssets(tmp_path, tmp_path / "llama-server", {r: tmp_path / f"{r}.gguf" for r in
-                       ("target", "draft", "quant", "dflash", "learned", "learned-draft")})  # fmt: skip
+                       ("target", "draft", "quant", "dflash", "mtp", "learned", "learned-draft")})  # fmt: skip
     args = server_args(RIG_CONFIGS["dflash"], assets, 1234, 1)
     assert args[args.index("--spec-type") + 1] == "draft-dflash"
     assert args[args.index("--spec-draft-model") + 1] == str(tmp_path / "dflash.gguf")

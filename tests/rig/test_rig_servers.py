@@ -26,7 +26,7 @@ REPO = Path(__file__).resolve().parents[2]
 NEAR_TIE = 0.5
 CONFIDENT = 1.0
 MAX_TOKENS = 48
-CONFIGS = ["baseline", "draft", "dflash", "control", "ngram", "synthetic", "quant"]
+CONFIGS = ["baseline", "draft", "dflash", "control", "ngram", "synthetic", "quant", "mtp-baseline", "mtp"]
 
 
 def _prompts() -> list[str]:
@@ -92,27 +92,28 @@ def test_baseline_is_deterministic(servers: dict[str, RunningServer], rig_chat: 
     assert again.ids == traces["baseline"][0].ids
 
 
-@pytest.mark.parametrize("name", ["draft", "dflash", "control", "ngram"])
+@pytest.mark.parametrize("name", ["draft", "dflash", "control", "ngram", "mtp"])
 def test_lossless_configs_match_baseline(name: str, traces: dict[str, list[Trace]]) -> None:
-    for i, (base, spec) in enumerate(zip(traces["baseline"], traces[name])):
+    reference = RIG_CONFIGS[name].compare_to or "baseline"
+    for i, (base, spec) in enumerate(zip(traces[reference], traces[name])):
         at = first_divergence(base.ids, spec.ids)
         if at is None:
             continue
         margin = base.margins[at]
         assert margin is not None and margin < NEAR_TIE, (
-            f"{name} diverged from baseline on prompt {i} at token {at} where the baseline's top-2 margin "
+            f"{name} diverged from {reference} on prompt {i} at token {at} where the reference's top-2 margin "
             f"was {margin:.2f} nats (not a near tie)"
         )
         print(f"{name}: prompt {i} diverges at token {at}, a near tie (margin {margin:.3f} nats)")
 
 
-@pytest.mark.parametrize("name", ["draft", "dflash", "control", "synthetic"])
+@pytest.mark.parametrize("name", ["draft", "dflash", "control", "synthetic", "mtp"])
 def test_speculative_configs_report_draft_counts(name: str, traces: dict[str, list[Trace]]) -> None:
     drafted = sum(t.timings.get("draft_n", 0) for t in traces[name])
     accepted = sum(t.timings.get("draft_n_accepted", 0) for t in traces[name])
     assert all("draft_n" in t.timings and "draft_n_accepted" in t.timings for t in traces[name])
     assert drafted > 0 and 0 <= accepted <= drafted
-    if name in ("draft", "control"):
+    if name in ("draft", "control", "mtp"):
         assert accepted / drafted > 0.5, f"{name} accepted only {accepted}/{drafted} drafted tokens"
 
 

@@ -83,7 +83,8 @@ def main() -> None:
     print(f"{'config':18s} {'tok/s':>8s} {'x base':>7s} {'accept':>7s} {'drafted':>8s} {'tokens':>7s}")
     for name, f in figures.items():
         ref = figures.get(RIG_CONFIGS[name].compare_to or name, f)
-        print(f"{name:18s} {f['tok_s']:8.1f} {f['tok_s'] / ref['tok_s']:7.2f} {f['acceptance']:7.2%} "
+        accept = "-" if f["drafted"] == 0 else f"{f['acceptance']:.1%}"
+        print(f"{name:18s} {f['tok_s']:8.1f} {f['tok_s'] / ref['tok_s']:7.2f} {accept:>7s} "
               f"{f['drafted']:8.0f} {f['tokens']:7.0f}")  # fmt: skip
     if args.accuracy:
         correct, exact, total = learned_accuracy()

@@ -39,10 +39,11 @@ def _cmd_build(args: argparse.Namespace) -> int:
 
 def _cmd_models(args: argparse.Namespace) -> int:
     from evalsuite.rig.assets import ensure_assets
+    from evalsuite.rig.build import rig_paths
     from evalsuite.rig.learned import LEARNED_CHECKSUM, LEARNED_MODEL, retrain, sha256_of
 
     if args.retrain:
-        out = Path(args.out) if args.out else LEARNED_MODEL.with_name("rig-learned.rebuilt.gguf")
+        out = Path(args.out) if args.out else rig_paths().models_dir / "rig-learned.rebuilt.gguf"
         digest = retrain(out, _print)
         expected = LEARNED_CHECKSUM.read_text().split()[0] if LEARNED_CHECKSUM.is_file() else None
         if args.update_checksum:
@@ -131,7 +132,7 @@ def build_parser() -> argparse.ArgumentParser:
                        "  evalsuite rig models --retrain --update-checksum",
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--retrain", action="store_true", help="retrain the learned model and compare its checksum")
-    p.add_argument("--out", help="where --retrain writes the model (default: next to the committed one)")
+    p.add_argument("--out", help="where --retrain writes the model (default: <cache>/models/rig-learned.rebuilt.gguf)")
     p.add_argument("--update-checksum", action="store_true",
                    help="with --retrain: replace the committed model and its recorded checksum")
     p.set_defaults(func=_cmd_models)

@@ -27,6 +27,9 @@ from evalsuite.rig.errors import RigError
 CONTEXT_SIZE = 4096
 HEALTH_TIMEOUT_S = 120.0
 STOP_GRACE_S = 10.0
+BIND_FAILURE = "couldn't bind HTTP server socket"
+BIND_RETRIES = 2
+"""A free port can be taken between choosing it and the server binding it; then retry on a new one."""
 
 
 @dataclass(frozen=True)
@@ -243,9 +246,18 @@ def serve_with_assets(
     try:
         for name in dict.fromkeys(names):
             running[name] = _start(RIG_CONFIGS[name], assets, log_dir, threads)
-        for server in running.values():
-            wait_healthy(server)
-            progress(f"rig '{server.name}' is up at {server.base_url} (log: {server.log_path})")
+        for name in list(running):
+            for attempt in range(BIND_RETRIES + 1):
+                try:
+                    wait_healthy(running[name])
+                    break
+                except RigError:
+                    lost_port = BIND_FAILURE in _tail(running[name].log_path, 5)
+                    if not lost_port or attempt == BIND_RETRIES:
+                        raise
+                    stop_server(running[name].process)
+                    running[name] = _start(RIG_CONFIGS[name], assets, log_dir, threads)
+            progress(f"rig '{name}' is up at {running[name].base_url} (log: {running[name].log_path})")
         yield running
     finally:
         for server in running.values():

@@ -154,3 +154,22 @@ def test_servers_stop_when_the_body_raises(rig_assets: RigAssets, tmp_path: Path
             assert httpx.get(running["baseline"].base_url + "/health").status_code == 200
             raise KeyboardInterrupt
     assert process.poll() is not None
+
+
+def test_a_port_taken_before_the_server_binds_it_is_retried(
+    rig_assets: RigAssets, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import socket
+
+    from evalsuite.rig import launcher
+
+    with socket.socket() as squatter:
+        squatter.bind(("127.0.0.1", 0))
+        squatter.listen()
+        taken = squatter.getsockname()[1]
+        ports = iter([taken, launcher.free_port()])
+        monkeypatch.setattr(launcher, "free_port", lambda: next(ports))
+        with serve_with_assets(["baseline"], rig_assets, log_dir=tmp_path) as running:
+            assert not running["baseline"].base_url.endswith(f":{taken}")
+            assert httpx.get(running["baseline"].base_url + "/health").status_code == 200
+    assert "couldn't bind" in (tmp_path / "baseline.log").read_text()

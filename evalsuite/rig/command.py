@@ -125,8 +125,8 @@ def build_parser() -> argparse.ArgumentParser:
                        "example:\n  evalsuite rig build", formatter_class=argparse.RawDescriptionHelpFormatter)
     p.set_defaults(func=_cmd_build)
     p = sub.add_parser("models", help="generate the rig's models (and optionally retrain the learned one)",
-                       description="Generate the constructed GGUF models (target, draft, Q4_0 quant, DFlash "
-                       "drafter) and the learned model's Q4_0 draft into the cache; check the committed learned "
+                       description="Generate the constructed GGUF models (target, draft, Q4_0 quant, DFlash and MTP "
+                       "variants) and the learned model's Q4_0 draft into the cache; check the committed learned "
                        "model's checksum.\n\nexamples:\n  evalsuite rig models\n"
                        "  evalsuite rig models --retrain          # minutes; needs torch (CPU)\n"
                        "  evalsuite rig models --retrain --update-checksum",

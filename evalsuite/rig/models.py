@@ -16,6 +16,8 @@ text depends on the prompt and the top-1 is sometimes contested.  From it:
   norms, `dflash.target_layers`, `dflash.block_size`, a mask token), sharing
   the target's embeddings and head.  Its weights are random, so it exercises
   the real DFlash code path rather than predicting well.
+- `mtp`: the target's blocks in the Qwen3.5 layout with a NextN block, the
+  only kind of model this llama.cpp runs `draft-mtp` with (see `mtp_tensors`).
 
 Every file name carries GENERATOR_VERSION; changing a construction bumps it.
 """

@@ -222,7 +222,7 @@ def _generator_flags() -> list[str]:
 
 
 def ensure_llama_server(progress: Progress = print) -> Path:
-    """The path of a built, runnable `llama-server`, building it on first use (~5 minutes on 2 cores)."""
+    """The path of a built, runnable `llama-server`, building it on first use (10-15 minutes on 2 cores)."""
     paths = rig_paths()
     if server_version(paths.binary):
         return paths.binary
@@ -234,7 +234,7 @@ def ensure_llama_server(progress: Progress = print) -> Path:
             return paths.binary
         progress(
             f"Building llama-server (llama.cpp {LLAMA_CPP_COMMIT}, CPU only) into {paths.home}. "
-            f"The first build takes about 5 minutes on 2 cores; later runs reuse it."
+            f"The first build takes 10-15 minutes on 2 cores (about 21 CPU-minutes); later runs reuse it."
         )
         started = time.monotonic()
         paths.build_log.write_text("")

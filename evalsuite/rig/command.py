@@ -18,7 +18,7 @@ with and without speculative decoding.  Everything lives in a per-user cache
 ($EVALSUITE_CACHE, else $XDG_CACHE_HOME/evalsuite, else ~/.cache/evalsuite).
 
 examples:
-  evalsuite rig build                 # first time: about 5 minutes on 2 cores
+  evalsuite rig build                 # first time: 10-15 minutes on 2 cores
   evalsuite rig models                # generate the rig's GGUF models (seconds)
   evalsuite rig up baseline draft     # serve two configurations until Ctrl-C
   evalsuite rig status                # what is built, generated and configured
@@ -118,7 +118,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="evalsuite rig", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="{build,models,up,status}")
-    p = sub.add_parser("build", help="build llama-server into the cache (once; ~5 minutes on 2 cores)",
+    p = sub.add_parser("build", help="build llama-server into the cache (once; 10-15 minutes on 2 cores)",
                        description="Download the llama-cpp-python 0.3.36 sdist with pip and build its vendored "
                        "llama.cpp (CPU only). Reused while the cached binary runs. Offline: set "
                        "EVALSUITE_LLAMA_SDIST=/path/to/llama_cpp_python-0.3.36.tar.gz.\n\n"

@@ -1,8 +1,9 @@
 """Fixtures for tests against the real llama-server rig.
 
-`rig_assets` (session scope) builds llama-server on first use (about 5 minutes
+`rig_assets` (session scope) builds llama-server on first use (10-15 minutes
 on 2 idle cores, then cached) and generates the rig's models; `rig_chat` sends
-one raw chat completion.  Any test folder can request them.  Tests that use it must be marked `@pytest.mark.rig`.
+one raw chat completion.  Any test folder can request them; tests that do
+must be marked `@pytest.mark.rig`.
 """
 
 from __future__ import annotations

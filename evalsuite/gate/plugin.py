@@ -58,6 +58,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     g.addoption("--evalsuite-target", metavar="NAME", help="run the target, its baseline and control first, then gate")
     g.addoption("--evalsuite-task", action="append", default=[], metavar="NAME", help="tasks for --evalsuite-target")
     g.addoption("--evalsuite-limit", type=int, metavar="N", help="only the first N samples of each task (--evalsuite-target)")
+    g.addoption("--evalsuite-allow", action="append", default=[], metavar="FIELD",
+                help="waive a must-match fingerprint field on purpose, e.g. server.model (repeatable; "
+                     "--evalsuite-target also uses the target's allow_differences)")  # fmt: skip
     g.addoption("--evalsuite-config", metavar="PATH", help="evalsuite.toml (default: ./evalsuite.toml)")
     g.addoption("--evalsuite-policy", choices=POLICIES, default="numerical",
                 help="strict: any divergence fails; numerical (default): near-tie and control-explained divergences pass")
@@ -81,8 +84,9 @@ def _resolve(config: pytest.Config) -> list[GatePair]:
                 raise EvalsuiteError("Give either --evalsuite-target or --evalsuite-run, not both.")
             tasks = [t.strip() for a in opt("evalsuite_task") for t in a.split(",") if t.strip()]
             return run_target(opt("evalsuite_config"), opt("evalsuite_target"), tasks, opt("evalsuite_limit"),
-                              say=lambda m: print(m, file=sys.stderr))  # fmt: skip
-        return stored_pairs(opt("evalsuite_run"), opt("evalsuite_baseline"), opt("evalsuite_control"), opt("evalsuite_config"))
+                              say=lambda m: print(m, file=sys.stderr), allow=opt("evalsuite_allow"))  # fmt: skip
+        return stored_pairs(opt("evalsuite_run"), opt("evalsuite_baseline"), opt("evalsuite_control"),
+                            opt("evalsuite_config"), opt("evalsuite_allow"))  # fmt: skip
     except EvalsuiteError as exc:
         raise pytest.UsageError(str(exc)) from None
 

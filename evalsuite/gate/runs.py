@@ -28,6 +28,7 @@ class GatePair:
     candidate: str
     baseline: str
     controls: tuple[tuple[str, str], ...] = field(default_factory=tuple)
+    allow: tuple[str, ...] = field(default_factory=tuple)
 
     @staticmethod
     def dumps(pairs: Sequence[GatePair]) -> str:
@@ -35,8 +36,8 @@ class GatePair:
 
     @staticmethod
     def loads(text: str) -> list[GatePair]:
-        return [GatePair(d["task"], d["candidate"], d["baseline"], tuple((k, f) for k, f in d["controls"]))
-                for d in json.loads(text)]
+        return [GatePair(d["task"], d["candidate"], d["baseline"], tuple((k, f) for k, f in d["controls"]),
+                         tuple(d["allow"])) for d in json.loads(text)]  # fmt: skip
 
 
 def _manifest(folder: str) -> dict[str, Any]:
@@ -47,7 +48,7 @@ def _manifest(folder: str) -> dict[str, Any]:
         store.close()
 
 
-def find_baseline(candidate: str, config_path: str | None) -> str:
+def find_baseline(candidate: str, config_path: str | None, allow: Sequence[str] = ()) -> str:
     """The newest stored run of the candidate target's configured baseline that is comparable to it."""
     from evalsuite.config import load_config
 
@@ -64,7 +65,7 @@ def find_baseline(candidate: str, config_path: str | None) -> str:
     for path in sorted((config.root / config.defaults.runs_dir / target.baseline / str(man.get("task"))).glob("*/manifest.json")):
         other = json.loads(path.read_text(encoding="utf-8"))
         try:
-            check_comparable(other, man)
+            check_comparable(other, man, allow=allow)
         except NotComparableError:
             continue
         found.append((float(other.get("created_at") or 0.0), str(path.parent)))
@@ -76,7 +77,7 @@ def find_baseline(candidate: str, config_path: str | None) -> str:
 
 
 def stored_pairs(runs: Sequence[str], baselines: Sequence[str], controls: Sequence[str],
-                 config_path: str | None) -> list[GatePair]:  # fmt: skip
+                 config_path: str | None, allow: Sequence[str] = ()) -> list[GatePair]:  # fmt: skip
     """Pair each --evalsuite-run folder with the baseline (and controls) of the same task."""
     def by_task(folders: Sequence[str], what: str) -> dict[str, list[str]]:
         out: dict[str, list[str]] = {}
@@ -96,24 +97,25 @@ def stored_pairs(runs: Sequence[str], baselines: Sequence[str], controls: Sequen
             elif baselines and len(baselines) == 1 and len(runs) == 1:
                 baseline = baselines[0]  # one pair given explicitly: let compare name any task mismatch
             else:
-                baseline = find_baseline(folder, config_path)
-            pairs.append(GatePair(task, folder, baseline, tuple(("numerics", c) for c in ctl.get(task, []))))
+                baseline = find_baseline(folder, config_path, allow)
+            pairs.append(GatePair(task, folder, baseline, tuple(("numerics", c) for c in ctl.get(task, [])), tuple(allow)))
     return pairs
 
 
 def run_target(config_path: str | None, target_name: str, tasks: Sequence[str], limit: int | None,
-               say: Callable[[str], None] = lambda _: None) -> list[GatePair]:  # fmt: skip
+               say: Callable[[str], None] = lambda _: None, allow: Sequence[str] = ()) -> list[GatePair]:  # fmt: skip
     """Generate (or resume) the baseline, the controls and the target on each task, then pair them."""
     from evalsuite.config import load_config
     from evalsuite.workflow import RunOptions, eval_target
 
     config = load_config(config_path)
+    waived = tuple(allow) + tuple(config.target(target_name).allow_differences)
     runs = eval_target(config, target_name, list(tasks) or list(config.defaults.tasks), RunOptions(limit=limit), say=say)
     pairs = []
     for task, roles in runs.folders.items():
         controls = tuple((kind, str(roles[role])) for kind, role in (("determinism", "determinism"), ("numerics", "control"))
                          if role in roles)  # fmt: skip
-        pairs.append(GatePair(task, str(roles["candidate"]), str(roles["baseline"]), controls))
+        pairs.append(GatePair(task, str(roles["candidate"]), str(roles["baseline"]), controls, waived))
     return pairs
 
 
@@ -133,12 +135,12 @@ class Judged:
 def judge_pair(pair: GatePair, near_tie: float) -> Judged:
     """Load the runs, refuse incomparable ones, diff every sample and classify it against the thresholds."""
     cand_run, base_run = open_run(pair.candidate), open_run(pair.baseline)
-    check_comparable(base_run.manifest, cand_run.manifest)
+    check_comparable(base_run.manifest, cand_run.manifest, allow=pair.allow)
     base, cand = base_run.results(), cand_run.results()
     profiles = []
     for kind, folder in pair.controls:
         ctl = open_run(folder)
-        check_comparable(base_run.manifest, ctl.manifest, other_name=f"{kind} control")
+        check_comparable(base_run.manifest, ctl.manifest, other_name=f"{kind} control", allow=pair.allow)
         comps = {sid: r.completion for sid, r in ctl.results().items()}
         profiles.append(ControlProfile.from_diffs(f"{kind}:{ctl.manifest.get('target', '?')}", kind,  # type: ignore[arg-type]
                                                   diff_runs(comps, {s: r.completion for s, r in base.items()})))  # fmt: skip

@@ -8,8 +8,10 @@ TARGET ?= dflash
 TASKS  ?=
 LIMIT  ?=
 EVAL_ARGS := $(if $(TASKS),--task $(TASKS)) $(if $(LIMIT),--limit $(LIMIT))
+comma  := ,
+GATE_ARGS := --evalsuite-target $(TARGET) $(foreach t,$(subst $(comma), ,$(TASKS)),--evalsuite-task $(t)) $(if $(LIMIT),--evalsuite-limit $(LIMIT))
 
-.PHONY: setup test test-fast eval rig gold bench clean help
+.PHONY: setup browser test test-fast eval gate rig gold bench clean help
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -22,7 +24,13 @@ $(STAMP): pyproject.toml
 
 setup: $(STAMP)  ## create .venv and install evalsuite with its test dependencies
 
-test: setup  ## every test, the reference-rig integration tests included
+browser:  ## Debian's chromium for the HTML report test (installed when missing and apt is usable)
+	@command -v chromium >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	  else echo "chromium not found and cannot be installed here: the browser test of the HTML report will skip"; fi; }
+
+test: setup browser  ## every test, the reference-rig integration tests included
 	$(BIN)/python -m pytest -q
 
 test-fast: setup  ## unit tests only (no rig build, no full-data gold checks)
@@ -30,6 +38,9 @@ test-fast: setup  ## unit tests only (no rig build, no full-data gold checks)
 
 eval: setup  ## baseline + TARGET on TASKS (comma list) [LIMIT=N], then compare
 	$(BIN)/evalsuite eval $(TARGET) $(EVAL_ARGS)
+
+gate: setup  ## token-identity gate: one pytest item per sample of TARGET [TASKS=a,b LIMIT=N]
+	$(BIN)/python -m pytest -q $(GATE_ARGS)
 
 rig: setup  ## build the reference llama-server and its models (cached)
 	$(BIN)/evalsuite rig build

@@ -32,7 +32,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "fixtures"))
 sys.path.insert(0, str(ROOT / "tests"))
 
-from conftest import make_project  # noqa: E402
+from projects import make_project  # noqa: E402
 from evalsuite.config import load_config  # noqa: E402
 from evalsuite.engines import make_engine  # noqa: E402
 from evalsuite.runner import execute, plan_run  # noqa: E402

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-import os
 import sys
 from pathlib import Path
 from typing import Iterator
@@ -12,13 +10,10 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "fixtures"))
+sys.path.insert(0, str(ROOT / "tests"))
 
 from fake_server import FakeServer, FakeState  # noqa: E402
-
-
-def shared_data_dir() -> Path:
-    """../shared/data beside the checkout (override: EVALSUITE_SHARED_DATA)."""
-    return Path(os.environ.get("EVALSUITE_SHARED_DATA", ROOT.parent / "shared" / "data"))
+from projects import make_project  # noqa: E402
 
 
 @pytest.fixture
@@ -27,52 +22,6 @@ def fake_server() -> Iterator[FakeServer]:
     server.start()
     yield server
     server.stop()
-
-
-ECHO_TASK = """\
-name: echo
-dataset:
-  local: data.jsonl
-id_field: qid
-reference_field: answer
-strata: [group]
-prompt:
-  system: You are terse.
-  user: "Question {{ qid }}: {{ question }}"
-grader:
-  name: gsm8k
-  extraction: [hash_line, last_number]
-generation:
-  max_tokens: 64
-"""
-
-
-def make_project(folder: Path, base_url: str, *, n: int = 10, target_extra: str = "") -> Path:
-    """A config + one task over n synthetic rows, pointing at base_url; returns the config path."""
-    (folder / "tasks").mkdir(parents=True, exist_ok=True)
-    (folder / "tasks" / "echo.yaml").write_text(ECHO_TASK)
-    with (folder / "data.jsonl").open("w") as fh:
-        for i in range(n):
-            fh.write(json.dumps({"qid": f"q{i:04d}", "question": f"what is {i}+1?", "answer": f"#### {i + 1}",
-                                 "group": "even" if i % 2 == 0 else "odd"}) + "\n")  # fmt: skip
-    config = folder / "evalsuite.toml"
-    config.write_text(
-        f"""[defaults]
-data = "local"
-tasks = ["echo"]
-
-[targets.base]
-base_url = "{base_url}"
-engine = "llamacpp"
-{target_extra}
-
-[targets.spec]
-base_url = "{base_url}"
-engine = "llamacpp"
-baseline = "base"
-"""
-    )
-    return config
 
 
 @pytest.fixture

@@ -1,6 +1,6 @@
 """The pytest gate: every sample of a stored (or freshly run) comparison becomes a test item.
 
-Load it with `-p evalsuite.gate.plugin` (or through its `pytest11` entry
-point) and pass `--evalsuite-run DIR` or `--evalsuite-target NAME`.  The
+Installing evalsuite registers it (the `pytest11` entry point); pass
+`--evalsuite-run DIR` or `--evalsuite-target NAME` to use it.  The
 plugin module imports nothing heavy until one of those options is given.
 """

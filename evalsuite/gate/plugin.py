@@ -1,7 +1,7 @@
 """pytest plugin: one test item per sample, failing when the candidate's tokens diverge from the baseline's.
 
-    pytest -p evalsuite.gate.plugin --evalsuite-run RUN --evalsuite-baseline BASE [--evalsuite-control CTL]
-    pytest -p evalsuite.gate.plugin --evalsuite-target dflash [--evalsuite-task gsm8k] [--evalsuite-limit 50]
+    pytest --evalsuite-run RUN --evalsuite-baseline BASE [--evalsuite-control CTL]
+    pytest --evalsuite-target dflash [--evalsuite-task gsm8k] [--evalsuite-limit 50]
 
 Items are named `evalsuite::<task>::<sample id>`, so `-k`, `-x`, `--junitxml`
 and pytest-xdist's `-n` work as for any test.  Without test paths on the

@@ -43,7 +43,7 @@ def test_run_prints_the_run_folder_and_runs_lists_it(project: Path, capsys: pyte
 
 
 def test_api_key_never_reaches_a_file(tmp_path: Path, fake_server: FakeServer, monkeypatch: pytest.MonkeyPatch) -> None:
-    from conftest import make_project
+    from projects import make_project
 
     monkeypatch.setenv("EVALSUITE_FAKE_KEY", "sk-very-secret-value")
     config = make_project(tmp_path, fake_server.base_url, target_extra='api_key_env = "EVALSUITE_FAKE_KEY"')

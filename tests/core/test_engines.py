@@ -8,7 +8,7 @@ import json
 import numpy as np
 import pytest
 
-from conftest import shared_data_dir
+from projects import shared_data_dir
 from evalsuite.engines.parse import completion_from_chat
 from evalsuite.engines.stream import merge_chunks
 from evalsuite.engines.vllm import parse_counters

@@ -81,7 +81,7 @@ def test_changed_parameters_start_a_new_run_and_keep_the_old(project: Path) -> N
     ids=lambda f: f.kind,
 )
 def test_transient_failures_are_retried_and_nothing_is_lost(tmp_path: Path, fake_server: FakeServer, fault: Fault) -> None:
-    from conftest import make_project
+    from projects import make_project
 
     config = make_project(tmp_path, fake_server.base_url, target_extra="timeout_s = 1.0")
     fake_server.state.faults = [Fault(fault.kind, match="Question q0003", times=fault.times,
@@ -94,7 +94,7 @@ def test_transient_failures_are_retried_and_nothing_is_lost(tmp_path: Path, fake
 
 
 def test_wrong_model_name_stops_the_run_without_scoring(tmp_path: Path, fake_server: FakeServer) -> None:
-    from conftest import make_project
+    from projects import make_project
 
     config = make_project(tmp_path, fake_server.base_url, target_extra='model = "no-such-model"')
     with pytest.raises(EndpointError, match="HTTP 404.*no-such-model"):
@@ -103,7 +103,7 @@ def test_wrong_model_name_stops_the_run_without_scoring(tmp_path: Path, fake_ser
 
 
 def test_retries_are_bounded(tmp_path: Path, fake_server: FakeServer) -> None:
-    from conftest import make_project
+    from projects import make_project
 
     config = make_project(tmp_path, fake_server.base_url, target_extra="max_retries = 2")
     fake_server.state.faults = [Fault("500", match="Question q0000", times=-1)]
@@ -121,7 +121,7 @@ def test_records_load_into_pandas(project: Path) -> None:
 
 
 def test_concurrency_requests_each_sample_once(tmp_path: Path, fake_server: FakeServer) -> None:
-    from conftest import make_project
+    from projects import make_project
 
     fake_server.state.delay_s = 0.02
     config = make_project(tmp_path, fake_server.base_url, n=40, target_extra="concurrency = 8")
@@ -132,7 +132,7 @@ def test_concurrency_requests_each_sample_once(tmp_path: Path, fake_server: Fake
 
 
 def test_streaming_gives_the_same_record_plus_time_to_first_token(tmp_path: Path, fake_server: FakeServer) -> None:
-    from conftest import make_project
+    from projects import make_project
 
     plain = open_run(_run(make_project(tmp_path / "a", fake_server.base_url)).folder).results()
     streamed_cfg = make_project(tmp_path / "b", fake_server.base_url, target_extra="stream = true")
@@ -147,7 +147,7 @@ def test_streaming_gives_the_same_record_plus_time_to_first_token(tmp_path: Path
 
 
 def test_vllm_speculative_counters_are_read_around_the_run(tmp_path: Path, fake_server: FakeServer) -> None:
-    from conftest import make_project
+    from projects import make_project
 
     config = make_project(tmp_path, fake_server.base_url)
     text = config.read_text().replace('engine = "llamacpp"', 'engine = "vllm"', 1)

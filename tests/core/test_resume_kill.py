@@ -11,7 +11,7 @@ import sys
 import time
 from pathlib import Path
 
-from conftest import make_project
+from projects import make_project
 from evalsuite.store import open_run
 from fake_server import FakeServer
 

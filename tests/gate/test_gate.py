@@ -20,7 +20,7 @@ PLAN = Plan(n=12, numerical={1, 4}, confident={7}, flips={7}, control_diverges={
 def gate(cwd: Path, *args: str | Path, timeout: float = 300) -> subprocess.CompletedProcess[str]:
     """Run pytest with the gate plugin in `cwd` (outside the project, so its own tests are not involved)."""
     env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTEST_ADDOPTS": ""}
-    cmd = [sys.executable, "-m", "pytest", "-p", "evalsuite.gate.plugin", "-p", "no:cacheprovider", "-q", *map(str, args)]
+    cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", *map(str, args)]
     return subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
 
 

@@ -1,0 +1,64 @@
+"""Helpers shared by test folders and benchmarks: a throwaway project, the shared data folder.
+
+(A module of its own, not conftest.py: several test folders have a conftest,
+and `from conftest import ...` would pick whichever was imported last.)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def shared_data_dir() -> Path:
+    """../shared/data beside the checkout (override: EVALSUITE_SHARED_DATA)."""
+    return Path(os.environ.get("EVALSUITE_SHARED_DATA", ROOT.parent / "shared" / "data"))
+
+
+ECHO_TASK = """\
+name: echo
+dataset:
+  local: data.jsonl
+id_field: qid
+reference_field: answer
+strata: [group]
+prompt:
+  system: You are terse.
+  user: "Question {{ qid }}: {{ question }}"
+grader:
+  name: gsm8k
+  extraction: [hash_line, last_number]
+generation:
+  max_tokens: 64
+"""
+
+
+def make_project(folder: Path, base_url: str, *, n: int = 10, target_extra: str = "") -> Path:
+    """A config + one task over n synthetic rows, pointing at base_url; returns the config path."""
+    (folder / "tasks").mkdir(parents=True, exist_ok=True)
+    (folder / "tasks" / "echo.yaml").write_text(ECHO_TASK)
+    with (folder / "data.jsonl").open("w") as fh:
+        for i in range(n):
+            fh.write(json.dumps({"qid": f"q{i:04d}", "question": f"what is {i}+1?", "answer": f"#### {i + 1}",
+                                 "group": "even" if i % 2 == 0 else "odd"}) + "\n")  # fmt: skip
+    config = folder / "evalsuite.toml"
+    config.write_text(
+        f"""[defaults]
+data = "local"
+tasks = ["echo"]
+
+[targets.base]
+base_url = "{base_url}"
+engine = "llamacpp"
+{target_extra}
+
+[targets.spec]
+base_url = "{base_url}"
+engine = "llamacpp"
+baseline = "base"
+"""
+    )
+    return config

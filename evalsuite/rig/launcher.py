@@ -125,12 +125,18 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def served_name(config: RigConfig, assets: RigAssets) -> str:
+    """The model name a configuration serves: its weights file, so configurations over the same
+    weights report the same model and compare, and a requantized target does not."""
+    return Path(assets.models[config.model]).stem
+
+
 def server_args(config: RigConfig, assets: RigAssets, port: int, threads: int) -> list[str]:
     """The full llama-server command line of one configuration."""
     args = [
         str(assets.binary),
         "--model", str(assets.models[config.model]),
-        "--alias", f"rig-{config.name}",
+        "--alias", served_name(config, assets),
         "--host", "127.0.0.1", "--port", str(port),
         "--parallel", "1", "--ctx-size", str(CONTEXT_SIZE),
         "--threads", str(threads), "--threads-batch", str(threads),
@@ -181,7 +187,7 @@ def _start(config: RigConfig, assets: RigAssets, log_dir: Path, threads: int) ->
         process = subprocess.Popen(
             args, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, preexec_fn=_die_with_parent
         )
-    return RunningServer(config.name, f"http://127.0.0.1:{port}", f"rig-{config.name}", args, log_path, process)
+    return RunningServer(config.name, f"http://127.0.0.1:{port}", served_name(config, assets), args, log_path, process)
 
 
 def wait_healthy(server: RunningServer, timeout_s: float = HEALTH_TIMEOUT_S) -> None:

@@ -31,7 +31,9 @@ class _Bar:
         if self.bar is None:
             from tqdm import tqdm
 
-            self.bar = tqdm(total=total, desc=self.label, unit="sample", dynamic_ncols=True, file=sys.stderr)
+            interval = 0.1 if sys.stderr.isatty() else 30.0  # a log file gets a line every 30 s, not every sample
+            self.bar = tqdm(total=total, desc=self.label, unit="sample", dynamic_ncols=True, file=sys.stderr,
+                            mininterval=interval)  # fmt: skip
         self.bar.update(done - self.bar.n)
         if done >= total:
             self.bar.close()

@@ -62,3 +62,25 @@ baseline = "base"
 """
     )
     return config
+
+
+def copy_project(folder: Path, targets: str, *, tasks: str = '["gsm8k"]') -> Path:
+    """A project folder with the real task specs and fixture data and the given targets; returns its config.
+
+    Tests that run real targets write their runs there, never into the checkout's runs/.
+    """
+    import shutil
+
+    shutil.copytree(ROOT / "tasks", folder / "tasks")
+    shutil.copytree(ROOT / "fixtures", folder / "fixtures", ignore=shutil.ignore_patterns("models", "*.py"))
+    config = folder / "evalsuite.toml"
+    config.write_text(f'[defaults]\ndata = "fixture"\ntasks = {tasks}\n\n{targets}')
+    return config
+
+
+def rig_target(name: str, *, baseline: str | None = "baseline", control: str | None = "control", extra: str = "") -> str:
+    """A config table for a reference-rig target."""
+    text = f'[targets.{name}]\nengine = "llamacpp"\nrig = "{name}"\n'
+    text += f'baseline = "{baseline}"\n' if baseline else ""
+    text += f'control = "{control}"\n' if control else ""
+    return text + extra + "\n"

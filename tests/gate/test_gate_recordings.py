@@ -12,7 +12,9 @@ from pathlib import Path
 
 import pytest
 from stored_runs import recording_store, recordings_dir
-from test_gate import ROOT, gate
+from test_gate import gate
+
+from projects import copy_project, rig_target
 
 needs_recordings = pytest.mark.skipif(not (recordings_dir() / "base_f16.json.gz").exists(),
                                       reason=f"recordings not found under {recordings_dir()}")  # fmt: skip
@@ -36,19 +38,18 @@ def test_draft_passes_under_numerical_and_synthetic_fails_readably(tmp_path: Pat
     assert "baseline alternatives at" in bad.stdout and ">>" in bad.stdout
 
 
-WAIVE = ("--evalsuite-allow", "server.model")
 rig_missing = importlib.util.find_spec("evalsuite.rig.launcher") is None
 
 
 @pytest.mark.rig
 @pytest.mark.skipif(rig_missing, reason="the reference rig launcher (evalsuite.rig.launcher) is not available")
 def test_reference_rig_draft_passes_and_synthetic_fails(tmp_path: Path) -> None:
-    config = ROOT / "evalsuite.toml"
-    # the rig serves each target under its own alias (rig-<name>), so server.model is waived; model_meta still counts
-    ok = gate(ROOT, "--evalsuite-target", "draft", "--evalsuite-task", "gsm8k", "--evalsuite-limit", "8", *WAIVE,
+    targets = rig_target("baseline", baseline=None, control=None) + rig_target("control", control=None)
+    config = copy_project(tmp_path / "project", targets + rig_target("draft") + rig_target("synthetic"))
+    ok = gate(tmp_path, "--evalsuite-target", "draft", "--evalsuite-task", "gsm8k", "--evalsuite-limit", "8",
               "--evalsuite-config", config, "--evalsuite-policy", "numerical", f"--basetemp={tmp_path / 'a'}",
               timeout=3600)  # fmt: skip
     assert ok.returncode == 0 and "8 passed" in ok.stdout, ok.stdout + ok.stderr
-    bad = gate(ROOT, "--evalsuite-target", "synthetic", "--evalsuite-task", "gsm8k", "--evalsuite-limit", "8", *WAIVE,
+    bad = gate(tmp_path, "--evalsuite-target", "synthetic", "--evalsuite-task", "gsm8k", "--evalsuite-limit", "8",
                "--evalsuite-config", config, f"--basetemp={tmp_path / 'b'}", timeout=3600)  # fmt: skip
     assert bad.returncode == 1 and "diverges from the baseline at token" in bad.stdout, bad.stdout + bad.stderr

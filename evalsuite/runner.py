@@ -211,7 +211,7 @@ async def _generate_all(
 ) -> None:
     policy = RetryPolicy(max_retries=plan.target.max_retries)
     queue: Iterable[Sample] = iter(todo)
-    writer = store.writer()
+    writer = store.writer(asyncio.get_running_loop())
 
     def on_retry(attempt: int, failure: RequestFailed) -> None:
         log.info("retrying after %s (attempt %d): %s", failure.kind, attempt, failure)

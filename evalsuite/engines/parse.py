@@ -8,7 +8,6 @@ guessed.
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
@@ -30,61 +29,70 @@ def _token_id(entry: dict[str, Any]) -> int:
     return -1
 
 
-def _logprob(entry: dict[str, Any]) -> float:
-    value = entry.get("logprob")
-    if value is None:
-        return math.nan
-    return max(float(value), -1e30)  # -inf appears for impossible tokens; keep arrays finite
-
-
 def trace_from_entries(entries: list[dict[str, Any]], k: int | None = None) -> TokenTrace:
     """Column-wise TokenTrace from `logprobs.content[]`-shaped entries.
 
     An entry without alternatives (an accepted draft token on a speculative
     llama-server) gets NaN alternatives so it is never read as a confident
-    choice.  Columns are gathered in lists and converted once: this runs for
-    every token of every response.
+    choice.  Values are gathered raw into lists and converted by numpy once
+    (None becomes NaN there): this runs for every token of every response.
     """
     n = len(entries)
     if k is None:
         k = max((len(e.get("top_logprobs") or ()) for e in entries), default=0)
-    nan = math.nan
-    ids: list[int] = []
-    logprobs: list[float] = []
-    top_ids: list[int] = []
-    top_lp: list[float] = []
+    ids: list[Any] = []
+    logprobs: list[Any] = []
+    top_ids: list[Any] = []
+    top_lp: list[Any] = []
     pieces: list[str] = []
     raw: list[bytes | None] = []
     top_pieces: list[list[str]] = []
+    pad_ids, pad_lp = [-1] * k, [None] * k
     for entry in entries:
-        tid = entry.get("id")
-        ids.append(tid if type(tid) is int else _token_id(entry))
-        pieces.append(str(entry.get("token", "")))
+        ids.append(entry.get("id"))
+        pieces.append(entry.get("token") or "")
         byte_list = entry.get("bytes")
-        raw.append(bytes(byte_list) if isinstance(byte_list, list) else None)
-        alternatives = (entry.get("top_logprobs") or ())[:k]
+        raw.append(bytes(byte_list) if byte_list is not None else None)
+        alternatives = entry.get("top_logprobs") or ()
+        if len(alternatives) > k:
+            alternatives = alternatives[:k]
         lp = entry.get("logprob")
-        logprobs.append(_logprob(entry) if lp is not None and (alternatives or lp != 0.0) else nan)
-        names: list[str] = []
+        logprobs.append(lp if alternatives or lp != 0.0 else None)
+        names = []
         for alt in alternatives:
-            aid = alt.get("id")
-            top_ids.append(aid if type(aid) is int else _token_id(alt))
-            top_lp.append(_logprob(alt))
-            names.append(str(alt.get("token", "")))
-        pad = k - len(alternatives)
-        if pad:
-            top_ids.extend([-1] * pad)
-            top_lp.extend([nan] * pad)
+            top_ids.append(alt.get("id"))
+            top_lp.append(alt.get("logprob"))
+            names.append(alt.get("token") or "")
+        if len(alternatives) < k:
+            top_ids.extend(pad_ids[len(alternatives) :])
+            top_lp.extend(pad_lp[len(alternatives) :])
         top_pieces.append(names)
     return TokenTrace(
-        ids=np.array(ids, np.int64),
+        ids=_id_array(ids, pieces),
         pieces=pieces,
         raw=raw,
-        logprobs=np.array(logprobs, np.float32),
-        top_ids=np.array(top_ids, np.int64).reshape(n, k),
-        top_logprobs=np.array(top_lp, np.float32).reshape(n, k),
+        logprobs=_logprob_array(logprobs),
+        top_ids=_id_array(top_ids, [n for row in top_pieces for n in row + [""] * (k - len(row))]).reshape(n, k),
+        top_logprobs=_logprob_array(top_lp).reshape(n, k),
         top_pieces=top_pieces,
     )
+
+
+def _id_array(values: list[Any], tokens: list[str]) -> np.ndarray:
+    """Token ids; where an entry had none, vLLM's "token_id:N" rendering of the token, else -1."""
+    try:
+        return np.array(values, np.int64)
+    except (TypeError, ValueError):
+        return np.array(
+            [v if type(v) is int else _token_id({"token": t}) for v, t in zip(values, tokens)], np.int64
+        )
+
+
+def _logprob_array(values: list[Any]) -> np.ndarray:
+    """float32 logprobs, None as NaN, -inf (impossible tokens) clipped so arrays stay finite."""
+    out = np.array(values, np.float64)
+    np.maximum(out, -1e30, out=out, where=~np.isnan(out))
+    return out.astype(np.float32)
 
 
 def _apply_token_ids(trace: TokenTrace, token_ids: list[int] | None) -> None:

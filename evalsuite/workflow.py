@@ -121,17 +121,30 @@ def eval_target(
 
 def compare_eval(config: Config, runs: EvalRuns, *, seed: int = 0) -> list[Any]:
     """One Comparison per task (candidate vs baseline, with whatever controls ran), Holm across tasks."""
-    from evalsuite.compare import compare_runs, readjust
     from evalsuite.tasks.spec import find_task
 
     target = config.target(runs.target)
+    margins = {task: find_task(task, config.root / "tasks").equivalence_margin for task in runs.folders}
+    return compare_folders(runs.folders, margins=margins, allow=target.allow_differences, seed=seed)
+
+
+def compare_folders(
+    folders: dict[str, dict[str, Path]],
+    *,
+    margins: dict[str, float] | None = None,
+    allow: Sequence[str] = (),
+    seed: int = 0,
+) -> list[Any]:
+    """Compare run folders given by task and role; p-values are Holm-adjusted across tasks too."""
+    from evalsuite.compare import compare_runs, readjust
+
     comparisons = []
-    for task, roles in runs.folders.items():
+    for task, roles in folders.items():
         controls = {kind: roles[role] for kind, role in (("determinism", "determinism"), ("numerics", "control"))
                     if role in roles}  # fmt: skip
-        margin = find_task(task, config.root / "tasks").equivalence_margin
+        margin = (margins or {}).get(task, 0.02)
         comparisons.append(compare_runs(roles["candidate"], roles["baseline"], controls=controls, delta=margin,
-                                        seed=seed, allow=target.allow_differences))  # fmt: skip
+                                        seed=seed, allow=list(allow)))  # fmt: skip
     if len(comparisons) > 1:
         from evalsuite.compare.accuracy import OVERALL
         from evalsuite.verdict.summary import summary_line
@@ -141,3 +154,23 @@ def compare_eval(config: Config, runs: EvalRuns, *, seed: int = 0) -> list[Any]:
             c.accuracy = [next(rows) for _ in c.accuracy]
             c.summary = summary_line(c.token, [(r.task, r.summary, r.verdict) for r in c.accuracy if r.stratum == OVERALL])
     return comparisons
+
+
+def folders_by_role(paths: Sequence[str | Path]) -> dict[str, dict[str, Path]]:
+    """Group stored runs by task and by the role recorded in each manifest (a repeat is the determinism run)."""
+    folders: dict[str, dict[str, Path]] = {}
+    for path in paths:
+        store = open_run(path)
+        manifest = store.manifest
+        role = "determinism" if manifest.get("fingerprint_fields", {}).get("repeat") else manifest.get("role", "candidate")
+        task = str(manifest.get("task"))
+        if role in folders.get(task, {}):
+            raise ConfigError(f"Two {role} runs for task '{task}': {folders[task][role]} and {store.folder}.")
+        folders.setdefault(task, {})[role] = store.folder
+        store.close()
+    for task, roles in folders.items():
+        missing = [r for r in ("candidate", "baseline") if r not in roles]
+        if missing:
+            raise ConfigError(f"Task '{task}' has no {' and no '.join(missing)} run among the folders given; "
+                              "pass one run per role (evalsuite eval records each run's role).")  # fmt: skip
+    return folders

@@ -15,6 +15,7 @@ examples:
   evalsuite targets                          list the targets in evalsuite.toml
   evalsuite eval dflash --limit 20           baseline + dflash on every task, then compare
   evalsuite run baseline --task gsm8k        one target, one task (resumes if interrupted)
+  evalsuite report RUN RUN [RUN...]          compare stored runs again and write the reports
   evalsuite grade runs/baseline/gsm8k/1a2b3c4d5e6f7a8b
   evalsuite runs                             what is stored, with sample counts
   evalsuite rig build                        build the reference llama-server (CPU)
@@ -92,6 +93,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--allow", action="append", metavar="FIELD", help="waive a must-match field on purpose, e.g. server.model")
     p.add_argument("--json", metavar="PATH", help="also write the versioned JSON summary here")
     p.add_argument("--no-report", action="store_true", help="print the verdict only")
+    _common(p)
+
+    p = sub.add_parser("report", help="compare stored runs and write the Markdown and HTML reports",
+                       formatter_class=argparse.RawDescriptionHelpFormatter,
+                       description="Compare stored runs and write report.md, report.html and comparison.json to "
+                       "reports/<target>/<timestamp>/. Each run's role (baseline, candidate, control, the "
+                       "baseline's repeat) comes from its manifest, so pass the folders `evalsuite eval` printed, "
+                       "for one task or several. Exit 1 when a verdict is LOSSY or DIFFERENT.",
+                       epilog="example:\n  evalsuite report runs/baseline/gsm8k/<id> runs/control/gsm8k/<id> "
+                       "runs/dflash/gsm8k/<id>")  # fmt: skip
+    p.add_argument("runs", nargs="+", metavar="RUN", help="run folders (any order)")
+    p.add_argument("--allow", action="append", metavar="FIELD", help="waive a must-match field on purpose")
+    p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
     _common(p)
 
     p = sub.add_parser("grade", help="re-grade stored runs without asking the endpoint",

@@ -106,6 +106,23 @@ def _finish(args: argparse.Namespace, config: Config | None, comparisons: list[A
     return 1 if failed else 0
 
 
+def cmd_report(args: argparse.Namespace) -> int:
+    from evalsuite.workflow import compare_folders, folders_by_role
+
+    config = load_config(args.config) if args.config or Path("evalsuite.toml").exists() else None
+    folders = folders_by_role(args.runs)
+    margins = {}
+    if config is not None:
+        from evalsuite.tasks.spec import find_task
+
+        margins = {t: find_task(t, config.root / "tasks").equivalence_margin for t in folders
+                   if (config.root / "tasks" / f"{t}.yaml").exists()}  # fmt: skip
+    comparisons = compare_folders(folders, margins=margins, allow=args.allow or [], seed=args.seed)
+    stores = {task: {role: open_run(path) for role, path in roles.items()} for task, roles in folders.items()}
+    target = str(comparisons[0].candidate.get("target", "report"))
+    return _finish(args, config, comparisons, stores, target)
+
+
 def cmd_grade(args: argparse.Namespace) -> int:
     config = load_config(args.config) if args.config or Path("evalsuite.toml").exists() else None
     tasks_dir = config.root / "tasks" if config else None

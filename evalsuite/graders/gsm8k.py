@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 from decimal import Decimal
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from evalsuite.graders import GradeInput
 from evalsuite.graders.extract import STEPS, format_number, miss_reason, parse_number, resolve_steps
@@ -35,6 +35,17 @@ def reference_number(reference: Any) -> Decimal | None:
 
 def _ungraded(item: GradeInput, reason: str) -> Grade:
     return Grade(item.sample.id, "ungraded", None, reason, 0.0, {"truncated": item.truncated})
+
+
+def grade_each(grade_one: Callable[[GradeInput], Grade], items: Sequence[GradeInput]) -> list[Grade]:
+    """Grade items one by one in this process; an exception marks that item ungraded, never the batch."""
+    out = []
+    for item in items:
+        try:
+            out.append(grade_one(item))
+        except Exception as exc:  # noqa: BLE001 - one bad sample must not stop a run
+            out.append(_ungraded(item, f"grader error: {type(exc).__name__}: {exc}"))
+    return out
 
 
 class GSM8KGrader:
@@ -77,13 +88,7 @@ class GSM8KGrader:
 
     def grade_batch(self, items: Sequence[GradeInput], *, workers: int | None = None) -> list[Grade]:
         """One Grade per item, in order.  `workers` is accepted for the protocol; regexes need none."""
-        out = []
-        for item in items:
-            try:
-                out.append(self.grade_one(item))
-            except Exception as exc:  # noqa: BLE001 - one bad sample must not stop a run
-                out.append(_ungraded(item, f"grader error: {type(exc).__name__}: {exc}"))
-        return out
+        return grade_each(self.grade_one, items)
 
 
 # lm-evaluation-harness 0.4.13, lm_eval/tasks/gsm8k/gsm8k.yaml (task metadata version 3.0):
@@ -172,10 +177,4 @@ class LMEvalGSM8KGrader:
 
     def grade_batch(self, items: Sequence[GradeInput], *, workers: int | None = None) -> list[Grade]:
         """One Grade per item, in order.  `workers` is accepted for the protocol; regexes need none."""
-        out = []
-        for item in items:
-            try:
-                out.append(self.grade_one(item))
-            except Exception as exc:  # noqa: BLE001 - one bad sample must not stop a run
-                out.append(_ungraded(item, f"grader error: {type(exc).__name__}: {exc}"))
-        return out
+        return grade_each(self.grade_one, items)

@@ -69,3 +69,16 @@ def test_compare_refuses_runs_with_different_parameters(project: Path, capsys: p
     assert main(["compare", spec, base, "--no-report"]) == 2
     err = capsys.readouterr().err
     assert "params.max_tokens: baseline 64, candidate 32" in err
+
+
+def test_report_rebuilds_the_comparison_from_run_folders(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["eval", "spec", "--config", str(project), "--repeat-baseline", "--no-report", "-q"]) == 0
+    folders = [line.split("\t")[2] for line in capsys.readouterr().out.splitlines() if line.startswith("echo\t")]
+    assert main(["report", *reversed(folders), "--config", str(project), "-q"]) == 0
+    out = capsys.readouterr().out
+    assert "LOSSLESS: 10/10 token-identical" in out
+    paths = [Path(line.split(": ", 1)[1]) for line in out.splitlines() if line.startswith("report: ")]
+    assert [p.name for p in paths] == ["report.md", "report.html"] and all(p.exists() for p in paths)
+    assert paths[0].parent.parent == project.parent / "reports" / "spec"
+    assert main(["report", folders[0], "--config", str(project), "-q"]) == 2
+    assert "has no candidate" in capsys.readouterr().err

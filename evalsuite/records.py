@@ -96,18 +96,6 @@ class TokenTrace:
     def level(self) -> TokenLevel:
         return "ids" if self.has_ids else "strings"
 
-    @staticmethod
-    def empty(k: int = 0) -> TokenTrace:
-        return TokenTrace(
-            ids=np.zeros(0, np.int64),
-            pieces=[],
-            raw=[],
-            logprobs=np.zeros(0, np.float32),
-            top_ids=np.zeros((0, k), np.int64),
-            top_logprobs=np.zeros((0, k), np.float32),
-            top_pieces=[],
-        )
-
 
 @dataclass
 class Completion:

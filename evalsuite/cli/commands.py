@@ -90,18 +90,15 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def _finish(args: argparse.Namespace, config: Config | None, comparisons: list[Any], stores: dict, target: str) -> int:
-    """Print each verdict, write the reports when the report stage is available; exit 1 on a failing verdict."""
+    """Print each verdict and write the reports (unless --no-report); exit 1 on a failing verdict."""
     for comparison in comparisons:
         print(comparison.summary)
     if not getattr(args, "no_report", False):
-        try:
-            from evalsuite.report import report_folder, write_reports
-        except ImportError:
-            write_reports = None
-        if write_reports is not None:
-            reports_dir = (config.root / config.defaults.reports_dir) if config else Path("reports")
-            paths = write_reports(comparisons, report_folder(reports_dir, target), runs=stores)
-            print(f"report: {paths.markdown}\nreport: {paths.html}")
+        from evalsuite.report import report_folder, write_reports
+
+        reports_dir = (config.root / config.defaults.reports_dir) if config else Path("reports")
+        paths = write_reports(comparisons, report_folder(reports_dir, target), runs=stores)
+        print(f"report: {paths.markdown}\nreport: {paths.html}")
     failed = any(c.token.label == "LOSSY" or any(r.verdict.label == "DIFFERENT" for r in c.overall()) for c in comparisons)
     return 1 if failed else 0
 

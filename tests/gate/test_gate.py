@@ -19,7 +19,9 @@ PLAN = Plan(n=12, numerical={1, 4}, confident={7}, flips={7}, control_diverges={
 
 def gate(cwd: Path, *args: str | Path, timeout: float = 300) -> subprocess.CompletedProcess[str]:
     """Run pytest with the gate plugin in `cwd` (outside the project, so its own tests are not involved)."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTEST_ADDOPTS": ""}
+    # CI=true makes pytest print whole failure messages in its short summary too; keep the output alike everywhere
+    env = {k: v for k, v in os.environ.items() if k not in ("CI", "BUILD_NUMBER")}
+    env.update({"PYTHONPATH": str(ROOT), "PYTEST_ADDOPTS": ""})
     cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", *map(str, args)]
     return subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
 

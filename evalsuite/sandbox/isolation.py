@@ -30,7 +30,7 @@ import time
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Literal
+from typing import Iterator, Literal
 
 Isolation = Literal["namespaces", "uid", "none"]
 
@@ -84,9 +84,8 @@ def acquire_slot(wait_s: float = 30.0) -> Slot:
         time.sleep(0.05)
 
 
-def processes_of(uid: int) -> list[int]:
-    """Pids whose real, effective or saved uid is `uid` (read from /proc)."""
-    found = []
+def process_uids() -> Iterator[tuple[int, tuple[int, ...]]]:
+    """(pid, (real, effective, saved uid)) of every process visible in /proc."""
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit():
             continue
@@ -94,12 +93,15 @@ def processes_of(uid: int) -> list[int]:
             with open(f"/proc/{entry.name}/status", "rb") as fh:
                 for line in fh:
                     if line.startswith(b"Uid:"):
-                        if str(uid).encode() in line.split()[1:4]:
-                            found.append(int(entry.name))
+                        yield int(entry.name), tuple(int(u) for u in line.split()[1:4])
                         break
         except (FileNotFoundError, ProcessLookupError, PermissionError):
             continue
-    return found
+
+
+def processes_of(uid: int) -> list[int]:
+    """Pids whose real, effective or saved uid is `uid`."""
+    return [pid for pid, uids in process_uids() if uid in uids]
 
 
 def sweep_uid(uid: int, timeout_s: float = 5.0) -> list[int]:

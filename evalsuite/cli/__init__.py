@@ -88,7 +88,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("baseline", metavar="BASELINE_RUN")
     p.add_argument("--control", metavar="RUN", help="numerics control: the speculative server with the target as its own drafter")
     p.add_argument("--determinism", metavar="RUN", help="the baseline run a second time")
-    p.add_argument("--delta", type=float, default=0.02, help="equivalence margin as a proportion (default 0.02 = 2 points)")
+    p.add_argument("--delta", type=float, default=None,
+                   help="equivalence margin as a proportion, 0.02 = 2 points (default: the task spec's margin, else 0.02)")
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
     p.add_argument("--allow", action="append", metavar="FIELD", help="waive a must-match field on purpose, e.g. server.model")
     p.add_argument("--json", metavar="PATH", help="also write the versioned JSON summary here")

@@ -47,6 +47,11 @@ def _options(args: argparse.Namespace) -> RunOptions:
     return RunOptions(args.data, args.data_path, args.limit, args.max_tokens, grade=not getattr(args, "no_grade", False))
 
 
+def _optional_config(args: argparse.Namespace) -> Config | None:
+    """The config when one is named or present here; commands over stored runs also work without one."""
+    return load_config(args.config) if args.config or Path("evalsuite.toml").exists() else None
+
+
 def _tasks(args: argparse.Namespace, config: Config) -> list[str]:
     """--task may repeat and may hold a comma list (as `make eval TASKS=a,b` passes it)."""
     names = [n.strip() for arg in (args.task or []) for n in arg.split(",") if n.strip()]
@@ -75,17 +80,19 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 def cmd_compare(args: argparse.Namespace) -> int:
     from evalsuite.compare import compare_runs
+    from evalsuite.workflow import task_margins
 
-    controls = {k: v for k, v in (("determinism", args.determinism), ("numerics", args.control)) if v}
-    comparison = compare_runs(args.candidate, args.baseline, controls=controls, delta=args.delta, seed=args.seed,
-                              allow=args.allow or [])  # fmt: skip
-    if args.json:
-        comparison.to_json(args.json)
-    config = load_config(args.config) if args.config or Path("evalsuite.toml").exists() else None
-    task = comparison.candidate.get("task", "task")
+    config = _optional_config(args)
     stores = {"candidate": open_run(args.candidate), "baseline": open_run(args.baseline)}
     stores.update({"determinism": open_run(args.determinism)} if args.determinism else {})
     stores.update({"control": open_run(args.control)} if args.control else {})
+    task = str(stores["candidate"].manifest.get("task"))
+    delta = args.delta if args.delta is not None else task_margins(config, [task]).get(task, 0.02)
+    controls = {k: v for k, v in (("determinism", args.determinism), ("numerics", args.control)) if v}
+    comparison = compare_runs(args.candidate, args.baseline, controls=controls, delta=delta, seed=args.seed,
+                              allow=args.allow or [])  # fmt: skip
+    if args.json:
+        comparison.to_json(args.json)
     return _finish(args, config, [comparison], {task: stores}, comparison.candidate.get("target", "compare"))
 
 
@@ -104,24 +111,18 @@ def _finish(args: argparse.Namespace, config: Config | None, comparisons: list[A
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from evalsuite.workflow import compare_folders, folders_by_role
+    from evalsuite.workflow import compare_folders, folders_by_role, task_margins
 
-    config = load_config(args.config) if args.config or Path("evalsuite.toml").exists() else None
+    config = _optional_config(args)
     folders = folders_by_role(args.runs)
-    margins = {}
-    if config is not None:
-        from evalsuite.tasks.spec import find_task
-
-        margins = {t: find_task(t, config.root / "tasks").equivalence_margin for t in folders
-                   if (config.root / "tasks" / f"{t}.yaml").exists()}  # fmt: skip
-    comparisons = compare_folders(folders, margins=margins, allow=args.allow or [], seed=args.seed)
+    comparisons = compare_folders(folders, margins=task_margins(config, folders), allow=args.allow or [], seed=args.seed)
     stores = {task: {role: open_run(path) for role, path in roles.items()} for task, roles in folders.items()}
     target = str(comparisons[0].candidate.get("target", "report"))
     return _finish(args, config, comparisons, stores, target)
 
 
 def cmd_grade(args: argparse.Namespace) -> int:
-    config = load_config(args.config) if args.config or Path("evalsuite.toml").exists() else None
+    config = _optional_config(args)
     tasks_dir = config.root / "tasks" if config else None
     for path in args.runs:
         store = open_run(path)

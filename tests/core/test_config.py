@@ -91,3 +91,11 @@ def test_missing_field_and_missing_dataset(project: Path) -> None:
     assert "row 1: missing reference field 'answer'" in message
     data.unlink()
     assert "does not exist" in str(pytest.raises(DatasetError, plan_run, load_config(project), "base", "echo").value)
+
+
+def test_shipped_tasks_declare_their_equivalence_margins() -> None:
+    from evalsuite.workflow import task_margins
+
+    config = load_config(Path(__file__).resolve().parents[2] / "evalsuite.toml")
+    margins = task_margins(config, ["math500", "gsm8k", "gsm8k_lmeval", "no-such-task"])
+    assert margins == {"math500": 0.02, "gsm8k": 0.01, "gsm8k_lmeval": 0.01}

@@ -35,6 +35,7 @@ class TargetConfig(BaseModel):
     timeout_s: float = Field(600.0, gt=0)
     max_retries: int = Field(5, ge=0, le=50)
     stream: bool = False
+    max_response_mb: float = Field(64.0, gt=0, le=4096, description="cap on one response body, before and after decompression")
     max_tokens: int | None = Field(None, ge=1, description="cap on the tasks' max_tokens (small-context servers)")
     baseline: str | None = None
     control: str | None = None

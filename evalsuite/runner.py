@@ -173,6 +173,7 @@ async def execute(
             _manifest(plan, fields, probe),
         )
         store.write_samples(plan.samples)
+        _seed_identity(engine, store)
         done = store.done_ids()
         todo = [s for s in plan.samples if s.id not in done]
         outcome = RunOutcome(store, len(todo), 0, len(plan.samples) - len(todo), list(probe.get("warnings", [])))
@@ -187,11 +188,21 @@ async def execute(
             raise
         finally:
             after = await _safe_stats(engine)
-            info = {"engine_stats_before": before, "engine_stats_after": after, "requested_ids": len(todo)}
+            info = {"engine_stats_before": before, "engine_stats_after": after, "requested_ids": len(todo),
+                    "server_identity": engine.identity.known}  # fmt: skip
             store.record_session(started, len(todo), outcome.recorded, status, info)
         return outcome
     finally:
         await engine.aclose()
+
+
+def _seed_identity(engine: Engine, store: RunStore) -> None:
+    """A resumed run continues only with the server identity its earlier sessions stored."""
+    for session in reversed(store.sessions()):
+        known = (session.get("info") or {}).get("server_identity")
+        if isinstance(known, dict) and known:
+            engine.identity.seed(known, "the responses stored earlier in this run")
+            return
 
 
 async def _safe_stats(engine: Engine) -> dict[str, float]:

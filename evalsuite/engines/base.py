@@ -8,6 +8,7 @@ about themselves (`probe`) and where their speculative counters live
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from typing import Any
@@ -15,35 +16,44 @@ from typing import Any
 import httpx
 
 from evalsuite.config import TargetConfig
+from evalsuite.engines.agree import check_agreement
+from evalsuite.engines.body import ACCEPT_ENCODING, iter_lines, read_body, read_error_body
+from evalsuite.engines.identity import IdentityWatch
 from evalsuite.engines.parse import completion_from_chat
 from evalsuite.engines.retry import RequestFailed, parse_retry_after
+from evalsuite.engines.stream import merge_chunks, read_events
+from evalsuite.engines.validate import ResponseSchema
 from evalsuite.records import Completion, GenerationParams, Sample
+
+PROBE_CAP = 16 * 2**20  # /models, /props, /metrics: small documents
+PROBE_TIMEOUT_S = 10.0
 
 
 def classify(exc: Exception) -> RequestFailed:
     """Map a transport or parsing exception to a failure kind the retry policy understands."""
     if isinstance(exc, RequestFailed):
         return exc
-    if isinstance(exc, httpx.TimeoutException):
+    if isinstance(exc, (httpx.TimeoutException, TimeoutError)):
         return RequestFailed("timeout", f"request timed out ({type(exc).__name__})")
-    if isinstance(exc, (httpx.TransportError, ConnectionError)):
+    if isinstance(exc, httpx.DecodingError):
+        return RequestFailed("malformed", f"undecodable response body: {exc}")
+    if isinstance(exc, (httpx.TransportError, httpx.RemoteProtocolError, ConnectionError)):
         return RequestFailed("connection", f"connection failed: {type(exc).__name__}: {exc}")
     if isinstance(exc, (json.JSONDecodeError, UnicodeDecodeError, ValueError, KeyError, TypeError)):
         return RequestFailed("malformed", f"unreadable response: {exc}")
     raise exc
 
 
-def check_status(resp: httpx.Response) -> None:
-    """Raise the classified failure for a non-2xx answer (its body must already be read)."""
-    status = resp.status_code
+def check_status(status: int, headers: httpx.Headers, body: str) -> None:
+    """Raise the classified failure for a non-2xx answer, quoting the start of its body."""
     if status < 300:
         return
-    body = resp.text[:300]
+    body = body[:300]
     if status == 429:
-        retry_after = parse_retry_after(resp.headers.get("retry-after"))
+        retry_after = parse_retry_after(headers.get("retry-after"))
         raise RequestFailed("rate_limit", f"HTTP 429: {body}", status=status, retry_after=retry_after)
     if status >= 500:
-        retry_after = parse_retry_after(resp.headers.get("retry-after"))
+        retry_after = parse_retry_after(headers.get("retry-after"))
         raise RequestFailed("server", f"HTTP {status}: {body}", status=status, retry_after=retry_after)
     raise RequestFailed("fatal", f"HTTP {status}: {body}", status=status)
 
@@ -65,12 +75,18 @@ class Engine:
         if not self.base_url.endswith("/v1"):
             self.base_url += "/v1"
         key = target.api_key()
+        headers = {"Accept-Encoding": ACCEPT_ENCODING}  # only codings body.py can inflate under the cap
+        if key:
+            headers["Authorization"] = f"Bearer {key}"
         self.http = httpx.AsyncClient(
-            headers={"Authorization": f"Bearer {key}"} if key else {},
+            headers=headers,
             timeout=httpx.Timeout(target.timeout_s, connect=min(10.0, target.timeout_s)),
             limits=httpx.Limits(max_connections=target.concurrency, max_keepalive_connections=target.concurrency),
         )
         self.model = target.model or ""
+        self.max_bytes = int(target.max_response_mb * 2**20)
+        self.vocab_size: int | None = None  # set by probes that learn it; bounds every token id
+        self.identity = IdentityWatch(self.base_url)
 
     @property
     def server_root(self) -> str:
@@ -106,41 +122,67 @@ class Engine:
         return body
 
     async def generate(self, sample: Sample, params: GenerationParams) -> Completion:
-        """One attempt; raises RequestFailed with a kind the retry policy can act on."""
+        """One attempt; raises RequestFailed with a kind the retry policy can act on.
+
+        `timeout_s` bounds the whole request (connect, status, every byte of
+        the body or stream), so a stream that never ends or a body sent a byte
+        a second fails like any other timeout.  The parsed body must pass the
+        schema, the text must agree with its tokens, and the server must still
+        be the one the run started with, before a Completion exists.
+        """
         body = self.request_body(sample, params)
         url = self.base_url + ("/chat/completions" if self.target.api == "chat" else "/completions")
         start = time.perf_counter()
         try:
-            if self.target.stream:
-                return await self._generate_stream(url, body, start)
-            resp = await self.http.post(url, json=body)
-            check_status(resp)
-            data = json.loads(resp.content)
-            return completion_from_chat(data, latency_s=time.perf_counter() - start, ttft_s=_server_ttft(data))
+            async with asyncio.timeout(self.target.timeout_s):
+                if self.target.stream:
+                    data, ttft = await self._post_stream(url, body, start)
+                else:
+                    data = await self._post(url, body)
+                    ttft = _server_ttft(data)
+        except TimeoutError:
+            raise RequestFailed(
+                "timeout", f"no complete response within timeout_s = {self.target.timeout_s:g} s"
+            ) from None
         except Exception as exc:  # classify() re-raises anything that is not a request failure
             raise classify(exc) from exc
+        completion = self.accept(data, params, latency_s=time.perf_counter() - start, ttft_s=ttft)
+        self.identity.check(data)
+        return completion
 
-    async def _generate_stream(self, url: str, body: dict[str, Any], start: float) -> Completion:
-        from evalsuite.engines.stream import merge_chunks
+    def accept(self, data: Any, params: GenerationParams, *, latency_s: float, ttft_s: float | None) -> Completion:
+        """The Completion of a parsed body that passes every check (else RequestFailed, retryable)."""
+        ResponseSchema(chat=self.target.api == "chat", vocab_size=self.vocab_size).check(data)
+        completion = completion_from_chat(data, latency_s=latency_s, ttft_s=ttft_s)
+        choice = data["choices"][0]
+        logprobs = choice.get("logprobs") or {}
+        entries = logprobs.get("content")
+        if entries is None and logprobs.get("tokens"):
+            entries = [{"token": t} for t in logprobs["tokens"]]
+        if self.target.api == "chat":
+            message = choice["message"]
+            said = (message.get("reasoning_content") or message.get("reasoning") or "") + (message.get("content") or "")
+        else:
+            said = choice["text"]
+        check_agreement(said, entries or [], finish_reason=completion.finish_reason, stop=params.stop)
+        return completion
 
-        body = {**body, "stream": True, "stream_options": {"include_usage": True}}
-        chunks: list[dict[str, Any]] = []
-        ttft: float | None = None
+    async def _post(self, url: str, body: dict[str, Any]) -> Any:
         async with self.http.stream("POST", url, json=body) as resp:
             if resp.status_code >= 300:
-                await resp.aread()
-                check_status(resp)
-            async for line in resp.aiter_lines():
-                if not line.startswith("data:"):
-                    continue
-                payload = line[5:].strip()
-                if payload == "[DONE]":
-                    break
-                chunk = json.loads(payload)
-                if ttft is None and chunk.get("choices"):
-                    ttft = time.perf_counter() - start
-                chunks.append(chunk)
-        return completion_from_chat(merge_chunks(chunks), latency_s=time.perf_counter() - start, ttft_s=ttft)
+                check_status(resp.status_code, resp.headers, await read_error_body(resp))
+            raw = await read_body(resp, self.max_bytes)
+        return json.loads(raw)
+
+    async def _post_stream(self, url: str, body: dict[str, Any], start: float) -> tuple[dict[str, Any], float | None]:
+        body = {**body, "stream": True, "stream_options": {"include_usage": True}}
+        ttft: list[float] = []
+        async with self.http.stream("POST", url, json=body) as resp:
+            if resp.status_code >= 300:
+                check_status(resp.status_code, resp.headers, await read_error_body(resp))
+            lines = iter_lines(resp, self.max_bytes)
+            chunks = await read_events(lines, lambda: ttft.append(time.perf_counter() - start))
+        return merge_chunks(chunks), (ttft[0] if ttft else None)
 
     async def probe(self) -> dict[str, Any]:
         """What this endpoint says about itself, for the run's provenance and fingerprint."""
@@ -159,15 +201,24 @@ class Engine:
         return {}
 
     async def _get_json(self, url: str) -> Any:
-        try:
-            resp = await self.http.get(url, timeout=10.0)
-        except httpx.HTTPError:
-            return None
-        if resp.status_code != 200:
+        text = await self._get_text(url)
+        if text is None:
             return None
         try:
-            return resp.json()
+            return json.loads(text)
         except ValueError:
+            return None
+
+    async def _get_text(self, url: str) -> str | None:
+        """A small document from the server, or None; bounded in time and size like every request."""
+        try:
+            async with asyncio.timeout(PROBE_TIMEOUT_S):
+                async with self.http.stream("GET", url, timeout=PROBE_TIMEOUT_S) as resp:
+                    if resp.status_code != 200:
+                        return None
+                    raw = await read_body(resp, min(PROBE_CAP, self.max_bytes))
+            return raw.decode("utf-8")
+        except (TimeoutError, httpx.HTTPError, RequestFailed, UnicodeDecodeError):
             return None
 
     async def aclose(self) -> None:

@@ -46,6 +46,9 @@ class LlamaCppEngine(Engine):
             metas = [m.get("meta") for m in models.get("data", []) if isinstance(m, dict) and m.get("meta")]
             if metas:
                 info["model_meta"] = metas[0]
+                n_vocab = metas[0].get("n_vocab") if isinstance(metas[0], dict) else None
+                if type(n_vocab) is int and n_vocab > 0:
+                    self.vocab_size = n_vocab
         return info
 
 

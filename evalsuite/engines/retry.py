@@ -1,7 +1,7 @@
 """Bounded, classified retries.
 
 A failure is either retryable (connection dropped, timeout, 429, 5xx, a
-garbled body) or fatal (any other 4xx: wrong model name, bad key, bad
+garbled, incomplete or oversized body, an error inside a 200) or fatal (any other 4xx: wrong model name, bad key, bad
 request).  Fatal failures stop the run with the server's own message; they
 are never scored as a wrong answer.
 """
@@ -15,7 +15,7 @@ from typing import Awaitable, Callable, Literal, TypeVar
 
 T = TypeVar("T")
 
-FailureKind = Literal["connection", "timeout", "rate_limit", "server", "malformed", "fatal"]
+FailureKind = Literal["connection", "timeout", "rate_limit", "server", "malformed", "incomplete", "too_large", "fatal"]
 
 
 class RequestFailed(Exception):

@@ -1,8 +1,74 @@
-"""Fold server-sent chat chunks back into the shape of one non-streamed response."""
+"""Server-sent event streams: read them strictly, fold their chunks back into one response.
+
+A 200 stream is not yet an answer.  An error event inside it (vLLM reports
+failures that way, after the status line went out) is the server's error; a
+stream that stops without `[DONE]` and without a finish reason was cut off.
+Both raise a retryable failure instead of becoming a stored result, and the
+merged response still passes the same schema check as a non-streamed one.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+import json
+from typing import Any, AsyncIterator, Callable
+
+from evalsuite.engines.retry import RequestFailed
+from evalsuite.engines.validate import Malformed, server_error
+
+_LEGACY = ("tokens", "token_logprobs", "top_logprobs")
+
+
+async def read_events(lines: AsyncIterator[str], on_first: Callable[[], None] | None = None) -> list[dict[str, Any]]:
+    """Every JSON event of a stream up to `[DONE]`; raises on error events and on cut-off streams."""
+    chunks: list[dict[str, Any]] = []
+    data: list[str] = []
+    event = ""
+    done = False
+
+    def dispatch() -> bool:
+        nonlocal event
+        payload = "\n".join(data).strip()
+        name, event = event, ""
+        data.clear()
+        if not payload:
+            return False
+        if payload == "[DONE]":
+            return True
+        try:
+            chunk = json.loads(payload)
+        except ValueError:
+            raise Malformed(f"a stream event is not JSON: {payload[:120]!r}") from None
+        if not isinstance(chunk, dict):
+            raise Malformed(f"a stream event is {payload[:80]!r}, expected a JSON object")
+        error = server_error(chunk)
+        if name == "error" or error is not None:
+            raise RequestFailed("server", f"the server reported an error inside the stream: {error or payload[:300]}")
+        if on_first is not None and not chunks and chunk.get("choices"):
+            on_first()
+        chunks.append(chunk)
+        return False
+
+    async for line in lines:
+        if not line:
+            if dispatch():
+                done = True
+                break
+        elif line.startswith("data:"):
+            data.append(line[5:].removeprefix(" "))
+        elif line.startswith("event:"):
+            event = line[6:].strip()
+    if not done and data:
+        done = dispatch()
+    if not done and not any(_finish(c) for c in chunks):
+        raise RequestFailed(
+            "incomplete", f"the stream ended after {len(chunks)} events without [DONE] and without a finish_reason"
+        )
+    return chunks
+
+
+def _finish(chunk: dict[str, Any]) -> bool:
+    choices = chunk.get("choices")
+    return isinstance(choices, list) and any(isinstance(c, dict) and c.get("finish_reason") for c in choices)
 
 
 def merge_chunks(chunks: list[dict[str, Any]]) -> dict[str, Any]:
@@ -10,24 +76,67 @@ def merge_chunks(chunks: list[dict[str, Any]]) -> dict[str, Any]:
     text: list[str] = []
     reasoning: list[str] = []
     entries: list[dict[str, Any]] = []
-    finish: str | None = None
+    legacy: dict[str, list[Any]] = {key: [] for key in _LEGACY}
+    token_ids: list[Any] = []
+    completions = False
+    finish: Any = None
     merged: dict[str, Any] = {}
-    for chunk in chunks:
+    for n, chunk in enumerate(chunks):
         for key in ("usage", "timings", "model", "id", "system_fingerprint"):
-            if chunk.get(key):
-                merged[key] = chunk[key]
-        for choice in chunk.get("choices") or []:
-            delta = choice.get("delta") or {}
-            text.append(delta.get("content") or choice.get("text") or "")
-            reasoning.append(delta.get("reasoning_content") or "")
-            logprobs = choice.get("logprobs") or {}
-            entries.extend(logprobs.get("content") or [])
+            if chunk.get(key) is None:
+                continue
+            if key in ("model", "system_fingerprint") and key in merged and merged[key] != chunk[key]:
+                raise Malformed(f"stream event {n} reports {key} {chunk[key]!r} after {merged[key]!r}")
+            merged[key] = chunk[key]
+        choices = chunk.get("choices")
+        if choices is None:
+            continue
+        if not isinstance(choices, list):
+            raise Malformed(f"stream event {n} has choices {str(choices)[:80]!r}, expected a list")
+        for choice in choices:
+            if not isinstance(choice, dict):
+                raise Malformed(f"stream event {n} has a choice {str(choice)[:80]!r}, expected an object")
+            if choice.get("index", 0) != 0:
+                continue
+            delta = choice.get("delta")
+            if delta is None and "text" in choice:
+                completions = True
+                delta = {"content": choice["text"]}
+            if not isinstance(delta, dict):
+                raise Malformed(f"stream event {n} has delta {str(delta)[:80]!r}, expected an object")
+            for key, out in (("content", text), ("reasoning_content", reasoning), ("reasoning", reasoning)):
+                piece = delta.get(key)
+                if piece is not None and not isinstance(piece, str):
+                    raise Malformed(f"stream event {n} has delta.{key} {str(piece)[:80]!r}, expected a string")
+                out.append(piece or "")
+            logprobs = choice.get("logprobs")
+            if logprobs is not None:
+                if not isinstance(logprobs, dict):
+                    raise Malformed(f"stream event {n} has logprobs {str(logprobs)[:80]!r}, expected an object")
+                content = logprobs.get("content")
+                if content is not None:
+                    if not isinstance(content, list):
+                        raise Malformed(f"stream event {n} has logprobs.content {str(content)[:80]!r}, expected a list")
+                    entries.extend(content)
+                for key in _LEGACY:
+                    if isinstance(logprobs.get(key), list):
+                        legacy[key].extend(logprobs[key])
+            if isinstance(choice.get("token_ids"), list):
+                token_ids.extend(choice["token_ids"])
             finish = choice.get("finish_reason") or finish
-    message = {"role": "assistant", "content": "".join(text)}
-    if any(reasoning):
-        message["reasoning_content"] = "".join(reasoning)
-    choice_out: dict[str, Any] = {"index": 0, "message": message, "finish_reason": finish}
+    choice_out: dict[str, Any] = {"index": 0, "finish_reason": finish}
+    if completions:
+        choice_out["text"] = "".join(text)
+    else:
+        message: dict[str, Any] = {"role": "assistant", "content": "".join(text)}
+        if any(reasoning):
+            message["reasoning_content"] = "".join(reasoning)
+        choice_out["message"] = message
     if entries:
         choice_out["logprobs"] = {"content": entries}
+    elif legacy["tokens"]:
+        choice_out["logprobs"] = {key: values for key, values in legacy.items() if values}
+    if token_ids:
+        choice_out["token_ids"] = token_ids
     merged["choices"] = [choice_out]
     return merged

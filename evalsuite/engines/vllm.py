@@ -43,8 +43,5 @@ class VLLMEngine(Engine):
         return fields
 
     async def run_stats(self) -> dict[str, float]:
-        try:
-            resp = await self.http.get(f"{self.server_root}/metrics", timeout=10.0)
-        except Exception:
-            return {}
-        return parse_counters(resp.text) if resp.status_code == 200 else {}
+        text = await self._get_text(f"{self.server_root}/metrics")
+        return parse_counters(text) if text is not None else {}

@@ -1,0 +1,155 @@
+"""Read response bodies with a size cap that holds after decompression too.
+
+httpx would inflate a gzip body in one go: a 1 MiB body that expands to 1 GiB
+costs gigabytes before anyone can object.  Here the raw bytes are read as they
+arrive and inflated in bounded slices (zlib's `max_length`), counting both the
+bytes received and the bytes decoded; past the cap the read stops at once.
+Only the encodings we ask for (gzip, deflate) are accepted.
+"""
+
+from __future__ import annotations
+
+import zlib
+from typing import AsyncIterator, Iterator
+
+import httpx
+
+from evalsuite.engines.retry import RequestFailed
+
+ACCEPT_ENCODING = "gzip, deflate"
+SLICE = 1 << 20  # decoded bytes produced per step
+
+
+class TooLarge(RequestFailed):
+    """A body bigger than the configured cap (compressed or decompressed)."""
+
+    def __init__(self, what: str, cap: int):
+        super().__init__("too_large", f"the response {what} exceeds the {_mib(cap)} cap (max_response_mb)")
+
+
+def _mib(n: int) -> str:
+    return f"{n / 2**20:g} MiB"
+
+
+class _Inflater:
+    """One content-coding layer, inflated at most SLICE bytes at a time."""
+
+    def __init__(self, coding: str):
+        self.coding = coding
+        self._obj = self._new()
+        self._first = True
+
+    def _new(self, raw_deflate: bool = False) -> "zlib._Decompress":
+        if self.coding in ("gzip", "x-gzip"):
+            return zlib.decompressobj(zlib.MAX_WBITS | 16)
+        return zlib.decompressobj(-zlib.MAX_WBITS if raw_deflate else zlib.MAX_WBITS)
+
+    def feed(self, data: bytes) -> Iterator[bytes]:
+        while data:
+            try:
+                out = self._obj.decompress(data, SLICE)
+            except zlib.error as exc:
+                if self.coding == "deflate" and self._first:  # some servers send raw deflate without the zlib header
+                    self._first = False
+                    self._obj = self._new(raw_deflate=True)
+                    continue
+                raise RequestFailed("malformed", f"the {self.coding} response body is corrupt: {exc}") from None
+            self._first = False
+            data = self._obj.unconsumed_tail
+            if self._obj.eof and self._obj.unused_data:  # a further gzip member follows
+                data = self._obj.unused_data + data
+                self._obj = self._new()
+            if out:
+                yield out
+
+    def finish(self) -> bytes:
+        return self._obj.flush()
+
+
+def _codings(resp: httpx.Response) -> list[_Inflater]:
+    header = resp.headers.get("content-encoding", "")
+    codings = [c.strip().lower() for c in header.split(",") if c.strip() and c.strip().lower() != "identity"]
+    for coding in codings:
+        if coding not in ("gzip", "x-gzip", "deflate"):
+            raise RequestFailed("malformed", f"the server sent Content-Encoding {header!r}, which was not asked for")
+    return [_Inflater(c) for c in reversed(codings)]  # the last coding applied is undone first
+
+
+async def iter_body(resp: httpx.Response, cap: int) -> AsyncIterator[bytes]:
+    """The decoded body in pieces as it arrives; raises TooLarge past `cap` bytes (received or decoded)."""
+    layers = _codings(resp)
+    received = decoded = 0
+    async for raw in resp.aiter_raw():
+        received += len(raw)
+        if received > cap:
+            raise TooLarge("body", cap)
+        for piece in _through(layers, raw):
+            decoded += len(piece)
+            if decoded > cap:
+                raise TooLarge("body, decompressed,", cap)
+            yield piece
+    tail = _drain(layers)
+    if tail:
+        decoded += len(tail)
+        if decoded > cap:
+            raise TooLarge("body, decompressed,", cap)
+        yield tail
+
+
+def _through(layers: list[_Inflater], data: bytes) -> Iterator[bytes]:
+    if not layers:
+        if data:
+            yield data
+        return
+    for piece in layers[0].feed(data):
+        yield from _through(layers[1:], piece)
+
+
+def _drain(layers: list[_Inflater]) -> bytes:
+    """What the layers still hold once the raw body has ended, each flush passed through the layers after it."""
+    out: list[bytes] = []
+    for i, layer in enumerate(layers):
+        out.extend(_through(layers[i + 1 :], layer.finish()))
+    return b"".join(out)
+
+
+async def read_body(resp: httpx.Response, cap: int) -> bytes:
+    """The whole decoded body, at most `cap` bytes."""
+    parts: list[bytes] = []
+    async for piece in iter_body(resp, cap):
+        parts.append(piece)
+    return b"".join(parts)
+
+
+async def read_error_body(resp: httpx.Response, limit: int = 64 * 1024) -> str:
+    """The start of an error body, for the message; never more than `limit` bytes are kept."""
+    parts: list[bytes] = []
+    size = 0
+    try:
+        async for piece in iter_body(resp, 1 << 40):
+            parts.append(piece)
+            size += len(piece)
+            if size >= limit:
+                break
+    except (RequestFailed, httpx.HTTPError):
+        pass
+    return b"".join(parts)[:limit].decode("utf-8", "replace")
+
+
+async def iter_lines(resp: httpx.Response, cap: int) -> AsyncIterator[str]:
+    """Decoded text lines of a server-sent-events body (cap counts the whole body)."""
+    buffer = bytearray()
+    searched = 0
+    async for piece in iter_body(resp, cap):
+        buffer += piece
+        while True:
+            cut = buffer.find(b"\n", searched)
+            if cut < 0:
+                searched = len(buffer)
+                break
+            line = bytes(buffer[:cut])
+            del buffer[: cut + 1]
+            searched = 0
+            yield line.rstrip(b"\r").decode("utf-8")
+    if buffer:
+        yield bytes(buffer).rstrip(b"\r").decode("utf-8")

@@ -147,9 +147,8 @@ class ResponseSchema:
             raise _fail(f"{path}.token", token, "a string")
         if isinstance(token, str) and token.startswith(_TOKEN_ID_PREFIX):
             suffix = token[len(_TOKEN_ID_PREFIX) :]
-            if not suffix.lstrip("-").isdigit():
-                raise _fail(f"{path}.token", token, "'token_id:N' with an integer N")
-            self._token_id(int(suffix), f"{path}.token")
+            if not suffix.isdigit() or int(suffix) >= self.id_limit:
+                raise _fail(f"{path}.token", token, f"'token_id:N' with N a token id below {self.id_limit}")
         if "id" in entry and entry["id"] is not None:
             self._token_id(entry["id"], f"{path}.id")
         raw = entry.get("bytes")

@@ -69,7 +69,8 @@ class ResponseSchema:
             raise RequestFailed("server", f"the server answered 200 with an error: {error}")
         choices = data.get("choices")
         if not isinstance(choices, list) or not choices:
-            raise _fail("choices", choices, "a non-empty list of choice objects")
+            failure = _fail("choices", choices, "a non-empty list of choice objects")
+            raise Malformed(f"{failure}; the server sent {_show(data)}")
         for i, choice in enumerate(choices):
             if not isinstance(choice, dict):
                 raise _fail(f"choices[{i}]", choice, "an object")
@@ -89,6 +90,9 @@ class ResponseSchema:
             for key in ("content", "reasoning_content", "reasoning"):
                 if message.get(key) is not None and not isinstance(message[key], str):
                     raise _fail(f"{path}.message.{key}", message[key], "a string")
+            said = any(message.get(k) is not None for k in ("reasoning_content", "reasoning", "tool_calls", "refusal"))
+            if message.get("content") is None and not said:
+                raise _fail(f"{path}.message.content", message.get("content"), "the reply text (a string)")
         elif not isinstance(choice.get("text"), str):
             raise _fail(f"{path}.text", choice.get("text"), "a string")
         finish = choice.get("finish_reason")

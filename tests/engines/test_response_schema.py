@@ -144,3 +144,31 @@ def test_stream_chunks_with_bad_shapes_are_refused() -> None:
     merged = merge_chunks([{"choices": [{"text": "a", "finish_reason": None}]},
                            {"choices": [{"text": "b", "finish_reason": "stop"}]}])  # fmt: skip
     assert merged["choices"][0]["text"] == "ab" and "message" not in merged["choices"][0]
+
+
+def test_a_message_without_any_reply_is_refused_and_a_body_without_choices_is_quoted() -> None:
+    assert "message.content is None" in _refused({"choices": [{"message": {"role": "assistant"}, "finish_reason": "stop"}]})
+    ResponseSchema(chat=True).check({"choices": [{"message": {"content": ""}, "finish_reason": "stop"}]})
+    assert "the server sent {'detail': 'Model is loading'}" in _refused({"detail": "Model is loading"})
+
+
+def test_sse_error_events_and_cut_streams() -> None:
+    import asyncio
+
+    from evalsuite.engines.stream import read_events
+
+    async def events(lines: list[str]) -> list[dict[str, Any]]:
+        async def source():
+            for line in lines:
+                yield line
+
+        return await read_events(source())
+
+    ok = ['data: {"choices": [{"delta": {"content": "a"}}]}', "", 'data: {"choices": [{"delta": {}, "finish_reason": "stop"}]}']
+    assert len(asyncio.run(events(ok))) == 2  # a finish reason without [DONE] is a complete answer
+    with pytest.raises(RequestFailed, match="overloaded"):
+        asyncio.run(events(ok[:2] + ["event: error", 'data: {"message": "overloaded"}', ""]))
+    with pytest.raises(RequestFailed, match="after 1 events without"):
+        asyncio.run(events(ok[:2]))
+    multi = ["data: {\"choices\": [{\"delta\": {\"content\":", 'data: "a"}, "finish_reason": "stop"}]}', "", "data: [DONE]", ""]
+    assert asyncio.run(events(multi))[0]["choices"][0]["delta"]["content"] == "a"

@@ -23,7 +23,7 @@ def grade_run(store: RunStore, *, tasks_dir: Path | None = None, workers: int | 
     grader = get_grader(spec)
     samples = store.samples()
     results = list(store.iter_results(strings="none"))
-    items = [GradeInput(samples[r.sample_id], r.completion.text, r.completion.truncated) for r in results]
+    items = [GradeInput(samples[r.sample_id], r.completion.answer_text, r.completion.truncated) for r in results]
     grades = grader.grade_batch(items, workers=workers) if items else []
     store.write_grades(grades, grader.name, grader.version)
     return grades

@@ -99,7 +99,15 @@ class TokenTrace:
 
 @dataclass
 class Completion:
-    """What one request produced, with enough detail to diff, grade and time it."""
+    """What one request produced, with enough detail to diff, grade and time it.
+
+    `text` is everything generated (a thinking model's reasoning included), in
+    the order it was generated: text diffs and token checks see all of it.
+    `reasoning` and `answer` split it for thinking models: the grade stage
+    reads `answer_text` only, so numbers in the reasoning are never taken for
+    the answer.  `reasoning_cut` marks a generation that ended inside its
+    reasoning (it never reached an answer).
+    """
 
     text: str
     finish_reason: str | None
@@ -109,6 +117,19 @@ class Completion:
     latency_s: float = 0.0
     ttft_s: float | None = None
     engine_extra: dict[str, Any] = field(default_factory=dict)
+    reasoning: str | None = None  # None: no reasoning was produced (or the run predates the split)
+    answer: str | None = None  # None: the whole text is the answer
+    reasoning_cut: bool = False
+
+    @property
+    def answer_text(self) -> str:
+        """The final answer, what graders read: the text after the reasoning, or all of it when there is none."""
+        return self.text if self.answer is None else self.answer
+
+    @property
+    def truncated_in_reasoning(self) -> bool:
+        """Cut off by the token limit before the reasoning ended: truncated, and reported apart."""
+        return self.reasoning_cut and self.truncated
 
     @property
     def token_level(self) -> TokenLevel:

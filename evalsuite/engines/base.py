@@ -159,12 +159,7 @@ class Engine:
         entries = logprobs.get("content")
         if entries is None and logprobs.get("tokens"):
             entries = [{"token": t} for t in logprobs["tokens"]]
-        if self.target.api == "chat":
-            message = choice["message"]
-            said = (message.get("reasoning_content") or message.get("reasoning") or "") + (message.get("content") or "")
-        else:
-            said = choice["text"]
-        check_agreement(said, entries or [], finish_reason=completion.finish_reason, stop=params.stop)
+        check_agreement(completion.text, entries or [], finish_reason=completion.finish_reason, stop=params.stop)
         return completion
 
     async def _post(self, url: str, body: dict[str, Any]) -> Any:

@@ -3,7 +3,8 @@
 One parser serves every dialect: llama.cpp adds token `id`s and `timings`,
 vLLM can render tokens as "token_id:N" and add `token_ids`, others give
 strings or only text.  Whatever is missing stays missing (-1 / NaN), never
-guessed.
+guessed.  A thinking model's reasoning is split from its answer here
+(`reasoning.py`), whether the server split it or left `<think>` tags inline.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from evalsuite.engines.reasoning import split_inline, split_message
 from evalsuite.records import Completion, TokenTrace
 
 _TOKEN_ID_PREFIX = "token_id:"
@@ -108,9 +110,10 @@ def completion_from_chat(resp: dict[str, Any], *, latency_s: float = 0.0, ttft_s
         raise ValueError(f"response has no choices: keys {sorted(resp)}")
     choice = choices[0]
     message = choice.get("message")
-    text = message.get("content") if isinstance(message, dict) else choice.get("text")
-    if isinstance(message, dict) and message.get("reasoning_content"):
-        text = f"{message['reasoning_content']}{text or ''}"
+    if isinstance(message, dict):
+        split = split_message(message.get("content"), message.get("reasoning_content") or message.get("reasoning"))
+    else:
+        split = split_inline(choice.get("text") or "")
     logprobs = choice.get("logprobs")
     trace: TokenTrace | None = None
     if isinstance(logprobs, dict) and isinstance(logprobs.get("content"), list):
@@ -129,7 +132,10 @@ def completion_from_chat(resp: dict[str, Any], *, latency_s: float = 0.0, ttft_s
     if isinstance(metrics, dict):
         extra["metrics"] = metrics
     return Completion(
-        text=text or "",
+        text=split.text,
+        reasoning=split.reasoning,
+        answer=split.answer,
+        reasoning_cut=split.cut,
         finish_reason=choice.get("finish_reason"),
         tokens=trace,
         usage=usage,

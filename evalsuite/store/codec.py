@@ -8,6 +8,7 @@ per sample, not millions of parsed numbers.
 from __future__ import annotations
 
 import json
+import sqlite3
 from typing import Any, Literal
 
 import numpy as np
@@ -20,8 +21,23 @@ Strings = Literal["all", "pieces", "none"]
 RESULT_COLUMNS = (
     "sample_id", "task", "strata", "finished_at", "attempts", "text", "finish_reason", "usage", "timings",
     "latency_s", "ttft_s", "engine_extra", "n_tokens", "top_k", "ids", "logprobs", "top_ids", "top_logprobs",
-    "pieces", "top_pieces", "raw", "raw_lens",
+    "pieces", "top_pieces", "raw", "raw_lens", "reasoning", "answer", "reasoning_cut",
 )  # fmt: skip
+
+ADDED_RESULT_COLUMNS = {"reasoning": "TEXT", "answer": "TEXT", "reasoning_cut": "INTEGER"}
+"""Columns later than the first store schema: added to older stores when they are opened (NULL there)."""
+
+
+def add_missing_columns(conn: Any) -> None:
+    """Bring an older store's results table up to RESULT_COLUMNS; old rows read as 'no reasoning split'."""
+    present = {row[1] for row in conn.execute("PRAGMA table_info(results)")}
+    for name, kind in ADDED_RESULT_COLUMNS.items():
+        if name not in present:
+            try:
+                conn.execute(f"ALTER TABLE results ADD COLUMN {name} {kind}")
+            except sqlite3.OperationalError as exc:  # another process added it in the meantime
+                if "duplicate column" not in str(exc):
+                    raise
 
 
 def _dumps(value: Any) -> str:
@@ -35,8 +51,9 @@ def result_to_row(result: SampleResult) -> tuple[Any, ...]:
         result.sample_id, result.task, _dumps(result.strata), result.finished_at, result.attempts, c.text,
         c.finish_reason, _dumps(c.usage), _dumps(c.timings), c.latency_s, c.ttft_s, _dumps(c.engine_extra),
     )  # fmt: skip
+    split = (c.reasoning, c.answer, int(c.reasoning_cut))
     if t is None:
-        return base + (None,) * 10
+        return base + (None,) * 10 + split
     raw_lens = np.array([-1 if b is None else len(b) for b in t.raw], np.int32)
     raw = b"".join(b for b in t.raw if b is not None)
     return base + (
@@ -50,7 +67,7 @@ def result_to_row(result: SampleResult) -> tuple[Any, ...]:
         _dumps(t.top_pieces),
         raw,
         raw_lens.astype("<i4").tobytes(),
-    )
+    ) + split
 
 
 def _trace_from_row(row: dict[str, Any], strings: Strings) -> TokenTrace | None:
@@ -90,6 +107,9 @@ def row_to_result(row: dict[str, Any], *, strings: Strings = "all") -> SampleRes
         latency_s=row["latency_s"],
         ttft_s=row["ttft_s"],
         engine_extra=json.loads(row["engine_extra"]),
+        reasoning=row.get("reasoning"),
+        answer=row.get("answer"),
+        reasoning_cut=bool(row.get("reasoning_cut")),
     )
     return SampleResult(
         sample_id=row["sample_id"],

@@ -24,6 +24,7 @@ from evalsuite.store.codec import (
     GRADE_COLUMNS,
     RESULT_COLUMNS,
     Strings,
+    add_missing_columns,
     grade_to_row,
     result_to_row,
     row_to_grade,
@@ -77,6 +78,7 @@ class RunStore:
         if version not in (0, STORE_SCHEMA):
             raise StoreError(f"{folder} was written by store schema {version}; this evalsuite reads {STORE_SCHEMA}.")
         self._conn.executescript(_SCHEMA)
+        add_missing_columns(self._conn)
 
     @classmethod
     def create(cls, folder: Path, manifest: dict[str, Any]) -> RunStore:
@@ -190,6 +192,7 @@ class RunStore:
                     "text": c.text,
                     "finish_reason": c.finish_reason,
                     "truncated": c.truncated,
+                    "truncated_in_reasoning": c.truncated_in_reasoning,
                     "completion_tokens": c.completion_tokens,
                     "token_level": c.token_level,
                     "latency_s": c.latency_s,

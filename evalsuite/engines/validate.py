@@ -74,15 +74,19 @@ class ResponseSchema:
         for i, choice in enumerate(choices):
             if not isinstance(choice, dict):
                 raise _fail(f"choices[{i}]", choice, "an object")
-        self._choice(choices[0], "choices[0]")
+        n_tokens = self._choice(choices[0], "choices[0]")
         self._usage(data.get("usage"))
+        counted = (data.get("usage") or {}).get("completion_tokens")
+        if n_tokens is not None and len(choices) == 1 and _is_int(counted) and n_tokens > counted + 1:
+            raise Malformed(f"the response returns {n_tokens} tokens but its usage counts {counted} generated tokens")
         for key in ("model", "system_fingerprint"):
             if data.get(key) is not None and not isinstance(data[key], str):
                 raise _fail(key, data[key], "a string")
         if data.get("timings") is not None and not isinstance(data["timings"], dict):
             raise _fail("timings", data["timings"], "an object")
 
-    def _choice(self, choice: dict[str, Any], path: str) -> None:
+    def _choice(self, choice: dict[str, Any], path: str) -> int | None:
+        """Check one choice; returns how many tokens it carries data for (None: no token data)."""
         if self.chat:
             message = choice.get("message")
             if not isinstance(message, dict):
@@ -114,6 +118,8 @@ class ResponseSchema:
                 self._token_id(tid, f"{path}.token_ids[{j}]")
             if n_entries is not None and n_entries != len(token_ids):
                 raise Malformed(f"{path} has {len(token_ids)} token_ids but {n_entries} logprob entries")
+            n_entries = len(token_ids)
+        return n_entries
 
     def _logprobs(self, logprobs: dict[str, Any], path: str) -> int | None:
         content = logprobs.get("content")

@@ -78,6 +78,7 @@ def test_well_formed_answers_of_every_shape_pass() -> None:
         ([["set", "choices.0.token_ids", [1, 2]]], "token_ids but 6 logprob entries"),
         ([["set", "choices.0.token_ids", [1, 2, 3, 4, 5, -6]]], "token_ids[5]"),
         ([["set", "model", 7]], "model"),
+        ([["set", "usage.completion_tokens", 2]], "returns 6 tokens but its usage counts 2"),
     ],
 )
 def test_malformed_shapes_are_refused_naming_path_and_value(patch: list[list[Any]], words: str) -> None:

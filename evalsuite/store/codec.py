@@ -31,6 +31,8 @@ ADDED_RESULT_COLUMNS = {"reasoning": "TEXT", "answer": "TEXT", "reasoning_cut": 
 def add_missing_columns(conn: Any) -> None:
     """Bring an older store's results table up to RESULT_COLUMNS; old rows read as 'no reasoning split'."""
     present = {row[1] for row in conn.execute("PRAGMA table_info(results)")}
+    if not present:
+        return  # a new store: the schema creates every column
     for name, kind in ADDED_RESULT_COLUMNS.items():
         if name not in present:
             try:

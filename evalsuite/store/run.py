@@ -43,7 +43,7 @@ CREATE TABLE IF NOT EXISTS results (
     sample_id TEXT PRIMARY KEY, task TEXT, strata TEXT, finished_at REAL, attempts INTEGER, text TEXT,
     finish_reason TEXT, usage TEXT, timings TEXT, latency_s REAL, ttft_s REAL, engine_extra TEXT,
     n_tokens INTEGER, top_k INTEGER, ids BLOB, logprobs BLOB, top_ids BLOB, top_logprobs BLOB,
-    pieces TEXT, top_pieces TEXT, raw BLOB, raw_lens BLOB
+    pieces TEXT, top_pieces TEXT, raw BLOB, raw_lens BLOB, reasoning TEXT, answer TEXT, reasoning_cut INTEGER
 );
 CREATE TABLE IF NOT EXISTS grades (
     sample_id TEXT PRIMARY KEY, status TEXT, extracted TEXT, reason TEXT, score REAL, details TEXT,
@@ -64,6 +64,7 @@ def _connect(path: Path) -> sqlite3.Connection:
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute("PRAGMA synchronous=NORMAL")
     conn.row_factory = sqlite3.Row
+    add_missing_columns(conn)  # stores written before a column existed read it as NULL
     return conn
 
 
@@ -78,7 +79,6 @@ class RunStore:
         if version not in (0, STORE_SCHEMA):
             raise StoreError(f"{folder} was written by store schema {version}; this evalsuite reads {STORE_SCHEMA}.")
         self._conn.executescript(_SCHEMA)
-        add_missing_columns(self._conn)
 
     @classmethod
     def create(cls, folder: Path, manifest: dict[str, Any]) -> RunStore:

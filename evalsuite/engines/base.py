@@ -22,7 +22,7 @@ from evalsuite.engines.identity import IdentityWatch
 from evalsuite.engines.parse import completion_from_chat
 from evalsuite.engines.retry import RequestFailed, parse_retry_after
 from evalsuite.engines.stream import merge_chunks, read_events
-from evalsuite.engines.validate import ResponseSchema
+from evalsuite.engines.validate import Malformed, ResponseSchema
 from evalsuite.records import Completion, GenerationParams, Sample
 
 PROBE_CAP = 16 * 2**20  # /models, /props, /metrics: small documents
@@ -153,7 +153,10 @@ class Engine:
     def accept(self, data: Any, params: GenerationParams, *, latency_s: float, ttft_s: float | None) -> Completion:
         """The Completion of a parsed body that passes every check (else RequestFailed, retryable)."""
         ResponseSchema(chat=self.target.api == "chat", vocab_size=self.vocab_size).check(data)
-        completion = completion_from_chat(data, latency_s=latency_s, ttft_s=ttft_s)
+        try:
+            completion = completion_from_chat(data, latency_s=latency_s, ttft_s=ttft_s)
+        except (ValueError, TypeError, KeyError, IndexError, AttributeError) as exc:  # a shape the schema let through
+            raise Malformed(f"unreadable response: {type(exc).__name__}: {exc}") from None
         choice = data["choices"][0]
         logprobs = choice.get("logprobs") or {}
         entries = logprobs.get("content")

@@ -146,6 +146,8 @@ class ResponseSchema:
             if not isinstance(top, dict):
                 raise _fail(f"{path}.top_logprobs[{i}]", top, "an object of token -> logprob")
             for token, lp in top.items():
+                if lp is None:
+                    raise _fail(f"{path}.top_logprobs[{i}][{token!r}]", lp, "a log-probability")
                 self._logprob(lp, f"{path}.top_logprobs[{i}][{token!r}]")
         return len(tokens)
 

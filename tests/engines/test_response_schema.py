@@ -106,6 +106,8 @@ def test_error_bodies_and_completions_shapes() -> None:
     assert "choices[0].text" in _refused(apply_patch(_good(LEGACY), [["set", "choices.0.text", None]]), chat=False)
     legacy = {"choices": [{"text": "x", "finish_reason": "stop", "logprobs": {"tokens": ["x"], "token_logprobs": [1.0]}}]}
     assert "token_logprobs[0]" in _refused(legacy, chat=False)
+    legacy["choices"][0]["logprobs"] = {"tokens": ["x"], "token_logprobs": [-1.0], "top_logprobs": [{"x": None}]}
+    assert "top_logprobs[0]['x'] is None" in _refused(legacy, chat=False)
     assert "(body)" in _refused([1, 2])
 
 

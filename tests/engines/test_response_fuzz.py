@@ -11,8 +11,9 @@ from hypothesis import strategies as st
 from evalsuite.config import TargetConfig
 from evalsuite.engines import make_engine
 from evalsuite.engines.retry import RequestFailed
+from evalsuite.engines.stream import merge_chunks
 from evalsuite.records import GenerationParams
-from fake_server import FakeState, completion_body
+from fake_server import FakeState, completion_body, stream_events
 
 JSON_VALUES = st.recursive(
     st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.floats(allow_nan=True) | st.text(max_size=8),
@@ -70,3 +71,19 @@ def test_mutated_answers_never_crash_the_engine(data: st.DataObject, shape: str)
     assert isinstance(completion.text, str) and isinstance(completion.finish_reason, str)
     if completion.tokens is not None:
         assert ((completion.tokens.ids >= -1) & (completion.tokens.ids < 2**31)).all()
+
+
+@settings(max_examples=200, deadline=None)
+@given(data=st.data())
+def test_mutated_stream_events_never_crash_the_engine(data: st.DataObject) -> None:
+    request = {"messages": [{"role": "user", "content": "q"}], "logprobs": True, "top_logprobs": 2}
+    events = [e for e in stream_events(completion_body(FakeState(tokens=3), request)) if e != "[DONE]"]
+    where = data.draw(st.integers(0, len(events) - 1))
+    path = data.draw(st.sampled_from(_paths(events[where])))
+    events[where] = _mutate(events[where], path, data.draw(JSON_VALUES), data.draw(st.booleans()))
+    try:
+        completion = ENGINES[True].accept(merge_chunks(events), GenerationParams(), latency_s=0.0, ttft_s=None)
+    except RequestFailed as failure:
+        assert failure.retryable and str(failure)
+        return
+    assert isinstance(completion.text, str) and isinstance(completion.finish_reason, str)

@@ -166,7 +166,9 @@ def truncation_rows(arms: Mapping[str, Arm]) -> list[dict[str, Any]]:
         if role in arms:
             res = arms[role].results.values()
             cut = sum(r.completion.truncated for r in res)
+            in_reasoning = sum(r.completion.truncated_in_reasoning for r in res)  # thinking models: no answer reached
             rows.append({"role": role, "target": arms[role].manifest.get("target", "?"), "truncated": cut, "n": len(res),
+                         "in_reasoning": in_reasoning,
                          "share": fmt.pct(cut / len(res) if res else math.nan)})  # fmt: skip
     return rows
 

@@ -126,8 +126,9 @@ class ResponseSchema:
         if content is not None:
             if not isinstance(content, list):
                 raise _fail(f"{path}.content", content, "a list of token entries")
-            for i, entry in enumerate(content):
-                self._entry(entry, f"{path}.content[{i}]", chosen=True)
+            if not _entries_ok(content, self.id_limit, chosen=True):  # the slow walk names what is wrong
+                for i, entry in enumerate(content):
+                    self._entry(entry, f"{path}.content[{i}]", chosen=True)
             return len(content)
         tokens = logprobs.get("tokens")
         if tokens is None:
@@ -164,7 +165,7 @@ class ResponseSchema:
         if "id" in entry and entry["id"] is not None:
             self._token_id(entry["id"], f"{path}.id")
         raw = entry.get("bytes")
-        if raw is not None and (not isinstance(raw, list) or not all(_is_int(b) and 0 <= b < 256 for b in raw)):
+        if raw is not None and (not isinstance(raw, list) or not _byte_values(raw)):
             raise _fail(f"{path}.bytes", raw, "a list of byte values 0-255")
         self._logprob(entry.get("logprob"), f"{path}.logprob")
         if not chosen:
@@ -206,6 +207,44 @@ class ResponseSchema:
                         raise _fail(f"usage.{key}.{sub}", count, "a non-negative integer")
             elif not (_is_int(value) and value >= 0):
                 raise _fail(f"usage.{key}", value, "a non-negative integer")
+
+
+def _entries_ok(entries: list[Any], limit: int, *, chosen: bool) -> bool:
+    """The same rules as ResponseSchema._entry, as one tight loop: it runs for every token of every response."""
+    for entry in entries:
+        if type(entry) is not dict:
+            return False
+        tid = entry.get("id")
+        if tid is not None and (type(tid) is not int or not 0 <= tid < limit):
+            return False
+        token = entry.get("token")
+        if token is not None:
+            if type(token) is not str:
+                return False
+            if token.startswith(_TOKEN_ID_PREFIX):
+                suffix = token[len(_TOKEN_ID_PREFIX) :]
+                if not suffix.isdigit() or int(suffix) >= limit:
+                    return False
+        lp = entry.get("logprob")
+        if lp is not None and (type(lp) not in (float, int) or not -math.inf < lp <= LOGPROB_SLACK):
+            return False
+        raw = entry.get("bytes")
+        if raw is not None and (type(raw) is not list or not _byte_values(raw)):
+            return False
+        if chosen:
+            top = entry.get("top_logprobs")
+            if top is not None and (type(top) is not list or not _entries_ok(top, limit, chosen=False)):
+                return False
+    return True
+
+
+def _byte_values(values: list[Any]) -> bool:
+    """Integers 0-255 (checked by bytes() at C speed; it runs for every token and alternative)."""
+    try:
+        bytes(values)
+    except (TypeError, ValueError):
+        return False
+    return True
 
 
 def server_error(data: dict[str, Any]) -> str | None:

@@ -178,6 +178,8 @@ class Engine:
         async with self.http.stream("POST", url, json=body) as resp:
             if resp.status_code >= 300:
                 check_status(resp.status_code, resp.headers, await read_error_body(resp))
+            if resp.headers.get("content-type", "").startswith("application/json"):  # the server ignored stream
+                return json.loads(await read_body(resp, self.max_bytes)), None
             lines = iter_lines(resp, self.max_bytes)
             chunks = await read_events(lines, lambda: ttft.append(time.perf_counter() - start))
         return merge_chunks(chunks), (ttft[0] if ttft else None)

@@ -100,3 +100,10 @@ def _folder_after_run(folder: Path, server: FakeServer, stream: bool) -> Path:
     assert _run(config) == 0
     (run,) = (folder / "runs" / "base" / "echo").iterdir()
     return run
+
+
+def test_a_server_that_ignores_stream_and_answers_json_is_read_as_json(tmp_path: Path, fake_server: FakeServer) -> None:
+    clean = open_run(_folder_after_run(tmp_path / "clean", fake_server, False)).results()["q0003"].completion
+    fake_server.state.faults = [_fault("plain")]
+    result = open_run(_folder_after_run(tmp_path / "streamed", fake_server, True)).results()["q0003"]
+    assert result.attempts == 1 and result.completion.text == clean.text and result.completion.ttft_s is None

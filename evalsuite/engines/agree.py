@@ -31,9 +31,11 @@ def token_text(entries: Sequence[dict[str, Any]]) -> str | None:
     for entry in entries:
         raw = entry.get("bytes")
         token = entry.get("token")
+        if isinstance(token, str) and token.startswith(_TOKEN_ID_PREFIX):
+            return None  # vLLM's ids-as-tokens: its bytes may spell "token_id:N" itself, not the token
         if isinstance(raw, list):
             parts.append(bytes(raw))
-        elif isinstance(token, str) and not token.startswith(_TOKEN_ID_PREFIX):
+        elif isinstance(token, str):
             parts.append(token.encode("utf-8", "surrogatepass"))
         else:
             return None

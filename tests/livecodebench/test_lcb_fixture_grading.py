@@ -52,12 +52,15 @@ BROKEN = [
     ("3264", "class Solution:\n    def getFinal(self, nums, k, multiplier):\n        return nums", "runtime_error", 0),
     ("3264", "class Solution:\n    def getFinalState(self, nums, k, multiplier):\n        return [0] * 10**9", "memory_limit", 0),
 ]
+NO_CGROUP = {"memory_limit": "runtime_error"}  # address-space limit: an instant MemoryError proves no limit was hit
 
 
 @pytest.mark.parametrize("qid, code, outcome, n_passed", BROKEN, ids=[f"{b[0]}-{b[2]}-{i}" for i, b in enumerate(BROKEN)])
 def test_broken_solutions_fail_with_the_right_outcome(
     grader: CodeGrader, lcb_samples: dict[str, Sample], qid: str, code: str, outcome: str, n_passed: int
 ) -> None:
+    if not grader.sandbox.memory_mode.startswith("cgroup") and "10**9" in code:
+        outcome = NO_CGROUP.get(outcome, outcome)
     grade = grader.grade_batch([GradeInput(lcb_samples[qid], fenced(code))])[0]
     assert grade.status == "incorrect"
     assert grade.details["outcome"] == outcome, grade.reason

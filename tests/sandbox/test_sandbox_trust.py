@@ -7,6 +7,7 @@ import os
 import secrets
 import shutil
 import subprocess
+import sys
 import tempfile
 import time
 from dataclasses import replace
@@ -178,3 +179,68 @@ def test_numpy_is_importable_single_threaded_within_the_memory_limit(sandbox: Sa
     wrote = sandbox.run(Program("import numpy, os\nopen(os.path.join(os.path.dirname(numpy.__file__), 'x'), 'w')"))
     assert wrote.exit_code != 0
     assert any(m in wrote.stderr for m in (b"Read-only file system", b"Permission denied")), wrote.stderr[-300:]
+
+
+HUNTER = """
+import os
+seen = set()
+def grab(path):
+    try:
+        if os.path.isdir(path):
+            for name in os.listdir(path):
+                grab(os.path.join(path, name)) if path.count('/') < 12 else None
+        elif path not in seen:
+            seen.add(path)
+            print(path, open(path, 'rb').read()[:200])
+    except OSError as e:
+        print('denied', path, e.errno)
+for pid in os.listdir('/proc'):
+    if pid.isdigit():
+        for name in ('cmdline', 'environ'):
+            try:
+                args = open(f'/proc/{pid}/{name}', 'rb').read().split(b'\\0')
+            except OSError:
+                continue
+            for arg in args:
+                arg = arg.decode(errors='replace').split('=')[-1]
+                if arg.startswith('/') and not arg.startswith(('/usr', '/bin', '/lib', '/proc', '/dev')):
+                    grab(arg)
+                    grab(os.path.dirname(arg))
+        try:
+            grab(os.readlink(f'/proc/{pid}/cwd'))
+        except OSError:
+            pass
+grab(%r)
+"""
+
+
+@pytest.mark.parametrize("mode", ["namespaces", "uid"])
+def test_hostile_program_cannot_read_the_run_store(isolation: str, uid_block: range, mode: str) -> None:
+    """A run store the evaluator has open (0644 in a 0755 project, its path on a command line) stays unreadable."""
+    if mode == "namespaces" and isolation != "namespaces":
+        pytest.skip("namespace isolation is not available here")
+    token = "EXPECTED-" + secrets.token_hex(8)
+    project = Path(tempfile.mkdtemp(prefix="evalsuite-project-", dir="/tmp"))
+    store = project / "runs" / "baseline" / "livecodebench" / "run-1"
+    store.mkdir(parents=True)
+    for folder in (project, *store.parents):
+        if str(folder).startswith(str(project)):
+            os.chmod(folder, 0o755)
+    os.chmod(store, 0o755)
+    db = store / "records.sqlite"
+    db.write_text(token)
+    os.chmod(db, 0o644)
+    (store / "manifest.json").write_text(token)
+    os.chmod(store / "manifest.json", 0o644)
+    holder = open(db, "rb")  # the evaluator keeps its store open while it grades
+    named = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)", str(db)])  # path on a command line
+    try:
+        sandbox = Sandbox(limits=replace(SMALL, cpu_s=5.0, wall_s=15.0), isolation=mode)  # type: ignore[arg-type]
+        r = sandbox.run(Program(HUNTER % str(db)))
+    finally:
+        named.kill()
+        named.wait()
+        holder.close()
+        shutil.rmtree(project)
+    assert r.setup_error is None and b"denied" in r.stdout, r.stderr[-500:]
+    assert token.encode() not in r.stdout + r.stderr

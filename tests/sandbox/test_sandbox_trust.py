@@ -132,7 +132,7 @@ def test_keys_do_not_leak_between_programs(sandbox: Sandbox) -> None:
     assert found.stdout.strip() == b"[-1, -1, -1]", found.stdout
 
 
-def test_state_folder_owned_by_someone_else_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_state_folder_owned_by_someone_else_is_refused(isolation: str, monkeypatch: pytest.MonkeyPatch) -> None:
     base = Path(tempfile.mkdtemp(prefix="evalsuite-state-"))
     try:
         for name, prepare in (("other-owner", lambda p: os.chown(p, 12345, 12345)),

@@ -129,6 +129,12 @@ def _apply_limits(lim: dict, address_space: bool) -> None:
     resource.setrlimit(resource.RLIMIT_NOFILE, (lim["open_files"], lim["open_files"]))
     resource.setrlimit(resource.RLIMIT_NPROC, (lim["processes"], lim["processes"]))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    # Deep recursion through C frames (lru_cache, sorted keys) needs a large stack; its pages still count
+    # against the memory limit, so it may be as large as that limit.
+    hard = resource.getrlimit(resource.RLIMIT_STACK)[1]
+    stack = int(lim["memory_mb"]) << 20
+    stack = stack if hard == resource.RLIM_INFINITY else min(stack, hard)
+    resource.setrlimit(resource.RLIMIT_STACK, (stack, stack))
 
 
 def _keyctl(*args: int) -> int:

@@ -131,3 +131,11 @@ def test_uid_fallback_still_drops_privileges_and_blocks_sockets(isolation: str) 
     assert int(r.stdout) >= 1000
     assert b"network access is disabled" in r.stderr
     assert fallback.describe()["network"] == "audit hook"
+
+
+def test_deep_recursion_through_c_frames_has_stack(sandbox: Sandbox) -> None:
+    """lru_cache recursion uses the C stack: 8 MiB segfaults near depth 20,000, as accepted solutions go deeper."""
+    src = ("import sys\nfrom functools import lru_cache\nsys.setrecursionlimit(10 ** 6)\n"
+           "@lru_cache(None)\ndef f(n):\n    return 0 if n == 0 else f(n - 1) + 1\nprint(f(60000))\n")
+    r = sandbox.run(Program(src), replace(SMALL, cpu_s=5.0, wall_s=20.0))
+    assert (r.exit_code, r.stdout) == (0, b"60000\n"), (r.signal_name, r.stderr[-300:])

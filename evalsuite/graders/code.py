@@ -67,8 +67,8 @@ def pass_at_k_by_problem(grades: Iterable[Grade], k: int = 1) -> dict[str, float
 
 
 class CodeGrader:
-    """Grader `code`: options timeout_s (per test, default 6), memory_mb, processes, float_tolerance,
-    stop_on_first_failure."""
+    """Grader `code`: options timeout_s (CPU seconds per test, and per call of a functional problem; default 6),
+    memory_mb (the whole run's), processes, float_tolerance, stop_on_first_failure."""
 
     name = "code"
 

@@ -192,8 +192,6 @@ def main() -> None:
     import builtins
 
     builtins.exit = builtins.quit = _exit  # type: ignore[attr-defined]
-    if hasattr(sys, "set_int_max_str_digits"):
-        sys.set_int_max_str_digits(0)
     vendor = os.environ.pop("EVALSUITE_VENDOR", "")
     if vendor:
         sys.meta_path.append(_VendorFinder(json.loads(vendor)))

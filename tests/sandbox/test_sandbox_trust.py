@@ -41,18 +41,24 @@ def test_outcomes_come_from_the_real_wait_status(judge: Judge) -> None:
     assert segv.detail.startswith("SIGSEGV")
 
 
+CHILDREN = ("import os, time\npids = []\nfor _ in range(4):\n    pid = os.fork()\n    if pid == 0:\n"
+            "        try:\n            b = bytearray(%d << 20)\n        except MemoryError:\n            os._exit(3)\n"
+            "        for i in range(0, len(b), 4096): b[i] = 1\n        time.sleep(1.0)\n        os._exit(0)\n"
+            "    pids.append(pid)\n"
+            "codes = [os.waitstatus_to_exitcode(os.waitpid(p, 0)[1]) for p in pids]\nprint(codes)\n"
+            "raise SystemExit(0 if all(c == 0 for c in codes) else 1)\n")
+
+
 def test_memory_limit_bounds_the_whole_run(sandbox: Sandbox) -> None:
-    """Four children of 100 MiB each under a 256 MiB limit: they cannot all live (cgroup), or each is capped."""
-    src = ("import os, time\npids = []\nfor _ in range(4):\n    pid = os.fork()\n    if pid == 0:\n"
-           "        b = bytearray(100 << 20)\n        for i in range(0, len(b), 4096): b[i] = 1\n"
-           "        time.sleep(1.0)\n        os._exit(0)\n    pids.append(pid)\n"
-           "codes = [os.waitstatus_to_exitcode(os.waitpid(p, 0)[1]) for p in pids]\nprint(codes)\n"
-           "raise SystemExit(0 if all(c == 0 for c in codes) else 1)\n")
-    r = sandbox.run(Program(src), replace(SMALL, processes=8, cpu_s=5.0, wall_s=20.0))
+    """Four children of 100 MiB each under 256 MiB: a cgroup stops them together; without one, each process is
+    capped at memory_mb (so the run at processes x memory_mb) and a child larger than that fails."""
+    limits = replace(SMALL, processes=8, cpu_s=5.0, wall_s=20.0)
     if sandbox.memory_mode.startswith("cgroup"):
+        r = sandbox.run(Program(CHILDREN % 100), limits)
         assert r.exit_code != 0 and r.memory_error, (r.exit_code, r.stdout, r.stderr[-300:])
     else:
-        pytest.skip(f"no memory cgroup here ({sandbox.memory_mode}); the bound is processes x memory_mb")
+        r = sandbox.run(Program(CHILDREN % (SMALL.memory_mb + 16)), limits)
+        assert r.exit_code == 1 and r.stdout.strip() == b"[3, 3, 3, 3]", (r.stdout, r.stderr[-300:])
 
 
 def test_functional_call_ignoring_sigalrm_and_swallowing_exceptions_times_out(judge: Judge) -> None:

@@ -30,6 +30,7 @@ from evalsuite.sandbox import cgroup
 from evalsuite.sandbox.calls import CallDriver
 from evalsuite.sandbox.exposure import THREAD_ENV, reachable_by_others, seal_evaluator_files, vetted_packages
 from evalsuite.sandbox.isolation import (
+    LAUNCH_ENV,
     LAUNCHER,
     Isolation,
     Slot,
@@ -201,9 +202,10 @@ class Sandbox:
         started = time.monotonic()
         try:
             proc = subprocess.Popen(
-                [sys.executable, "-I", "-S", str(LAUNCHER), json.dumps(cfg)],
+                [sys.executable, "-I", "-S", str(LAUNCHER)],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                pass_fds=(status_w, *(fds or ())), start_new_session=True, env={}, cwd=str(job),
+                pass_fds=(status_w, *(fds or ())), start_new_session=True, env={LAUNCH_ENV: json.dumps(cfg)},
+                cwd=str(job),
             )
         finally:
             os.close(status_w)

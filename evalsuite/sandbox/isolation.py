@@ -39,6 +39,7 @@ UID_BASE = 61000
 UID_COUNT = 256
 STATE_DIR = Path("/tmp/evalsuite-sandbox")
 LAUNCHER = Path(__file__).with_name("launcher.py")
+LAUNCH_ENV = "EVALSUITE_LAUNCH"  # the launcher's configuration: in its environment, which only root can read
 BLOCK = 16
 _held_blocks: dict[int, int] = {}
 
@@ -235,13 +236,13 @@ def detect_isolation() -> Isolation:
     (job / "box").mkdir(exist_ok=True)
     cfg = {
         "isolation": "namespaces", "status_fd": write_fd, "root": str(job / "root"), "box": str(job / "box"),
-        "binds": system_binds(), "uid": 65534, "gid": 65534, "drop": True, "workdir": "/",
+        "binds": system_binds(), "uid": 65534, "gid": 65534, "drop": True, "keep_keys": True, "workdir": "/",
         "limits": {"cpu_s": 5, "memory_mb": 512, "file_size_mb": 1, "open_files": 32, "processes": 8,
                    "scratch_mb": 1, "wall_s": 10},
         "argv": [interpreter("namespaces"), "-S", "-c", "pass"], "env": {},
     }
     try:
-        subprocess.run([sys.executable, "-I", "-S", str(LAUNCHER), json.dumps(cfg)], pass_fds=(write_fd,),
+        subprocess.run([sys.executable, "-I", "-S", str(LAUNCHER)], env={LAUNCH_ENV: json.dumps(cfg)}, pass_fds=(write_fd,),
                        stdin=subprocess.DEVNULL, capture_output=True, timeout=20, check=False)
         os.close(write_fd)
         with os.fdopen(read_fd, "rb") as fh:

@@ -1,6 +1,7 @@
 """Privileged half of one sandboxed execution; run as its own interpreter, never imported.
 
-The executor starts this file as `python -I -S launcher.py CONFIG_JSON` with real
+The executor starts this file as `python -I -S launcher.py` (the configuration in
+EVALSUITE_LAUNCH, an environment only root can read) with real
 pipes and a status pipe.  Three processes:
 
 - the launcher enters fresh namespaces when asked, forks `init`, kills it at
@@ -179,7 +180,8 @@ def _program(cfg: dict, status_fd: int) -> None:
         _apply_limits(cfg["limits"], address_space=not cfg.get("cgroup_procs"))
         if cfg["drop"]:
             _drop_privileges(cfg["uid"], cfg["gid"])
-            _fresh_keyrings()
+            if not cfg.get("keep_keys"):
+                _fresh_keyrings()
         _check(_libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0), "pdeathsig")
         os.close(status_fd)
         os.execve(cfg["argv"][0], cfg["argv"], cfg["env"])
@@ -219,7 +221,7 @@ def _init(cfg: dict, status_fd: int) -> None:
             os._exit(SETUP_FAILED)
         if done == pid:
             break
-    if cfg["drop"]:
+    if cfg["drop"] and not cfg.get("keep_keys"):
         _clear_user_keyrings(cfg["uid"], cfg["gid"])
     _report(status_fd, {"exit": os.waitstatus_to_exitcode(status), "cpu_s": usage.ru_utime + usage.ru_stime,
                         "maxrss_kb": usage.ru_maxrss})
@@ -242,7 +244,7 @@ def _clear_user_keyrings(uid: int, gid: int) -> None:
 
 
 def main() -> None:
-    cfg = json.loads(sys.argv[1])
+    cfg = json.loads(os.environ.pop("EVALSUITE_LAUNCH"))  # not argv: every uid can read command lines
     status_fd = int(cfg["status_fd"])
     _check(_libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0), "pdeathsig")
     if os.getppid() == 1:  # the executor died before we got here

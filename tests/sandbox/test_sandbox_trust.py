@@ -250,3 +250,16 @@ def test_hostile_program_cannot_read_the_run_store(isolation: str, uid_block: ra
         shutil.rmtree(project)
     assert r.setup_error is None and b"denied" in r.stdout, r.stderr[-500:]
     assert token.encode() not in r.stdout + r.stderr
+
+
+@pytest.mark.parametrize("mode", ["namespaces", "uid"])
+def test_launcher_configuration_is_not_visible(isolation: str, uid_block: range, mode: str) -> None:
+    """The launcher's configuration (host paths, uid, limits) is in its environment, which only root reads."""
+    if mode == "namespaces" and isolation != "namespaces":
+        pytest.skip("namespace isolation is not available here")
+    src = ("import os\nfor pid in os.listdir('/proc'):\n    for name in ('cmdline', 'environ'):\n        try:\n"
+           "            print(open(f'/proc/{pid}/{name}', 'rb').read())\n        except (OSError, ValueError):\n"
+           "            pass\n")
+    r = Sandbox(limits=SMALL, isolation=mode).run(Program(src))  # type: ignore[arg-type]
+    assert r.exit_code == 0 and b"launcher.py" in r.stdout, r.stderr  # the launcher is seen, its settings are not
+    assert b"EVALSUITE_LAUNCH" not in r.stdout and b'"binds"' not in r.stdout

@@ -5,6 +5,10 @@ solution (one execution per stdin test, one per functional problem), `--rounds`
 times, first one at a time and then through `Sandbox.map` with one worker per
 CPU, in the same process.  Prints executions per second for both and their
 ratio, plus the cost of an empty program (the sandbox's fixed overhead).
+Then the cost of judging one large functional reply (`--elements`, default
+300,000 integers): refused from its length header by the judge's cap, parsed
+in full as tagged JSON (a reply under the cap), and the previous path
+(`ast.literal_eval` of the value's repr) as the reference.
 
     .venv/bin/python bench/sandbox.py [--rounds 3] [--workers N]
 """
@@ -12,6 +16,7 @@ ratio, plus the cost of an empty program (the sandbox's fixed overhead).
 from __future__ import annotations
 
 import argparse
+import ast
 import json
 import os
 import sys
@@ -22,6 +27,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from evalsuite.sandbox import Program, Sandbox  # noqa: E402
+from evalsuite.sandbox.calls import CallDriver, default_cap, parse_reply  # noqa: E402
 from evalsuite.tasks.livecodebench import prepare_rows, tests_of  # noqa: E402
 from evalsuite.tasks.data import read_jsonl  # noqa: E402
 
@@ -44,16 +50,38 @@ def timed(sandbox: Sandbox, programs: list[Program], workers: int) -> float:
     started = time.perf_counter()
     results = sandbox.map(programs, workers=workers)
     elapsed = time.perf_counter() - started
-    bad = [r for r in results if r.exit_code != 0 or r.timed_out]
+    bad = [r for r in results if r.exit_code != 0 or r.timed_out or any("ok" not in c for c in r.calls)]
     if bad:
         raise SystemExit(f"{len(bad)} reference executions failed; first stderr: {bad[0].stderr[-300:]!r}")
     return elapsed
+
+
+def reply_costs(elements: int) -> dict[str, float]:
+    """Seconds to refuse, to parse, and (reference) to literal_eval one reply of `elements` integers."""
+    value = list(range(elements))
+    data = json.dumps({"i": 0, "ok": value}).encode()
+    frame = b"%d\n" % len(data) + data
+    driver = CallDriver(calls=[("1",)], caps=[default_cap("[1, 2, 3]", 16 << 20)], cpu_s=6.0, wall_s=17.0)
+    driver.feed(b'15\n{"ready": true}', 0.0, 0.0)
+    started = time.perf_counter()
+    driver.feed(frame[: 1 << 16], 0.0, 0.0)  # the first pipe read already carries the header
+    refused = time.perf_counter() - started
+    assert driver.results and "oversize" in driver.results[0]
+    started = time.perf_counter()
+    parse_reply(data)
+    parsed = time.perf_counter() - started
+    text = repr(value)
+    started = time.perf_counter()
+    ast.literal_eval(text)
+    literal = time.perf_counter() - started
+    return {"refused": refused, "parsed": parsed, "literal_eval": literal}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--elements", type=int, default=300_000)
     args = parser.parse_args()
     sandbox = Sandbox()
     programs = fixture_programs() * args.rounds
@@ -69,6 +97,12 @@ def main() -> None:
     print(f"one at a time:         {len(programs) / serial:.2f} executions/s ({serial:.2f} s)")
     print(f"pool of {args.workers}:             {len(programs) / pooled:.2f} executions/s ({pooled:.2f} s)")
     print(f"speed-up pool/serial:  {serial / pooled:.2f}x")
+    costs = reply_costs(args.elements)
+    print(f"reply of {args.elements} ints: refused by the cap {costs['refused'] * 1000:.2f} ms, "
+          f"parsed as tagged JSON {costs['parsed'] * 1000:.0f} ms, "
+          f"reference ast.literal_eval {costs['literal_eval'] * 1000:.0f} ms "
+          f"({costs['literal_eval'] / max(costs['parsed'], 1e-9):.1f}x the JSON parse, "
+          f"{costs['literal_eval'] / max(costs['refused'], 1e-9):.0f}x the refusal)")
 
 
 if __name__ == "__main__":

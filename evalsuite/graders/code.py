@@ -67,8 +67,8 @@ def pass_at_k_by_problem(grades: Iterable[Grade], k: int = 1) -> dict[str, float
 
 
 class CodeGrader:
-    """Grader `code`: options timeout_s (per test, default 6), memory_mb, processes, float_tolerance,
-    stop_on_first_failure."""
+    """Grader `code`: options timeout_s (CPU seconds per test, and per call of a functional problem; default 6),
+    memory_mb (the whole run's), processes, float_tolerance, stop_on_first_failure."""
 
     name = "code"
 
@@ -143,6 +143,9 @@ class CodeGrader:
             outcomes = judge.run(code, tests, reference.get("fn_name") or None)
         except SandboxFailure as exc:
             return Grade(sid, "ungraded", code, str(exc), 0.0, base)
+        except Exception as exc:  # noqa: BLE001 - one program must never fail the grading of a run
+            return Grade(sid, "ungraded", code, f"the judge failed on this program: {type(exc).__name__}: {exc}",
+                         0.0, base)
         return self._verdict(sid, code, outcomes, base)
 
     def _verdict(self, sid: str, code: str, outcomes: list[TestOutcome], base: dict[str, Any]) -> Grade:
@@ -153,7 +156,7 @@ class CodeGrader:
             "outcome": first_bad.outcome if first_bad else "passed",
             "n_passed": n_passed,
             "tests": [o.as_dict() for o in outcomes],
-            "sandbox": {k: v for k, v in self.sandbox.describe().items() if k in ("isolation", "network")},
+            "sandbox": {k: v for k, v in self.sandbox.describe().items() if k in ("isolation", "network", "memory")},
         }
         if first_bad is None and n_passed == base["n_tests"]:
             return Grade(sid, "correct", code, f"all {n_passed} tests passed", 1.0, details)

@@ -2,18 +2,19 @@
 
 `Sandbox.run` takes a `Program` (source, stdin, or functional calls) and
 returns an `ExecResult`.  Per execution: a uid of its own, a job folder
-(deleted afterwards) holding the program read-only, the launcher in a new
-session, real pipes read with caps so a flood cannot exhaust our memory, a
-wall-clock limit enforced by the launcher with a backstop here that kills
-the whole process group, and a sweep of the uid afterwards so nothing the
+(deleted afterwards) holding the program, the launcher in a new session, a
+memory cgroup for the whole run where the machine gives one, real pipes read
+with caps so a flood cannot exhaust our memory, the run's CPU time measured
+here and enforced (per test, and per call for functional programs) with a
+wall-clock backstop, and a sweep of the uid afterwards so nothing the
 program started survives it.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
-import selectors
 import shutil
 import signal
 import subprocess
@@ -21,11 +22,15 @@ import sys
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal, Sequence
 
+from evalsuite.sandbox import cgroup
+from evalsuite.sandbox.calls import CallDriver
+from evalsuite.sandbox.exposure import THREAD_ENV, reachable_by_others, seal_evaluator_files, vetted_packages
 from evalsuite.sandbox.isolation import (
+    LAUNCH_ENV,
     LAUNCHER,
     Isolation,
     Slot,
@@ -37,9 +42,11 @@ from evalsuite.sandbox.isolation import (
     system_binds,
 )
 from evalsuite.sandbox.limits import ExecResult, Limits
+from evalsuite.sandbox.pump import Pump
 
 RUNNER = Path(__file__).with_name("runner.py")
 BACKSTOP_S = 3.0  # beyond the launcher's own wall limit, before we kill the group ourselves
+_serial = itertools.count()
 
 
 @dataclass(frozen=True)
@@ -47,7 +54,9 @@ class Program:
     """One execution.  `script`: run `source` with `stdin`.  `functional`: call `fn_name` once per entry of `calls`.
 
     Each call is a list of arguments, each argument a JSON text (LiveCodeBench's
-    functional input is one JSON value per line).
+    functional input is one JSON value per line).  `result_caps[i]` bounds the
+    bytes of call i's reply (default: the limits' `result_bytes`); the caps
+    never enter the sandbox.
     """
 
     source: str
@@ -55,16 +64,21 @@ class Program:
     stdin: bytes = b""
     fn_name: str | None = None
     calls: tuple[tuple[str, ...], ...] = ()
-    call_timeout_s: float = 6.0
+    result_caps: tuple[int, ...] = ()
 
 
 @dataclass
 class Sandbox:
-    """Executor for untrusted programs; `isolation` defaults to the best this machine allows."""
+    """Executor for untrusted programs; `isolation` defaults to the best this machine allows.
+
+    `uids` restricts the uids this sandbox uses (a block from
+    `isolation.reserve_uid_block`), so its owner knows which processes are its own.
+    """
 
     limits: Limits = field(default_factory=Limits)
     isolation: Isolation | None = None
     python: str | None = None
+    uids: range | None = None
 
     def __post_init__(self) -> None:
         if self.isolation is None:
@@ -72,6 +86,15 @@ class Sandbox:
         if self.python is None:
             self.python = interpreter(self.isolation)
         self._runner_source = RUNNER.read_bytes()
+        self._memory = cgroup.detect() if self.isolation != "none" else None
+        self.sealed = seal_evaluator_files(self.python) if self.isolation == "uid" else []
+        self.vendor = [(name, path) for name, path in vetted_packages(self.python)
+                       if self.isolation != "uid" or reachable_by_others(path)]
+
+    @property
+    def memory_mode(self) -> str:
+        """How `memory_mb` is enforced: a cgroup for the run's total, or per process (total <= processes x memory)."""
+        return self._memory.mode if self._memory else "per-process address space"
 
     def describe(self) -> dict[str, Any]:
         """Which protections are active, for run records and reports."""
@@ -80,6 +103,8 @@ class Sandbox:
             "isolation": self.isolation,
             "network": network[self.isolation or "none"],
             "unprivileged_uid": self.isolation in ("namespaces", "uid"),
+            "memory": self.memory_mode,
+            "packages": sorted(name for name, _ in self.vendor if not name.endswith(".libs")),
             "python": self.python,
             "limits": self.limits.as_launcher_dict(),
         }
@@ -95,35 +120,45 @@ class Sandbox:
     def run(self, program: Program, limits: Limits | None = None) -> ExecResult:
         """Execute one program; never raises for anything the program does."""
         limits = limits or self.limits
-        if program.mode == "functional":
-            limits = limits.for_calls(len(program.calls), program.call_timeout_s)
-        slot = acquire_slot() if self.isolation != "none" else None
+        if self.isolation == "uid":
+            self.sealed += seal_evaluator_files(self.python or sys.executable)  # files opened since
+        slot = acquire_slot(uids=self.uids) if self.isolation != "none" else None
         job = Path(tempfile.mkdtemp(prefix="job-", dir=state_dir()))
+        group = None
         leftovers: list[int] = []
         try:
-            result = self._run_in(job, slot, program, limits)
+            if self._memory is not None:
+                group = self._memory.create(f"run-{os.getpid()}-{next(_serial)}", limits.memory_mb, limits.processes)
+            result = self._run_in(job, slot, group, program, limits)
         finally:
             leftovers = sweep_uid(slot.uid) if slot else []
+            if group is not None:
+                result_hit = group.limit_hit()
+                group.remove()
             shutil.rmtree(job, ignore_errors=True)
             if slot is not None and not leftovers:
                 slot.release()  # a uid with survivors stays locked until this process exits
         result.leftover_pids = leftovers
+        if group is not None:
+            result.memory_exceeded = result_hit
+        else:  # address-space limit: failed with a peak within half of it (an exit code alone proves nothing)
+            result.memory_exceeded = result.exit_code != 0 and result.maxrss_kb >= limits.memory_mb * 512
         return result
 
-    def _prepare(self, job: Path, slot: Slot | None, program: Program) -> tuple[list[str], dict[str, str], str]:
+    def _prepare(self, job: Path, slot: Slot | None, program: Program, fds: tuple[int, int] | None
+                 ) -> tuple[list[str], dict[str, str], str]:
         box = job / "box"
         box.mkdir()
         (job / "root").mkdir()
         (box / "runner.py").write_bytes(self._runner_source)
-        (box / "solution.py").write_text(program.source, encoding="utf-8")
-        if program.mode == "functional":
-            spec = {"fn_name": program.fn_name, "calls": [list(c) for c in program.calls],
-                    "timeout_s": program.call_timeout_s}
-            (box / "calls.json").write_text(json.dumps(spec), encoding="utf-8")
+        (box / "solution.py").write_text(program.source, encoding="utf-8", errors="surrogatepass")
         os.chmod(job, 0o711)
-        os.chmod(box, 0o755)
         for f in box.iterdir():
-            os.chmod(f, 0o644)
+            os.chmod(f, 0o400 if slot is not None else 0o444)
+        os.chmod(box, 0o500 if slot is not None else 0o555)
+        if slot is not None:  # readable by this run's uid alone
+            for f in [box, *box.iterdir()]:
+                os.chown(f, slot.uid, slot.gid)
         inside = "/box" if self.isolation == "namespaces" else str(box)
         workdir = job / "work"
         workdir.mkdir(mode=0o700)
@@ -131,42 +166,62 @@ class Sandbox:
             os.chown(workdir, slot.uid, slot.gid)
         argv = [self.python or sys.executable, "-S", "-P", "-B", f"{inside}/runner.py", program.mode,
                 f"{inside}/solution.py"]
-        if program.mode == "functional":
-            argv.append(f"{inside}/calls.json")
+        if program.mode == "functional" and fds is not None:
+            argv += [str(program.fn_name), str(fds[0]), str(fds[1])]
         home = "/tmp" if self.isolation == "namespaces" else str(workdir)
         env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": home, "TMPDIR": home, "LANG": "C.UTF-8",
-               "PYTHONHASHSEED": "0", "PYTHONIOENCODING": "utf-8"}
+               "PYTHONHASHSEED": "0", "PYTHONIOENCODING": "utf-8", **THREAD_ENV}
+        if self.vendor:
+            where = [[n, f"/vendor/{n}" if self.isolation == "namespaces" else p] for n, p in self.vendor]
+            env["EVALSUITE_VENDOR"] = json.dumps(where)
         if self.isolation != "namespaces":
             env["EVALSUITE_NETGUARD"] = "1"
         return argv, env, str(workdir)
 
-    def _run_in(self, job: Path, slot: Slot | None, program: Program, limits: Limits) -> ExecResult:
-        argv, env, workdir = self._prepare(job, slot, program)
+    def _run_in(self, job: Path, slot: Slot | None, group: cgroup.RunGroup | None, program: Program,
+                limits: Limits) -> ExecResult:
+        driver, whole, fds = None, limits, None
+        if program.mode == "functional":
+            n = len(program.calls)
+            caps = [program.result_caps[i] if i < len(program.result_caps) else limits.result_bytes for i in range(n)]
+            driver = CallDriver(program.calls, caps, limits.cpu_s, limits.effective_wall_s)
+            whole = replace(limits, cpu_s=limits.cpu_s * (n + 1), wall_s=limits.effective_wall_s * (n + 1))
+            req_r, req_w = os.pipe()
+            rep_r, rep_w = os.pipe()
+            fds = (req_r, rep_w)
+        argv, env, workdir = self._prepare(job, slot, program, fds)
         status_r, status_w = os.pipe()
         cfg = {
             "isolation": self.isolation, "status_fd": status_w, "root": str(job / "root"), "box": str(job / "box"),
             "binds": system_binds(), "uid": slot.uid if slot else -1, "gid": slot.gid if slot else -1,
-            "drop": slot is not None, "workdir": workdir, "limits": limits.as_launcher_dict(),
-            "argv": argv, "env": env,
+            "drop": slot is not None, "workdir": workdir, "limits": whole.as_launcher_dict(),
+            "argv": argv, "env": env, "keep_fds": list(fds or ()),
+            "cgroup_procs": group.procs if group else None,
+            "vendor": [list(v) for v in self.vendor] if self.isolation == "namespaces" else [],
         }
         started = time.monotonic()
         try:
             proc = subprocess.Popen(
-                [sys.executable, "-I", "-S", str(LAUNCHER), json.dumps(cfg)],
+                [sys.executable, "-I", "-S", str(LAUNCHER)],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                pass_fds=(status_w,), start_new_session=True, env={}, cwd=str(job),
+                pass_fds=(status_w, *(fds or ())), start_new_session=True, env={LAUNCH_ENV: json.dumps(cfg)},
+                cwd=str(job),
             )
         finally:
             os.close(status_w)
-        pump = _Pump(proc, program.stdin, limits, slot)
-        pump.run(deadline=started + limits.wall_s + BACKSTOP_S)
-        with os.fdopen(status_r, "rb") as fh:
-            lines = [json.loads(x) for x in fh.read().splitlines() if x.strip().startswith(b"{")]
-        report: dict[str, Any] = {}
-        for line in lines:
-            report.update(line)
+            for fd in fds or ():
+                os.close(fd)
+        pump = Pump(proc, program.stdin, whole, slot, status_r)
+        if driver is not None:
+            driver.started_wall = started
+            pump.attach_calls(driver, req_w, rep_r)
+        pump.run(started=started, deadline=started + whole.effective_wall_s + BACKSTOP_S)
+        report = pump.report
         exit_code = report.get("exit")
-        cpu_s = float(report.get("cpu_s", 0.0))
+        if exit_code is None and report.get("setup_error") is None:
+            exit_code = -signal.SIGKILL  # the wall-clock backstop or the executor stopped it before init reported
+        cpu_s = max(float(report.get("cpu_s", 0.0)), pump.cpu_seen)
+        over_cpu = driver is None and cpu_s > limits.cpu_s
         return ExecResult(
             exit_code=exit_code,
             stdout=bytes(pump.stdout),
@@ -174,93 +229,14 @@ class Sandbox:
             wall_s=float(report.get("wall_s", time.monotonic() - started)),
             cpu_s=cpu_s,
             maxrss_kb=int(report.get("maxrss_kb", 0)),
-            timed_out=bool(report.get("timed_out")) or pump.backstop_fired,
-            cpu_exceeded=exit_code == -signal.SIGXCPU
-            or (exit_code == -signal.SIGKILL and cpu_s >= limits.effective_cpu_s - 1.05),
+            timed_out=(bool(report.get("timed_out")) or pump.backstop_fired or pump.stopped_for == "wall"),
+            cpu_exceeded=pump.stopped_for == "cpu" or exit_code == -signal.SIGXCPU or over_cpu,
             output_exceeded=pump.output_exceeded,
             setup_error=report.get("setup_error"),
             isolation=str(self.isolation),
+            memory_mode=self.memory_mode,
+            calls=driver.results if driver else [],
+            protocol_error=driver.violation if driver else None,
         )
 
-
-class _Pump:
-    """Feeds stdin and drains stdout/stderr with caps until the launcher and its pipes are done."""
-
-    def __init__(self, proc: subprocess.Popen[bytes], stdin: bytes, limits: Limits, slot: Slot | None) -> None:
-        self.proc, self.limits, self.slot = proc, limits, slot
-        self.pending = memoryview(stdin)
-        self.stdout, self.stderr = bytearray(), bytearray()
-        self.output_exceeded = self.backstop_fired = False
-
-    def kill_all(self) -> None:
-        try:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        if self.slot is not None:
-            sweep_uid(self.slot.uid)
-
-    def _exited(self) -> bool:
-        """Whether the launcher has exited, without reaping it (its pid stays our process group's id)."""
-        try:
-            info = os.waitid(os.P_PID, self.proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
-        except ChildProcessError:
-            return True
-        return info is not None
-
-    def run(self, deadline: float) -> None:
-        sel = selectors.DefaultSelector()
-        assert self.proc.stdin and self.proc.stdout and self.proc.stderr
-        os.set_blocking(self.proc.stdin.fileno(), False)
-        if self.pending:
-            sel.register(self.proc.stdin, selectors.EVENT_WRITE)
-        else:
-            self.proc.stdin.close()
-        sel.register(self.proc.stdout, selectors.EVENT_READ, self.stdout)
-        sel.register(self.proc.stderr, selectors.EVENT_READ, self.stderr)
-        exited = False
-        while sel.get_map():
-            now = time.monotonic()
-            if now > deadline:
-                self.backstop_fired = True
-                self.kill_all()
-                deadline = now + 5.0  # pipes close once everything is dead
-            if not exited and self._exited():
-                exited = True
-                self.kill_all()  # the program ended: whatever it left behind goes now
-            for key, _ in sel.select(timeout=0.05):
-                if key.fileobj is self.proc.stdin:
-                    self._write(sel)
-                else:
-                    self._read(sel, key)
-        sel.close()
-        if not self._exited():
-            self.kill_all()
-        self.proc.wait()
-
-    def _write(self, sel: selectors.BaseSelector) -> None:
-        assert self.proc.stdin
-        try:
-            n = os.write(self.proc.stdin.fileno(), self.pending[: 1 << 16])
-            self.pending = self.pending[n:]
-        except BrokenPipeError:
-            self.pending = self.pending[:0]
-        if not self.pending:
-            sel.unregister(self.proc.stdin)
-            self.proc.stdin.close()
-
-    def _read(self, sel: selectors.BaseSelector, key: selectors.SelectorKey) -> None:
-        chunk = os.read(key.fd, 1 << 16)
-        if not chunk:
-            sel.unregister(key.fileobj)
-            return
-        buf: bytearray = key.data
-        if buf is self.stdout:
-            buf += chunk
-            if len(buf) > self.limits.output_bytes:
-                del buf[self.limits.output_bytes :]
-                self.output_exceeded = True
-                self.kill_all()
-        elif len(buf) < self.limits.stderr_bytes:
-            buf += chunk[: self.limits.stderr_bytes - len(buf)]
 

@@ -24,13 +24,14 @@ import json
 import os
 import pwd
 import signal
+import stat
 import subprocess
 import sys
 import time
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Iterator, Literal
+from typing import Iterator, Literal, Sequence
 
 Isolation = Literal["namespaces", "uid", "none"]
 
@@ -38,6 +39,9 @@ UID_BASE = 61000
 UID_COUNT = 256
 STATE_DIR = Path("/tmp/evalsuite-sandbox")
 LAUNCHER = Path(__file__).with_name("launcher.py")
+LAUNCH_ENV = "EVALSUITE_LAUNCH"  # the launcher's configuration: in its environment, which only root can read
+BLOCK = 16
+_held_blocks: dict[int, int] = {}
 
 
 @dataclass(frozen=True)
@@ -52,35 +56,101 @@ class Slot:
         os.close(self.fd)
 
 
+class StateDirError(RuntimeError):
+    """The sandbox's state folder cannot be trusted (another owner, group/world writable, a link)."""
+
+
+def _trusted_dir(path: Path, mode: int) -> None:
+    """Create `path` (ours, `mode`) or accept it only when it is a real folder we own that no one else can write."""
+    try:
+        path.mkdir(mode=mode)
+    except FileExistsError:
+        pass
+    info = os.lstat(path)
+    if stat.S_ISLNK(info.st_mode) or not stat.S_ISDIR(info.st_mode):
+        raise StateDirError(f"The sandbox state folder {path} is not a plain folder; remove it and retry.")
+    if info.st_uid != os.geteuid():
+        raise StateDirError(f"The sandbox state folder {path} belongs to uid {info.st_uid}, not to this user "
+                            f"(uid {os.geteuid()}); someone else may control it. Remove it and retry.")
+    if info.st_mode & 0o022:
+        raise StateDirError(f"The sandbox state folder {path} is group- or world-writable "
+                            f"(mode {oct(info.st_mode & 0o777)}); remove it and retry.")
+    if info.st_mode & 0o777 != mode:
+        os.chmod(path, mode)
+
+
 def state_dir() -> Path:
-    """Root-owned folder for job folders and uid locks (not world-writable)."""
-    STATE_DIR.mkdir(mode=0o711, exist_ok=True)
-    os.chmod(STATE_DIR, 0o711)
-    (STATE_DIR / "locks").mkdir(mode=0o700, exist_ok=True)
+    """Folder for job folders and uid locks: ours, and writable by no one else (refused otherwise)."""
+    _trusted_dir(STATE_DIR, 0o711)
+    _trusted_dir(STATE_DIR / "locks", 0o700)
     return STATE_DIR
 
 
-def acquire_slot(wait_s: float = 30.0) -> Slot:
-    """Lock a free uid in [UID_BASE, UID_BASE + UID_COUNT) that no account uses."""
+def _lock(path: Path) -> int | None:
+    """An exclusive, non-blocking lock on `path` (no links followed); the fd, or None when someone holds it."""
+    fd = os.open(path, os.O_CREAT | os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        return None
+    return fd
+
+
+def reserve_uid_block(wait_s: float = 30.0) -> range:
+    """Reserve a block of BLOCK uids for this process alone (held until it exits), highest blocks first.
+
+    A process that reserves a block knows that every process with one of those
+    uids is its own, so its checks never count another evaluator's programs.
+    """
     locks = state_dir() / "locks"
     deadline = time.monotonic() + wait_s
     while True:
-        for uid in range(UID_BASE, UID_BASE + UID_COUNT):
+        for start in range(UID_BASE + UID_COUNT - BLOCK, UID_BASE - 1, -BLOCK):
+            fd = _lock(locks / f"block-{start}.lock")
+            if fd is not None:
+                _held_blocks[start] = fd
+                return range(start, start + BLOCK)
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"No free block of {BLOCK} sandbox uids after {wait_s:.0f} s.")
+        time.sleep(0.05)
+
+
+def _reserved_by_others(uid: int) -> bool:
+    start = UID_BASE + (uid - UID_BASE) // BLOCK * BLOCK
+    if start in _held_blocks:
+        return False
+    fd = _lock(state_dir() / "locks" / f"block-{start}.lock")
+    if fd is None:
+        return True
+    os.close(fd)
+    return False
+
+
+def acquire_slot(wait_s: float = 30.0, uids: range | None = None) -> Slot:
+    """Lock a free uid that no account uses, from `uids` (a reserved block) or from blocks nobody reserved."""
+    locks = state_dir() / "locks"
+    deadline = time.monotonic() + wait_s
+    if uids is None and _held_blocks:  # a process that reserved blocks runs its programs in them
+        pool: Sequence[int] = [u for start in sorted(_held_blocks) for u in range(start, start + BLOCK)]
+    else:
+        pool = uids if uids is not None else range(UID_BASE, UID_BASE + UID_COUNT)
+    while True:
+        for uid in pool:
             try:
                 pwd.getpwuid(uid)
                 continue  # a real account owns it
             except KeyError:
                 pass
-            fd = os.open(locks / f"uid-{uid}.lock", os.O_CREAT | os.O_RDWR, 0o600)
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                os.close(fd)
+            if uids is None and not _held_blocks and _reserved_by_others(uid):
+                continue
+            fd = _lock(locks / f"uid-{uid}.lock")
+            if fd is None:
                 continue
             sweep_uid(uid)  # a crashed earlier holder may have left processes
             return Slot(uid=uid, gid=uid, fd=fd)
         if time.monotonic() > deadline:
-            raise RuntimeError(f"No free sandbox uid in {UID_BASE}..{UID_BASE + UID_COUNT - 1} after {wait_s:.0f} s.")
+            raise RuntimeError(f"No free sandbox uid in {min(pool)}..{max(pool)} after {wait_s:.0f} s.")
         time.sleep(0.05)
 
 
@@ -166,13 +236,13 @@ def detect_isolation() -> Isolation:
     (job / "box").mkdir(exist_ok=True)
     cfg = {
         "isolation": "namespaces", "status_fd": write_fd, "root": str(job / "root"), "box": str(job / "box"),
-        "binds": system_binds(), "uid": 65534, "gid": 65534, "drop": True, "workdir": "/",
+        "binds": system_binds(), "uid": 65534, "gid": 65534, "drop": True, "keep_keys": True, "workdir": "/",
         "limits": {"cpu_s": 5, "memory_mb": 512, "file_size_mb": 1, "open_files": 32, "processes": 8,
                    "scratch_mb": 1, "wall_s": 10},
         "argv": [interpreter("namespaces"), "-S", "-c", "pass"], "env": {},
     }
     try:
-        subprocess.run([sys.executable, "-I", "-S", str(LAUNCHER), json.dumps(cfg)], pass_fds=(write_fd,),
+        subprocess.run([sys.executable, "-I", "-S", str(LAUNCHER)], env={LAUNCH_ENV: json.dumps(cfg)}, pass_fds=(write_fd,),
                        stdin=subprocess.DEVNULL, capture_output=True, timeout=20, check=False)
         os.close(write_fd)
         with os.fdopen(read_fd, "rb") as fh:
@@ -183,3 +253,36 @@ def detect_isolation() -> Isolation:
         shutil.rmtree(job, ignore_errors=True)
     ok = any(line.get("exit") == 0 for line in lines) and not any("setup_error" in line for line in lines)
     return "namespaces" if ok else "uid"
+
+
+_TICK = os.sysconf("SC_CLK_TCK")
+
+
+def _stat_fields(pid: int) -> list[str] | None:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            raw = fh.read()
+    except OSError:
+        return None
+    return raw[raw.rfind(b")") + 2 :].decode("ascii", "replace").split()
+
+
+def cpu_of(pids: list[int]) -> float:
+    """CPU seconds of these processes and of the children they have reaped (user + system)."""
+    total = 0
+    for pid in pids:
+        fields = _stat_fields(pid)
+        if fields and len(fields) > 14:
+            total += sum(int(x) for x in fields[11:15])
+    return total / _TICK
+
+
+def session_members(sid: int) -> list[int]:
+    """Pids of the processes in session `sid` (the `none` level has no uid of its own to look for)."""
+    out = []
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            fields = _stat_fields(int(entry.name))
+            if fields and len(fields) > 3 and fields[3] == str(sid):
+                out.append(int(entry.name))
+    return out

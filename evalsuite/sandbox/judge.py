@@ -3,24 +3,26 @@
 stdin tests: one execution per test, stdout compared line by line after
 stripping; lines that differ still match when both split into the same list
 of Decimals (so `1.0` equals `1` but `0.3333` does not equal `0.33333`).
-Functional tests: one execution for all calls; each call's return value is
-compared with `==` against the JSON-decoded expected value, tuples read as
-lists.  An opt-in `float_tolerance` also accepts numbers within that relative
+Functional tests: one execution for all calls, driven call by call by the
+executor (CPU limit per call, size cap per reply, see sandbox/calls.py); each
+call's return value is compared with `==` against the JSON-decoded expected
+value, a top-level tuple read as a list.  The judge never raises because of a
+program's output: anything it cannot compare is a wrong answer.  An opt-in `float_tolerance` also accepts numbers within that relative
 or absolute distance; it is part of the grader version, so runs graded with
 and without it never compare.
 """
 
 from __future__ import annotations
 
-import ast
 import json
 import math
-from dataclasses import dataclass, field
-from decimal import Decimal, InvalidOperation
+from dataclasses import dataclass, field, replace
+from decimal import Decimal
 from typing import Any, Literal, Sequence
 
+from evalsuite.sandbox.calls import default_cap
 from evalsuite.sandbox.executor import Program, Sandbox
-from evalsuite.sandbox.limits import ExecResult
+from evalsuite.sandbox.limits import ExecResult, Limits
 
 Outcome = Literal["passed", "wrong_answer", "time_limit", "memory_limit", "runtime_error", "no_code"]
 OUTCOMES: tuple[Outcome, ...] = ("passed", "wrong_answer", "time_limit", "memory_limit", "runtime_error", "no_code")
@@ -48,6 +50,13 @@ class Comparison:
     float_tolerance: float | None = None
 
     def lines_match(self, got: str, expected: str) -> tuple[bool, str]:
+        """LiveCodeBench's line comparison; never raises, whatever the program printed."""
+        try:
+            return self._lines_match(got, expected)
+        except (ArithmeticError, ValueError, TypeError, MemoryError, RecursionError) as exc:
+            return False, f"output could not be compared ({type(exc).__name__})"
+
+    def _lines_match(self, got: str, expected: str) -> tuple[bool, str]:
         got_lines = [line.strip() for line in got.strip().split("\n")]
         exp_lines = [line.strip() for line in expected.strip().split("\n")]
         if len(got_lines) != len(exp_lines):
@@ -66,14 +75,21 @@ class Comparison:
         return True, ""
 
     def values_match(self, got: Any, expected: Any) -> bool:
+        """`==` as LiveCodeBench compares (or within the tolerance); never raises."""
+        try:
+            return self._values_match(got, expected)
+        except (ArithmeticError, ValueError, TypeError, MemoryError, RecursionError):
+            return False
+
+    def _values_match(self, got: Any, expected: Any) -> bool:
         if self.float_tolerance is None:
             return bool(got == expected)
         if isinstance(got, (int, float)) and isinstance(expected, (int, float)) and not isinstance(got, bool):
             return got == expected or self._close(float(got), float(expected))
         if isinstance(got, (list, tuple)) and isinstance(expected, list):
-            return len(got) == len(expected) and all(self.values_match(a, b) for a, b in zip(got, expected))
+            return len(got) == len(expected) and all(self._values_match(a, b) for a, b in zip(got, expected))
         if isinstance(got, dict) and isinstance(expected, dict):
-            return got.keys() == expected.keys() and all(self.values_match(got[k], expected[k]) for k in got)
+            return got.keys() == expected.keys() and all(self._values_match(got[k], expected[k]) for k in got)
         return bool(got == expected)
 
     def _close(self, a: float, b: float) -> bool:
@@ -82,10 +98,12 @@ class Comparison:
 
 
 def _decimals(line: str) -> list[Decimal] | None:
+    """The line as Decimals, or None when a token is not a finite number (NaN and sNaN never compare equal)."""
     try:
-        return [Decimal(token) for token in line.split()]
-    except (InvalidOperation, ValueError):
+        values = [Decimal(token) for token in line.split()]
+    except (ArithmeticError, ValueError):
         return None
+    return values if all(v.is_finite() or v.is_infinite() for v in values) else None
 
 
 def _tail(data: bytes, limit: int = 400) -> str:
@@ -94,17 +112,17 @@ def _tail(data: bytes, limit: int = 400) -> str:
 
 
 def _failure(result: ExecResult) -> tuple[Outcome, str] | None:
-    """The outcome of an execution that did not end normally, or None when it exited 0."""
+    """The outcome of an execution that did not end normally, from the kernel's accounting; None when it exited 0."""
     if result.setup_error:
         raise SandboxFailure(f"the sandbox could not start the program: {result.setup_error}")
-    if result.timed_out or result.cpu_exceeded:
-        return "time_limit", f"killed after {result.wall_s:.2f} s wall, {result.cpu_s:.2f} s CPU"
+    if result.cpu_exceeded or result.timed_out:
+        return "time_limit", f"stopped after {result.cpu_s:.2f} s CPU, {result.wall_s:.2f} s wall"
     if result.memory_error:
-        return "memory_limit", "MemoryError: the address-space limit was reached"
+        return "memory_limit", f"the run reached its memory limit ({result.memory_mode})"
     if result.output_exceeded:
         return "wrong_answer", f"output exceeded {len(result.stdout)} bytes; the program was stopped"
     if result.exit_code != 0:
-        how = f"signal {-result.exit_code}" if (result.exit_code or 0) < 0 else f"exit code {result.exit_code}"
+        how = result.signal_name or f"exit code {result.exit_code}"
         return "runtime_error", f"{how}: {_tail(result.stderr)}"
     return None
 
@@ -125,13 +143,14 @@ class Judge:
             return self._functional(code, tests, fn_name)
         return self._stdin(code, tests)
 
-    def _stdin(self, code: str, tests: Sequence[dict[str, str]]) -> list[TestOutcome]:
-        from dataclasses import replace
+    def _limits(self) -> Limits:
+        return replace(self.sandbox.limits, cpu_s=self.timeout_s, wall_s=None)
 
-        limits = replace(self.sandbox.limits, wall_s=self.timeout_s, cpu_s=None)
+    def _stdin(self, code: str, tests: Sequence[dict[str, str]]) -> list[TestOutcome]:
+        limits = self._limits()
         outcomes = []
         for i, test in enumerate(tests):
-            result = self.sandbox.run(Program(code, stdin=test["input"].encode("utf-8")), limits)
+            result = self.sandbox.run(Program(code, stdin=test["input"].encode("utf-8", "replace")), limits)
             failed = _failure(result)
             if failed is None:
                 ok, why = self.comparison.lines_match(result.stdout.decode("utf-8", "replace"), test["output"])
@@ -143,44 +162,56 @@ class Judge:
         return outcomes
 
     def _functional(self, code: str, tests: Sequence[dict[str, str]], fn_name: str) -> list[TestOutcome]:
+        limits = self._limits()
         calls = tuple(tuple(t["input"].split("\n")) for t in tests)
-        result = self.sandbox.run(
-            Program(code, mode="functional", fn_name=fn_name, calls=calls, call_timeout_s=self.timeout_s)
-        )
-        records: dict[int, dict[str, Any]] = {}
-        for line in result.stdout.decode("utf-8", "replace").splitlines():
-            try:
-                record = json.loads(line)
-                records[int(record["i"])] = record
-            except (json.JSONDecodeError, KeyError, TypeError, ValueError):
-                continue
+        caps = tuple(default_cap(t["output"], limits.result_bytes) for t in tests)
+        result = self.sandbox.run(Program(code, mode="functional", fn_name=fn_name, calls=calls, result_caps=caps),
+                                  limits)
+        if result.setup_error:
+            raise SandboxFailure(f"the sandbox could not start the program: {result.setup_error}")
+        records = {r["i"]: r for r in result.calls}
         outcomes = []
         for i, test in enumerate(tests):
             record = records.get(i)
             if record is None:
-                failed = _failure(result) or ("runtime_error", f"the program ended before call {i} returned")
+                if result.protocol_error:
+                    failed: tuple[Outcome, str] = ("runtime_error", result.protocol_error)
+                else:
+                    failed = _failure(result) or ("runtime_error", f"the program ended before call {i} returned")
                 outcomes.append(TestOutcome(i, failed[0], result.wall_s, failed[1]))
                 break  # nothing after a missing call ran
-            outcome, detail = self._call_outcome(record, test)
-            outcomes.append(TestOutcome(i, outcome, float(record.get("t", 0.0)), detail))
+            outcome, detail = self._call_outcome(record, test, result)
+            outcomes.append(TestOutcome(i, outcome, float(record.get("cpu_s", 0.0)), detail))
             if outcome != "passed" and self.stop_on_first_failure:
                 break
         return outcomes
 
-    def _call_outcome(self, record: dict[str, Any], test: dict[str, str]) -> tuple[Outcome, str]:
-        if record.get("timeout"):
-            return "time_limit", f"call exceeded {self.timeout_s} s"
+    def _call_outcome(self, record: dict[str, Any], test: dict[str, str], result: ExecResult) -> tuple[Outcome, str]:
+        if "timeout" in record:
+            kind = "CPU" if record["timeout"] == "cpu" else "wall-clock"
+            return "time_limit", f"the {record.get('during', 'call')} exceeded {self.timeout_s:g} s of {kind} time"
+        if "oversize" in record:
+            return "wrong_answer", (f"returned {record['oversize']} bytes, more than the {record['cap']} "
+                                    "a value equal to the expected output can take")
+        if "malformed" in record:
+            return "wrong_answer", f"returned a value that cannot be read: {record['malformed']}"
         if "error" in record:
             error = str(record["error"])
-            return ("memory_limit" if error.startswith("MemoryError") else "runtime_error"), error[-400:]
-        try:
-            got = ast.literal_eval(record["ok"])
-        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError, KeyError):
-            return "wrong_answer", f"returned a value that is not a literal: {str(record.get('ok'))[:80]}"
+            return ("memory_limit" if result.memory_error else "runtime_error"), error[-400:]
         try:
             expected = json.loads(test["output"])
         except json.JSONDecodeError as exc:
             raise SandboxFailure(f"the expected output is not JSON ({exc.msg})") from None
-        if self.comparison.values_match(got, expected):
+        if self.comparison.values_match(record.get("ok"), expected):
             return "passed", ""
-        return "wrong_answer", f"returned {str(record['ok'])[:80]}, expected {test['output'][:80]}"
+        return "wrong_answer", f"returned {_short(record.get('ok'))}, expected {test['output'][:80]}"
+
+
+def _short(value: Any) -> str:
+    """A short, safe description of a returned value for a grade's reason."""
+    try:
+        text = repr(value) if not isinstance(value, (list, dict, set, tuple)) or len(value) < 1000 else \
+            f"a {type(value).__name__} of {len(value)} items"
+    except (ValueError, RecursionError):
+        text = f"a {type(value).__name__}"
+    return text[:80]

@@ -1,11 +1,20 @@
 """Privileged half of one sandboxed execution; run as its own interpreter, never imported.
 
-The executor starts this file as `python -I -S launcher.py CONFIG_JSON` with real
-pipes and a status pipe.  It enters fresh namespaces when asked, forks the
-program's process, builds a minimal read-only root for it, applies rlimits,
-drops to the slot's unprivileged uid, and execs the interpreter.  It then
-waits for that process, kills it at the wall-clock limit, and writes one JSON
-status line: exit code or signal, CPU seconds, peak RSS, whether it timed out.
+The executor starts this file as `python -I -S launcher.py` (the configuration in
+EVALSUITE_LAUNCH, an environment only root can read) with real
+pipes and a status pipe.  Three processes:
+
+- the launcher enters fresh namespaces when asked, forks `init`, kills it at
+  the wall-clock backstop, and reports the wall time and whether it fired;
+- `init` (root; pid 1 of the new pid namespace) joins the run's memory
+  cgroup, builds the minimal read-only root, forks the program, reaps
+  everything, and reports the program's real wait status and rusage.  The
+  program is never pid 1, so the kernel treats its signals (abort() is
+  SIGABRT) like anywhere else;
+- the program applies rlimits, gets a fresh session keyring, drops to the
+  slot's unprivileged uid with no_new_privs, and execs the interpreter.
+
+After the program ends, init clears the slot uid's persistent user keyrings.
 
 This file only uses the standard library because it runs before anything else
 and outside the package's virtual environment.
@@ -16,6 +25,7 @@ from __future__ import annotations
 import ctypes
 import json
 import os
+import platform
 import resource
 import signal
 import sys
@@ -32,8 +42,12 @@ MNT_DETACH = 2
 PR_SET_PDEATHSIG, PR_SET_NO_NEW_PRIVS = 1, 38
 SYS_PIVOT_ROOT = 155  # x86_64; see _pivot_root for other machines
 SETUP_FAILED = 121  # exit code of the child when the sandbox could not be built
+SYS_KEYCTL = {"x86_64": 250, "aarch64": 219, "arm64": 219}
+KEYCTL_JOIN_SESSION_KEYRING, KEYCTL_CLEAR = 1, 7
+KEY_SPEC_USER_KEYRING, KEY_SPEC_USER_SESSION_KEYRING = -4, -5
 
 _libc = ctypes.CDLL(None, use_errno=True)
+_KEYCTL_NR = SYS_KEYCTL.get(platform.machine(), 250)
 
 
 def _check(ret: int, what: str) -> None:
@@ -49,8 +63,6 @@ def _mount(source: str | None, target: str, fstype: str | None, flags: int, data
 
 def _pivot_root(new_root: str) -> None:
     """Make `new_root` the root and detach the old one (the `pivot_root(".", ".")` idiom)."""
-    import platform
-
     number = {"x86_64": 155, "aarch64": 41, "arm64": 41}.get(platform.machine(), SYS_PIVOT_ROOT)
     os.chdir(new_root)
     _check(_libc.syscall(ctypes.c_long(number), b".", b"."), "pivot_root")
@@ -89,6 +101,15 @@ def _build_root(cfg: dict) -> None:
     os.makedirs(root + "/box")
     _mount(cfg["box"], root + "/box", None, MS_BIND)
     _mount(None, root + "/box", None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
+    for name, host in cfg.get("vendor", []):  # vetted packages, read-only
+        target = f"{root}/vendor/{name}"
+        if os.path.isdir(host):
+            os.makedirs(target)
+        else:
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+            open(target, "a").close()
+        _mount(host, target, None, MS_BIND | MS_REC)
+        _mount(None, target, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
     os.makedirs(root + "/proc")
     _mount("proc", root + "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
     os.makedirs(root + "/tmp")
@@ -98,16 +119,35 @@ def _build_root(cfg: dict) -> None:
     _pivot_root(root)
 
 
-def _apply_limits(lim: dict) -> None:
+def _apply_limits(lim: dict, address_space: bool) -> None:
     cpu = int(lim["cpu_s"])
     resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
-    mem = int(lim["memory_mb"]) << 20
-    resource.setrlimit(resource.RLIMIT_AS, (mem, mem))
+    if address_space:
+        mem = int(lim["memory_mb"]) << 20
+        resource.setrlimit(resource.RLIMIT_AS, (mem, mem))
     fsize = int(lim["file_size_mb"]) << 20
     resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, fsize))
     resource.setrlimit(resource.RLIMIT_NOFILE, (lim["open_files"], lim["open_files"]))
     resource.setrlimit(resource.RLIMIT_NPROC, (lim["processes"], lim["processes"]))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    # Deep recursion through C frames (lru_cache, sorted keys) needs a large stack; its pages still count
+    # against the memory limit, so it may be as large as that limit.
+    hard = resource.getrlimit(resource.RLIMIT_STACK)[1]
+    stack = int(lim["memory_mb"]) << 20
+    stack = stack if hard == resource.RLIM_INFINITY else min(stack, hard)
+    resource.setrlimit(resource.RLIMIT_STACK, (stack, stack))
+
+
+def _keyctl(*args: int) -> int:
+    """keyctl(2); its number is looked up before privileges drop (the stdlib may be unreadable after)."""
+    return _libc.syscall(ctypes.c_long(_KEYCTL_NR), *(ctypes.c_long(a) for a in args))
+
+
+def _fresh_keyrings() -> None:
+    """Empty the uid's persistent user keyrings and join a new session keyring (where keys are allowed at all)."""
+    _keyctl(KEYCTL_CLEAR, KEY_SPEC_USER_KEYRING)
+    _keyctl(KEYCTL_CLEAR, KEY_SPEC_USER_SESSION_KEYRING)
+    _keyctl(KEYCTL_JOIN_SESSION_KEYRING, 0)
 
 
 def _drop_privileges(uid: int, gid: int) -> None:
@@ -119,29 +159,92 @@ def _drop_privileges(uid: int, gid: int) -> None:
     _check(_libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
 
 
-def _child(cfg: dict, status_fd: int) -> None:
-    """Runs in the forked child; never returns."""
+def _report(fd: int, record: dict) -> None:
+    os.write(fd, (json.dumps(record) + "\n").encode())
+
+
+def _program(cfg: dict, status_fd: int) -> None:
+    """The forked program process; never returns."""
     try:
         if cfg["isolation"] == "namespaces":
-            _build_root(cfg)
             os.chdir("/tmp")
         else:
             os.chdir(cfg["workdir"])
-        _apply_limits(cfg["limits"])
+        for fd in cfg.get("keep_fds", []):
+            os.set_inheritable(fd, True)
+        try:
+            with open("/proc/self/oom_score_adj", "w") as fh:
+                fh.write("0")
+        except OSError:
+            pass
+        _apply_limits(cfg["limits"], address_space=not cfg.get("cgroup_procs"))
         if cfg["drop"]:
             _drop_privileges(cfg["uid"], cfg["gid"])
+            if not cfg.get("keep_keys"):
+                _fresh_keyrings()
         _check(_libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0), "pdeathsig")
         os.close(status_fd)
         os.execve(cfg["argv"][0], cfg["argv"], cfg["env"])
     except BaseException as exc:  # noqa: BLE001 - anything here means the sandbox was not built
         try:
-            os.write(status_fd, (json.dumps({"setup_error": f"{type(exc).__name__}: {exc}"}) + "\n").encode())
+            _report(status_fd, {"setup_error": f"{type(exc).__name__}: {exc}"})
         finally:
             os._exit(SETUP_FAILED)
 
 
+def _init(cfg: dict, status_fd: int) -> None:
+    """Root helper between the launcher and the program: cgroup, root filesystem, fork, reap, report."""
+    try:
+        _check(_libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0), "pdeathsig")
+        if cfg.get("cgroup_procs"):
+            with open(cfg["cgroup_procs"], "w") as fh:
+                fh.write("0")
+        try:
+            with open("/proc/self/oom_score_adj", "w") as fh:
+                fh.write("-1000")  # the OOM killer picks the program, never its reaper
+        except OSError:
+            pass
+        if cfg["isolation"] == "namespaces":
+            _build_root(cfg)
+    except BaseException as exc:  # noqa: BLE001
+        _report(status_fd, {"setup_error": f"{type(exc).__name__}: {exc}"})
+        os._exit(SETUP_FAILED)
+    pid = os.fork()
+    if pid == 0:
+        _program(cfg, status_fd)
+    for fd in cfg.get("keep_fds", []):
+        os.close(fd)
+    while True:
+        try:
+            done, status, usage = os.wait4(-1, 0)
+        except ChildProcessError:
+            os._exit(SETUP_FAILED)
+        if done == pid:
+            break
+    if cfg["drop"] and not cfg.get("keep_keys"):
+        _clear_user_keyrings(cfg["uid"], cfg["gid"])
+    _report(status_fd, {"exit": os.waitstatus_to_exitcode(status), "cpu_s": usage.ru_utime + usage.ru_stime,
+                        "maxrss_kb": usage.ru_maxrss})
+    os._exit(0)
+
+
+def _clear_user_keyrings(uid: int, gid: int) -> None:
+    """Keys a program left in its uid's user keyrings outlive it; empty them as that uid."""
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.setgroups([])
+            os.setresgid(gid, gid, gid)
+            os.setresuid(uid, uid, uid)
+            _keyctl(KEYCTL_CLEAR, KEY_SPEC_USER_KEYRING)
+            _keyctl(KEYCTL_CLEAR, KEY_SPEC_USER_SESSION_KEYRING)
+        finally:
+            os._exit(0)
+    os.waitpid(pid, 0)
+
+
 def main() -> None:
-    cfg = json.loads(sys.argv[1])
+    cfg = json.loads(os.environ.pop("EVALSUITE_LAUNCH"))  # not argv: every uid can read command lines
     status_fd = int(cfg["status_fd"])
     _check(_libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0), "pdeathsig")
     if os.getppid() == 1:  # the executor died before we got here
@@ -151,12 +254,14 @@ def main() -> None:
         try:
             _check(_libc.unshare(flags), "unshare")
         except OSError as exc:
-            os.write(status_fd, (json.dumps({"setup_error": str(exc)}) + "\n").encode())
+            _report(status_fd, {"setup_error": str(exc)})
             os._exit(SETUP_FAILED)
     started = time.monotonic()
     pid = os.fork()
     if pid == 0:
-        _child(cfg, status_fd)
+        _init(cfg, status_fd)
+    for fd in cfg.get("keep_fds", []):
+        os.close(fd)
     timed_out = False
 
     def on_alarm(signum: int, frame: object) -> None:
@@ -166,16 +271,9 @@ def main() -> None:
 
     signal.signal(signal.SIGALRM, on_alarm)
     signal.setitimer(signal.ITIMER_REAL, float(cfg["limits"]["wall_s"]))
-    _, status, usage = os.wait4(pid, 0)
+    os.waitpid(pid, 0)
     signal.setitimer(signal.ITIMER_REAL, 0)
-    report = {
-        "exit": os.waitstatus_to_exitcode(status),
-        "wall_s": time.monotonic() - started,
-        "cpu_s": usage.ru_utime + usage.ru_stime,
-        "maxrss_kb": usage.ru_maxrss,
-        "timed_out": timed_out,
-    }
-    os.write(status_fd, (json.dumps(report) + "\n").encode())
+    _report(status_fd, {"wall_s": time.monotonic() - started, "timed_out": timed_out})
     os._exit(0)
 
 

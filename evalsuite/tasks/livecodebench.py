@@ -178,10 +178,23 @@ def prepare_rows(rows: list[dict[str, Any]], options: Mapping[str, Any]) -> list
     return out
 
 
+def pinned_revision(path: str, revision: str) -> str:
+    """`revision` when it is a full commit id; a branch or tag (`main`, `v5`) moves, so two runs could score
+    different problems under one name: refused with the fix."""
+    if len(revision) == 40 and all(c in "0123456789abcdef" for c in revision):
+        return revision
+    raise DatasetError(
+        f"The hub revision of {path} is {revision!r}, which can move; LiveCodeBench rows change between "
+        "commits, so pin dataset.hf.revision to a 40-character commit id (the dataset's 'History' page "
+        "lists them), or use --data local / --data fixture."
+    )
+
+
 def load_hf(path: str, revision: str, options: Mapping[str, Any]) -> tuple[list[dict[str, Any]], str]:
-    """Rows of one release downloaded from the hub, and a location naming the files."""
+    """Rows of one release downloaded from the hub at a pinned commit, and a location naming the files."""
     from huggingface_hub import hf_hub_download
 
+    revision = pinned_revision(path, revision)
     version = str(options.get("version_tag") or "release_latest")
     rows: list[dict[str, Any]] = []
     for name in release_files(version):

@@ -90,3 +90,11 @@ def test_bad_options_are_named() -> None:
         lcb.prepare_rows([], {"version_tagg": "release_v5"})
     with pytest.raises(DatasetError, match="start_date"):
         lcb.prepare_rows([{"contest_date": "2024-01-01T00:00:00"}], {"start_date": "last week"})
+
+
+@pytest.mark.parametrize("revision", ["main", "release_v5", "v5", "6e4ed1a", "6E4ED1A2A79AF7D8630A6B768EC859CB5AF4D3BE"])
+def test_hub_revision_must_be_a_commit(revision: str) -> None:
+    """A branch or tag moves, so the rows behind one name could change between runs: refused before any download."""
+    with pytest.raises(DatasetError, match="pin dataset.hf.revision"):
+        lcb.load_hf(lcb.HUB_REPO, revision, {"version_tag": "release_v1"})
+    assert lcb.pinned_revision(lcb.HUB_REPO, "0" * 40) == "0" * 40

@@ -52,12 +52,15 @@ BROKEN = [
     ("3264", "class Solution:\n    def getFinal(self, nums, k, multiplier):\n        return nums", "runtime_error", 0),
     ("3264", "class Solution:\n    def getFinalState(self, nums, k, multiplier):\n        return [0] * 10**9", "memory_limit", 0),
 ]
+NO_CGROUP = {"memory_limit": "runtime_error"}  # address-space limit: an instant MemoryError proves no limit was hit
 
 
 @pytest.mark.parametrize("qid, code, outcome, n_passed", BROKEN, ids=[f"{b[0]}-{b[2]}-{i}" for i, b in enumerate(BROKEN)])
 def test_broken_solutions_fail_with_the_right_outcome(
     grader: CodeGrader, lcb_samples: dict[str, Sample], qid: str, code: str, outcome: str, n_passed: int
 ) -> None:
+    if not grader.sandbox.memory_mode.startswith("cgroup") and "10**9" in code:
+        outcome = NO_CGROUP.get(outcome, outcome)
     grade = grader.grade_batch([GradeInput(lcb_samples[qid], fenced(code))])[0]
     assert grade.status == "incorrect"
     assert grade.details["outcome"] == outcome, grade.reason
@@ -83,3 +86,23 @@ def test_decimal_equal_lines_pass_as_in_livecodebench(grader: CodeGrader, lcb_sa
     """LiveCodeBench compares differing lines as Decimals, so "12.340" matches "12.34" (and "0.0" matches "0")."""
     grade = grader.grade_batch([GradeInput(lcb_samples["abc367_b"], fenced("print(float(input()))"))])[0]
     assert grade.status == "correct"
+
+
+def test_one_program_never_fails_the_grading_of_a_run(grader: CodeGrader, lcb_samples: dict[str, Sample],
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """Whatever goes wrong judging one program, that sample is ungraded and the others are graded."""
+    from evalsuite.sandbox.judge import Judge
+
+    real = Judge.run
+
+    def flaky(self: Judge, code: str, tests: list, fn_name: str | None) -> list:
+        if "boom" in code:
+            raise ArithmeticError("an output the comparison did not expect")
+        return real(self, code, tests, fn_name)
+
+    monkeypatch.setattr(Judge, "run", flaky)
+    items = [GradeInput(lcb_samples["abc365_a"], fenced("print('boom')")),
+             GradeInput(lcb_samples["abc365_a"], fenced((SOLUTIONS / "abc365_a.py").read_text()))]
+    bad, good = grader.grade_batch(items)
+    assert bad.status == "ungraded" and "ArithmeticError" in bad.reason
+    assert good.status == "correct"

@@ -118,14 +118,14 @@ def test_root_only_file_unreadable_in_every_mode(sandbox: Sandbox) -> None:
     assert token.encode() not in r.stdout and r.exit_code != 0
 
 
-def test_fork_bomb_is_contained(sandbox: Sandbox) -> None:
+def test_fork_bomb_is_contained(sandbox: Sandbox, uid_block: range) -> None:
     src = "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass\n"
     seen: list[int] = []
     done = threading.Event()
 
     def watch() -> None:
         while not done.is_set():
-            seen.append(len(sandbox_processes()))
+            seen.append(len(sandbox_processes(uid_block)))
             time.sleep(0.05)
 
     watcher = threading.Thread(target=watch)
@@ -142,18 +142,18 @@ def test_fork_bomb_is_contained(sandbox: Sandbox) -> None:
 def test_memory_bomb_hits_the_limit(sandbox: Sandbox) -> None:
     r = sandbox.run(Program("xs = []\nwhile True:\n    xs.append(bytearray(10 ** 7))"))
     assert r.memory_error, (r.exit_code, r.stderr)
-    assert r.maxrss_kb < SMALL.memory_mb * 1024
+    assert r.maxrss_kb < SMALL.memory_mb * 1024 * 1.1  # peak RSS also counts shared library pages
 
 
 def test_infinite_loop_is_stopped(sandbox: Sandbox) -> None:
     r = sandbox.run(Program("while True: pass"))
     assert r.timed_out or r.cpu_exceeded
-    assert r.wall_s < SMALL.wall_s + 2
+    assert r.wall_s < SMALL.effective_wall_s + 2
 
 
 def test_sleeping_forever_hits_the_wall_clock(sandbox: Sandbox) -> None:
     r = sandbox.run(Program("import time\ntime.sleep(1000)"))
-    assert r.timed_out and r.cpu_s < 1
+    assert r.timed_out and r.cpu_s < 1 and not r.cpu_exceeded
 
 
 def test_killing_the_parent_and_everyone(sandbox: Sandbox) -> None:
@@ -161,8 +161,8 @@ def test_killing_the_parent_and_everyone(sandbox: Sandbox) -> None:
     src = (
         "import os, signal\n"
         f"for target in (os.getppid(), {me}, 1):\n"
-        "    try:\n        os.kill(target, signal.SIGKILL)\n        print('killed', target)\n"
-        "    except OSError as e:\n        print('denied', target, e.errno)\n"
+        "    try:\n        os.kill(target, signal.SIGKILL)\n        print('killed', target, flush=True)\n"
+        "    except OSError as e:\n        print('denied', target, e.errno, flush=True)\n"
         "try:\n    os.kill(-1, signal.SIGKILL)\nexcept OSError:\n    pass\n"
         "os.killpg(os.getpgid(0), signal.SIGKILL)\n"
     )
@@ -173,13 +173,13 @@ def test_killing_the_parent_and_everyone(sandbox: Sandbox) -> None:
     assert sandbox.run(Program("print('still serving')")).stdout == b"still serving\n"
 
 
-def test_program_runs_in_its_own_session_and_group(sandbox: Sandbox) -> None:
+def test_program_runs_in_its_own_session_and_group(sandbox: Sandbox, uid_block: range) -> None:
     groups: set[tuple[int, int]] = set()
     done = threading.Event()
 
     def watch() -> None:
         while not done.is_set():
-            for pid, _ in sandbox_processes():
+            for pid, _ in sandbox_processes(uid_block):
                 try:
                     groups.add((os.getpgid(pid), os.getsid(pid)))
                 except ProcessLookupError:

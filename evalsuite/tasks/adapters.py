@@ -16,7 +16,7 @@ an outside package registers one:
     [project.entry-points."evalsuite.task_adapters"]
     mybench = "mypackage.mybench"
 
-A task spec names one by that name (`dataset.adapter: mybench`); a dotted
+A task spec names one by that name (`dataset.adapter: mybench`); a module's
 import path (`mypackage.mybench`) also works, for an adapter no installed
 package registers.  Code references name their adapter under the `adapter`
 key, so a stored run is graded by the adapter that wrote it.
@@ -50,18 +50,20 @@ def find_adapter(name: str) -> Any:
         except Exception as exc:  # noqa: BLE001 - a broken plugin must be a sentence, not a traceback
             raise DatasetError(f"Dataset adapter '{name}' ({found[0].value}) cannot be loaded: "
                                f"{type(exc).__name__}: {exc}.") from None
-    elif "." in name:
+    else:
         try:
             adapter = importlib.import_module(name)
-        except ImportError as exc:
-            raise DatasetError(f"Dataset adapter '{name}' cannot be imported ({exc}).") from None
-    else:
-        known = ", ".join(sorted(registered())) or "none"
-        raise DatasetError(
-            f"Unknown dataset adapter '{name}' (registered in the {GROUP} entry-point group: {known}). "
-            "A package registers one in its pyproject.toml; after editing that file, reinstall it "
-            "(pip install -e .)."
-        )
+        except ModuleNotFoundError as exc:
+            if exc.name is None or not name.startswith(exc.name):
+                raise DatasetError(f"Dataset adapter '{name}' cannot be imported ({exc}).") from None
+            known = ", ".join(sorted(registered())) or "none"
+            raise DatasetError(
+                f"Unknown dataset adapter '{name}': neither registered in the {GROUP} entry-point group "
+                f"({known}) nor an importable module. A package registers one in its pyproject.toml; after "
+                "editing that file, reinstall it (pip install -e .)."
+            ) from None
+        except Exception as exc:  # noqa: BLE001 - an adapter that fails on import must be a sentence
+            raise DatasetError(f"Dataset adapter '{name}' cannot be imported: {type(exc).__name__}: {exc}.") from None
     if not callable(getattr(adapter, "prepare_rows", None)):
         raise DatasetError(f"Dataset adapter '{name}' has no prepare_rows(rows, options).")
     return adapter

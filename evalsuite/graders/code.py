@@ -1,7 +1,9 @@
 """The code grader: extract the program from a completion and run it against the tests in the sandbox.
 
-A completion is correct when every test passes (LiveCodeBench's pass@1 for one
-sample).  Per-test outcomes go into `Grade.details`: passed, wrong_answer,
+The grader knows no dataset: the task's adapter, named in each sample's
+reference, turns that reference into `CodeTests` (see evalsuite/tasks/adapters.py
+and evalsuite/sandbox/cases.py), and the judge runs them.  A completion is
+correct when every test passes (pass@1 for one sample).  Per-test outcomes go into `Grade.details`: passed, wrong_answer,
 time_limit, memory_limit, runtime_error, or no_code when nothing could be
 extracted.  A failure of the sandbox itself, or a reference without tests,
 is `ungraded`, never `incorrect`.  `pass_at_k` gives the unbiased estimator
@@ -14,14 +16,14 @@ import math
 import os
 from collections import defaultdict
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 from evalsuite.errors import ConfigError, DatasetError
 from evalsuite.graders import GradeInput
 from evalsuite.records import Grade
 from evalsuite.sandbox import Limits, Sandbox
 from evalsuite.sandbox.judge import Comparison, Judge, SandboxFailure, TestOutcome
-from evalsuite.tasks.livecodebench import tests_of
+from evalsuite.tasks.adapters import code_tests
 
 VERSION = "1"
 
@@ -125,22 +127,19 @@ class CodeGrader:
 
     def _grade_one(self, judge: Judge, item: GradeInput) -> Grade:
         sid = item.sample.id
-        reference = item.sample.reference
-        if not isinstance(reference, Mapping):
-            return Grade(sid, "ungraded", None, "the sample's reference carries no tests")
         try:
-            tests = tests_of(reference, where=f"sample {sid}")
+            tests = code_tests(item.sample.reference, where=f"sample {sid}")
         except DatasetError as exc:
             return Grade(sid, "ungraded", None, str(exc))
-        if not tests:
+        if not tests.cases:
             return Grade(sid, "ungraded", None, "the sample's reference has no tests")
         code, step = self.extract(item.text)
-        base: dict[str, Any] = {"n_tests": len(tests), "extraction": step, "truncated": item.truncated}
+        base: dict[str, Any] = {"n_tests": len(tests.cases), "extraction": step, "truncated": item.truncated}
         if code is None:
             details = {**base, "outcome": "no_code", "tests": [], "n_passed": 0}
             return Grade(sid, "incorrect", "", "no fenced code block in the completion", 0.0, details)
         try:
-            outcomes = judge.run(code, tests, reference.get("fn_name") or None)
+            outcomes = judge.run(code, tests)
         except SandboxFailure as exc:
             return Grade(sid, "ungraded", code, str(exc), 0.0, base)
         except Exception as exc:  # noqa: BLE001 - one program must never fail the grading of a run

@@ -18,9 +18,10 @@ import json
 import math
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
-from typing import Any, Literal, Sequence
+from typing import Any, Literal, Mapping, Sequence
 
 from evalsuite.sandbox.calls import default_cap
+from evalsuite.sandbox.cases import CodeTests, TestCase
 from evalsuite.sandbox.executor import Program, Sandbox
 from evalsuite.sandbox.limits import ExecResult, Limits
 
@@ -136,24 +137,32 @@ class Judge:
     comparison: Comparison = field(default_factory=Comparison)
     stop_on_first_failure: bool = True
 
-    def run(self, code: str, tests: Sequence[dict[str, str]], fn_name: str | None) -> list[TestOutcome]:
-        if not tests:
+    def run(self, code: str, tests: CodeTests | Sequence[Mapping[str, Any]], fn_name: str | None = None
+            ) -> list[TestOutcome]:
+        """Outcomes of `code` (wrapped in the tests' prefix and suffix) on each case, in order.
+
+        `tests` is the adapter's `CodeTests`, or plain `{input, output}` mappings with `fn_name`.
+        """
+        if not isinstance(tests, CodeTests):
+            tests = CodeTests.from_mappings(tests, fn_name)
+        if not tests.cases:
             return []
-        if fn_name:
-            return self._functional(code, tests, fn_name)
-        return self._stdin(code, tests)
+        source = tests.program(code)
+        if tests.fn_name:
+            return self._functional(source, tests.cases, tests.fn_name)
+        return self._stdin(source, tests.cases)
 
     def _limits(self) -> Limits:
         return replace(self.sandbox.limits, cpu_s=self.timeout_s, wall_s=None)
 
-    def _stdin(self, code: str, tests: Sequence[dict[str, str]]) -> list[TestOutcome]:
+    def _stdin(self, code: str, tests: Sequence[TestCase]) -> list[TestOutcome]:
         limits = self._limits()
         outcomes = []
         for i, test in enumerate(tests):
-            result = self.sandbox.run(Program(code, stdin=test["input"].encode("utf-8", "replace")), limits)
+            result = self.sandbox.run(Program(code, stdin=test.input.encode("utf-8", "replace")), limits)
             failed = _failure(result)
             if failed is None:
-                ok, why = self.comparison.lines_match(result.stdout.decode("utf-8", "replace"), test["output"])
+                ok, why = self.comparison.lines_match(result.stdout.decode("utf-8", "replace"), test.output)
                 failed = None if ok else ("wrong_answer", why)
             outcome, detail = failed or ("passed", "")
             outcomes.append(TestOutcome(i, outcome, result.wall_s, detail))
@@ -161,10 +170,10 @@ class Judge:
                 break
         return outcomes
 
-    def _functional(self, code: str, tests: Sequence[dict[str, str]], fn_name: str) -> list[TestOutcome]:
+    def _functional(self, code: str, tests: Sequence[TestCase], fn_name: str) -> list[TestOutcome]:
         limits = self._limits()
-        calls = tuple(tuple(t["input"].split("\n")) for t in tests)
-        caps = tuple(default_cap(t["output"], limits.result_bytes) for t in tests)
+        calls = tuple(tuple(t.input.split("\n")) if t.input else () for t in tests)
+        caps = tuple(default_cap(t.output, limits.result_bytes) for t in tests)
         result = self.sandbox.run(Program(code, mode="functional", fn_name=fn_name, calls=calls, result_caps=caps),
                                   limits)
         if result.setup_error:
@@ -186,7 +195,7 @@ class Judge:
                 break
         return outcomes
 
-    def _call_outcome(self, record: dict[str, Any], test: dict[str, str], result: ExecResult) -> tuple[Outcome, str]:
+    def _call_outcome(self, record: dict[str, Any], test: TestCase, result: ExecResult) -> tuple[Outcome, str]:
         if "timeout" in record:
             kind = "CPU" if record["timeout"] == "cpu" else "wall-clock"
             return "time_limit", f"the {record.get('during', 'call')} exceeded {self.timeout_s:g} s of {kind} time"
@@ -199,12 +208,12 @@ class Judge:
             error = str(record["error"])
             return ("memory_limit" if result.memory_error else "runtime_error"), error[-400:]
         try:
-            expected = json.loads(test["output"])
+            expected = json.loads(test.output)
         except json.JSONDecodeError as exc:
             raise SandboxFailure(f"the expected output is not JSON ({exc.msg})") from None
         if self.comparison.values_match(record.get("ok"), expected):
             return "passed", ""
-        return "wrong_answer", f"returned {_short(record.get('ok'))}, expected {test['output'][:80]}"
+        return "wrong_answer", f"returned {_short(record.get('ok'))}, expected {test.output[:80]}"
 
 
 def _short(value: Any) -> str:

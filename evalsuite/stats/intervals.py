@@ -1,4 +1,4 @@
-"""Confidence intervals for one arm's accuracy: Wilson and a seeded item bootstrap.
+"""Confidence intervals for one arm's accuracy: Wilson and a seeded item bootstrap (scipy's).
 
 Accuracy is a mean over items.  With K samples per item the item's score is the
 mean of its K grades first (the item is the cluster), so K never inflates n.
@@ -6,16 +6,22 @@ mean of its K grades first (the item is the cluster), so K never inflates n.
 
 from __future__ import annotations
 
+import inspect
 import math
+import warnings
 from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
-from scipy.special import ndtr, ndtri
+from scipy import stats
+from scipy.special import ndtri
 
 BootstrapMethod = Literal["percentile", "basic", "bca"]
 
-_CHUNK = 2_000  # resamples drawn per batch; keeps index arrays under ~25 MB at n=1,319
+_SCIPY_METHOD: dict[str, str] = {"percentile": "percentile", "basic": "basic", "bca": "BCa"}
+_CHUNK = 2_000  # resamples per batch; keeps index arrays under ~25 MB at n=1,319
+# scipy >= 1.15 takes the generator as `rng`; older releases call it `random_state`.
+_RNG_KEYWORD = "rng" if "rng" in inspect.signature(stats.bootstrap).parameters else "random_state"
 
 
 @dataclass(frozen=True)
@@ -84,14 +90,16 @@ def wilson_interval(successes: float, n: int, level: float = 0.95) -> Interval:
     return Interval(max(0.0, centre - half), min(1.0, centre + half), level, "wilson")
 
 
-def _resample_means(x: np.ndarray, n_resamples: int, rng: np.random.Generator) -> np.ndarray:
-    n = len(x)
-    out = np.empty(n_resamples)
-    for start in range(0, n_resamples, _CHUNK):
-        stop = min(start + _CHUNK, n_resamples)
-        idx = rng.integers(0, n, size=(stop - start, n), dtype=np.int32 if n < 2**31 else np.int64)
-        out[start:stop] = x[idx].mean(axis=1)
-    return out
+def _scipy_bootstrap(x: np.ndarray, level: float, method: BootstrapMethod, n_resamples: int, seed: int
+                     ) -> tuple[float, float]:
+    """scipy.stats.bootstrap of the mean, seeded, in bounded batches; NaN bounds where scipy finds none."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", stats.DegenerateDataWarning)
+        result = stats.bootstrap(
+            (x,), np.mean, confidence_level=level, method=_SCIPY_METHOD[method], n_resamples=n_resamples,
+            batch=_CHUNK, vectorized=True, axis=-1, **{_RNG_KEYWORD: np.random.default_rng(seed)},
+        )
+    return float(result.confidence_interval.low), float(result.confidence_interval.high)
 
 
 def bootstrap_mean_interval(
@@ -104,16 +112,20 @@ def bootstrap_mean_interval(
 ) -> Interval:
     """Bootstrap interval for the mean of per-item values, resampling items with replacement.
 
-    Seeded (numpy PCG64 with `seed`), so the same data and seed give the same
-    interval.  BCa follows Efron & Tibshirani (1993) 14.3: bias correction from
-    the mid-rank of the estimate among the resampled means, acceleration from
-    the jackknife.  When every item has the same value there is no sampling
-    variability to resample: percentile and basic return the zero-width
-    interval [v, v] and BCa returns NaN bounds, both flagged `degenerate`.
+    `scipy.stats.bootstrap` does the resampling and the interval (percentile,
+    basic, or BCa after Efron & Tibshirani 1993, 14.3, with the jackknife
+    acceleration); it is seeded (numpy PCG64 with `seed`), so the same data
+    and seed give the same interval.  When every item has the same value
+    there is no sampling variability to resample: percentile and basic return
+    the zero-width interval [v, v] and BCa returns NaN bounds, both flagged
+    `degenerate`, as is a BCa interval scipy cannot form because every
+    resampled mean lies on one side of the estimate.
     """
     x = np.asarray(values, dtype=np.float64)
     n = len(x)
     label = f"bootstrap-{method}"
+    if method not in _SCIPY_METHOD:
+        raise ValueError(f"unknown bootstrap method {method!r}; use percentile, basic or bca")
     if n == 0:
         return Interval(math.nan, math.nan, level, label, True, "No items: accuracy is undefined.")
     theta = float(x.mean())
@@ -126,28 +138,8 @@ def bootstrap_mean_interval(
         if method == "bca":
             return Interval(math.nan, math.nan, level, label, True, note)
         return Interval(theta, theta, level, label, True, note)
-    rng = np.random.default_rng(seed)
-    boot = _resample_means(x, n_resamples, rng)
-    alpha = (1 - level) / 2
-    if method == "percentile":
-        lo, hi = np.quantile(boot, [alpha, 1 - alpha])
-        return Interval(float(lo), float(hi), level, label)
-    if method == "basic":
-        lo, hi = np.quantile(boot, [alpha, 1 - alpha])
-        return Interval(float(2 * theta - hi), float(2 * theta - lo), level, label)
-    if method != "bca":
-        raise ValueError(f"unknown bootstrap method {method!r}; use percentile, basic or bca")
-    share = ((boot < theta).sum() + (boot <= theta).sum()) / (2 * n_resamples)
-    z0 = float(ndtri(share))
-    jack = (x.sum() - x) / (n - 1)
-    u = (n - 1) * (jack.mean() - jack)
-    a = float((u**3).sum() / n**3 / 6 / ((u**2).sum() / n**2) ** 1.5)
-    if not math.isfinite(z0) or not math.isfinite(a):
+    low, high = _scipy_bootstrap(x, level, method, n_resamples, seed)
+    if not (math.isfinite(low) and math.isfinite(high)):
         note = "The bootstrap distribution lies entirely on one side of the estimate, so BCa is undefined."
         return Interval(math.nan, math.nan, level, label, True, note)
-    za = float(ndtri(alpha))
-    q = []
-    for zq in (za, -za):
-        q.append(float(ndtr(z0 + (z0 + zq) / (1 - a * (z0 + zq)))))
-    lo, hi = np.quantile(boot, q)
-    return Interval(float(lo), float(hi), level, label)
+    return Interval(low, high, level, label)

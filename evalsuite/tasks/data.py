@@ -87,13 +87,12 @@ def read_local(path: Path) -> list[dict[str, Any]]:
 def _adapter(spec: TaskSpec) -> ModuleType | None:
     if spec.dataset.adapter is None:
         return None
+    from evalsuite.tasks.adapters import find_adapter  # by entry-point name or import path
+
     try:
-        module = importlib.import_module(spec.dataset.adapter)
-    except ImportError as exc:
-        raise DatasetError(f"Task '{spec.name}': dataset adapter '{spec.dataset.adapter}' cannot be imported ({exc}).")
-    if not hasattr(module, "prepare_rows"):
-        raise DatasetError(f"Task '{spec.name}': dataset adapter '{spec.dataset.adapter}' has no prepare_rows().")
-    return module
+        return find_adapter(spec.dataset.adapter)
+    except DatasetError as exc:
+        raise DatasetError(f"Task '{spec.name}': {exc}") from None
 
 
 def load_rows(

@@ -10,10 +10,11 @@ Unpickling untrusted bytes can run code, so `decode_private_tests` first
 checks every pickle opcode against a list that can only build strings, lists
 and dicts, and its unpickler refuses every global.
 
-`prepare_rows` is the task adapter hook (`dataset.adapter` in the task spec):
-it filters by contest date and adds the `reference` field the code grader
-reads.  Tests stay encoded in the reference and are decoded when graded, so
-a full release never sits decoded in memory.
+This module is the `livecodebench` task adapter (see evalsuite/tasks/adapters.py):
+`prepare_rows` filters by contest date and adds the `reference` field;
+`code_tests` turns a reference into the code grader's `CodeTests`.  Tests
+stay encoded in the reference and are decoded when graded, so a full release
+never sits decoded in memory.
 """
 
 from __future__ import annotations
@@ -29,7 +30,9 @@ from datetime import date, datetime
 from typing import Any, Mapping
 
 from evalsuite.errors import DatasetError
+from evalsuite.sandbox.cases import CodeTests
 
+ADAPTER = "livecodebench"  # this adapter's entry-point name, written into every reference
 HUB_REPO = "livecodebench/code_generation_lite"
 _FILES = ["test.jsonl", "test2.jsonl", "test3.jsonl", "test4.jsonl", "test5.jsonl", "test6.jsonl"]
 MAX_DECODED_BYTES = 1 << 30
@@ -137,6 +140,11 @@ def tests_of(reference: Mapping[str, Any], where: str = "reference") -> list[dic
     return tests + decode_private_tests(reference.get("private_test_cases") or "", f"{where}.private_test_cases")
 
 
+def code_tests(reference: Mapping[str, Any], where: str = "reference") -> CodeTests:
+    """The adapter hook for the code grader: public then private tests, functional when `fn_name` is set."""
+    return CodeTests.from_mappings(tests_of(reference, where), reference.get("fn_name") or None, where)
+
+
 def _day(value: Any, what: str) -> date | None:
     if value in (None, ""):
         return None
@@ -170,6 +178,7 @@ def prepare_rows(rows: list[dict[str, Any]], options: Mapping[str, Any]) -> list
         prepared = dict(row)
         prepared["fn_name"] = fn_name or ""
         prepared["reference"] = {
+            "adapter": ADAPTER,
             "public_test_cases": row.get("public_test_cases") or "[]",
             "private_test_cases": row.get("private_test_cases") or "",
             "fn_name": fn_name,

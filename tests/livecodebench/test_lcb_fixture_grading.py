@@ -95,7 +95,7 @@ def test_one_program_never_fails_the_grading_of_a_run(grader: CodeGrader, lcb_sa
 
     real = Judge.run
 
-    def flaky(self: Judge, code: str, tests: list, fn_name: str | None) -> list:
+    def flaky(self: Judge, code: str, tests: object, fn_name: str | None = None) -> list:
         if "boom" in code:
             raise ArithmeticError("an output the comparison did not expect")
         return real(self, code, tests, fn_name)

@@ -18,6 +18,7 @@ import pandas as pd
 
 from evalsuite.compare.accuracy import OVERALL, AccuracyRow, accuracy_rows
 from evalsuite.compare.comparable import MUST_MATCH, FieldDifference, check_comparable
+from evalsuite.compare.distinct import check_distinct
 from evalsuite.diff.align import SampleDiff, diff_completions, diff_runs
 from evalsuite.diff.classify import (
     DEFAULT_CONTROL_SLACK,
@@ -206,6 +207,8 @@ def compare_runs(
     0.02 = 2 points), one for all tasks or one per task name.
     """
     cand_run, base_run = _open(candidate), _open(baseline)
+    opened = {kind: _open(source) for kind, source in (controls or {}).items()}
+    check_distinct({"candidate": cand_run, "baseline": base_run, **opened})
     differences = check_comparable(base_run.manifest, cand_run.manifest, must_match=must_match, allow=allow)
     base_results, cand_results = _lean_results(base_run), _lean_results(cand_run)
     grades = grades or {}
@@ -214,10 +217,9 @@ def compare_runs(
 
     profiles: list[ControlProfile] = []
     control_diffs: dict[str, list[FieldDifference]] = {}
-    for kind, source in (controls or {}).items():
+    for kind, run in opened.items():
         if kind not in CONTROL_KINDS:
             raise NotComparableError(f"Unknown control kind '{kind}'; use one of {', '.join(CONTROL_KINDS)}.")
-        run = _open(source)
         name = f"{kind}:{run.manifest.get('target', '?')}"
         control_diffs[name] = check_comparable(base_run.manifest, run.manifest, other_name=f"{kind} control",
                                                must_match=must_match, allow=allow)

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from evalsuite.compare.comparable import check_comparable
+from evalsuite.compare.distinct import check_distinct
 from evalsuite.diff.align import SampleDiff, diff_runs
 from evalsuite.diff.classify import ControlProfile, Thresholds, calibrate, classify_all
 from evalsuite.errors import EvalsuiteError, NotComparableError
@@ -135,11 +136,12 @@ class Judged:
 def judge_pair(pair: GatePair, near_tie: float) -> Judged:
     """Load the runs, refuse incomparable ones, diff every sample and classify it against the thresholds."""
     cand_run, base_run = open_run(pair.candidate), open_run(pair.baseline)
+    controls = [(kind, open_run(folder)) for kind, folder in pair.controls]
+    check_distinct([("candidate", cand_run), ("baseline", base_run), *controls])
     check_comparable(base_run.manifest, cand_run.manifest, allow=pair.allow)
     base, cand = base_run.results(), cand_run.results()
     profiles = []
-    for kind, folder in pair.controls:
-        ctl = open_run(folder)
+    for kind, ctl in controls:
         check_comparable(base_run.manifest, ctl.manifest, other_name=f"{kind} control", allow=pair.allow)
         comps = {sid: r.completion for sid, r in ctl.results().items()}
         profiles.append(ControlProfile.from_diffs(f"{kind}:{ctl.manifest.get('target', '?')}", kind,  # type: ignore[arg-type]

@@ -46,7 +46,7 @@ def _fields(run: Any) -> Mapping[str, Any]:
     return fields if isinstance(fields, Mapping) else {}
 
 
-def _normal_url(url: Any) -> Any:
+def normal_url(url: Any) -> Any:
     if not isinstance(url, str):
         return url
     text = url.strip().rstrip("/").lower()
@@ -61,7 +61,7 @@ def endpoint_identity(run: Any) -> tuple[Any, ...] | None:
     endpoint = fields.get("endpoint")
     if not isinstance(endpoint, Mapping) or not endpoint:
         return None
-    endpoint = {k: (_normal_url(v) if k == "base_url" else v) for k, v in endpoint.items()}
+    endpoint = {k: (normal_url(v) if k == "base_url" else v) for k, v in endpoint.items()}
     engine = fields.get("engine") if isinstance(fields.get("engine"), Mapping) else {}
     return (repr(sorted(endpoint.items())), repr(sorted((engine or {}).items())))
 

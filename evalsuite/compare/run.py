@@ -211,6 +211,12 @@ def compare_runs(
     check_distinct({"candidate": cand_run, "baseline": base_run, **opened})
     differences = check_comparable(base_run.manifest, cand_run.manifest, must_match=must_match, allow=allow)
     base_results, cand_results = _lean_results(base_run), _lean_results(cand_run)
+    if not base_results.keys() & cand_results.keys():
+        raise NotComparableError(
+            f"The candidate run ({cand_run.manifest.get('target', '?')}, {len(cand_results)} samples) and the baseline "
+            f"run ({base_run.manifest.get('target', '?')}, {len(base_results)} samples) have no sample in common, so "
+            "there is nothing to compare (a 0/0 verdict would mean nothing). Run both on the same samples."
+        )
     grades = grades or {}
     cand_grades = dict(grades.get("candidate") or cand_run.grades())
     base_grades = dict(grades.get("baseline") or base_run.grades())

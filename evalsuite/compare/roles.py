@@ -42,10 +42,14 @@ class StoredRun:
             folder=folder,
             target=str(manifest.get("target")),
             task=str(manifest.get("task")),
-            repeat=int(fields.get("repeat") or 0) if isinstance(fields, Mapping) else 0,
+            repeat=_whole(fields.get("repeat")) if isinstance(fields, Mapping) else 0,
             baseline_of_target=config.get("baseline") if isinstance(config, Mapping) else None,
             control_of_target=config.get("control") if isinstance(config, Mapping) else None,
         )
+
+
+def _whole(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
 def assign_roles(

@@ -16,7 +16,7 @@ from evalsuite.compare.comparable import check_comparable
 from evalsuite.compare.distinct import check_distinct
 from evalsuite.diff.align import SampleDiff, diff_runs
 from evalsuite.diff.classify import ControlProfile, Thresholds, calibrate, classify_all
-from evalsuite.errors import EvalsuiteError, NotComparableError
+from evalsuite.errors import EvalsuiteError, NotComparableError, StoreError
 from evalsuite.records import Grade, SampleResult
 from evalsuite.store import open_run
 
@@ -64,10 +64,10 @@ def find_baseline(candidate: str, config_path: str | None, allow: Sequence[str] 
         raise EvalsuiteError(f"Target '{target.name}' has no baseline in {config.path}; pass --evalsuite-baseline DIR.")
     found: list[tuple[float, str]] = []
     for path in sorted((config.root / config.defaults.runs_dir / target.baseline / str(man.get("task"))).glob("*/manifest.json")):
-        other = json.loads(path.read_text(encoding="utf-8"))
         try:
+            other = _manifest(str(path.parent))
             check_comparable(other, man, allow=allow)
-        except NotComparableError:
+        except (NotComparableError, StoreError):  # another setting's run, or a damaged one: not this baseline
             continue
         found.append((float(other.get("created_at") or 0.0), str(path.parent)))
     if not found:

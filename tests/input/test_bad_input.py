@@ -85,7 +85,20 @@ def _config_edit(old: str, new: str, expected: str) -> Breaker:
     return breaker
 
 
+def _non_utf8_task(project: Path) -> str:
+    _task(project).write_bytes(_task(project).read_bytes().replace(b"You are terse.", b"Sei conciso \xe0 tutti."))
+    return f"{_task(project)} is not UTF-8"
+
+
+def _data_folder(project: Path) -> str:
+    _data(project).unlink()
+    _data(project).mkdir()
+    return f"{_data(project)} is a folder"
+
+
 CASES: dict[str, Breaker] = {
+    "task spec not UTF-8": _non_utf8_task,
+    "data file is a folder": _data_folder,
     "config not UTF-8": _non_utf8_config,
     "include a number": _include("5"),
     "include a folder": _include("folder.yaml"),
@@ -203,3 +216,13 @@ def test_runs_lists_healthy_runs_and_names_broken_ones(project: Path, capsys: py
     assert "2 run folder(s) cannot be read" in captured.err
     assert f"{bad}: " in captured.err and f"{copy}: " in captured.err
     assert (bad / "manifest.json").read_text() == "{"
+
+
+def test_runs_with_no_sample_in_common_are_not_compared(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    base = _stored_run(project, capsys)
+    lines = _data(project).read_text().splitlines()
+    _data(project).write_text("\n".join(line.replace('"q0', '"r0') for line in lines) + "\n")
+    assert main(["run", "spec", "--config", str(project), "-q"]) == 0
+    spec = capsys.readouterr().out.strip()
+    assert main(["compare", spec, str(base), "--no-report", "--allow", "dataset"]) == 2
+    assert "no sample in common" in capsys.readouterr().err

@@ -83,6 +83,29 @@ def _guarded(method: _F) -> _F:
     return wrapper  # type: ignore[return-value]
 
 
+def _inspect(database: Path) -> None:
+    """Read-only look at an existing database: refuse another schema version or someone else's tables.
+
+    Done before the store's own connection switches the journal mode, so a
+    database that is refused is left byte-for-byte as it was.
+    """
+    try:
+        conn = sqlite3.connect(f"{database.resolve().as_uri()}?mode=ro", uri=True)
+        try:
+            version = conn.execute("PRAGMA user_version").fetchone()[0]
+            tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        finally:
+            conn.close()
+    except sqlite3.OperationalError:  # cannot look read-only (busy, a WAL without its index): the store's own open decides
+        return
+    if version not in (0, STORE_SCHEMA):
+        raise StoreError(f"{database.parent} was written by store schema {version}; this evalsuite reads {STORE_SCHEMA}.")
+    foreign = tables - {"results", "grades", "samples", "sessions"}
+    if version == 0 and foreign:  # (ours without the version: a creation cut short, completed by the schema script)
+        raise StoreError(f"{database} holds other tables ({', '.join(sorted(foreign))}); it is not a run database "
+                         "and was left as it is.")  # fmt: skip
+
+
 def _connect(path: Path) -> sqlite3.Connection:
     conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=30.0)
     conn.execute("PRAGMA journal_mode=WAL")
@@ -101,15 +124,9 @@ class RunStore:
         if database.is_dir():
             raise StoreError(f"{database} is a folder, not a run database.")
         try:
+            if database.exists() and database.stat().st_size:
+                _inspect(database)
             self._conn = _connect(database)
-            version = self._conn.execute("PRAGMA user_version").fetchone()[0]
-            if version not in (0, STORE_SCHEMA):
-                self._conn.close()
-                raise StoreError(f"{folder} was written by store schema {version}; this evalsuite reads {STORE_SCHEMA}.")
-            if version == 0 and self._conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()[0]:
-                self._conn.close()
-                raise StoreError(f"{database} holds tables but no evalsuite store schema; it is not a run database "
-                                 "and was left as it is.")  # fmt: skip
             self._conn.executescript(_SCHEMA)
         except sqlite3.DatabaseError as exc:
             raise _unreadable(folder, exc) from None

@@ -62,7 +62,13 @@ def assign_roles(
         for run in runs:
             _place(folders, seen, run, role)
     by_task: dict[str, list[StoredRun]] = {}
+    once: set[Path] = set()
     for run in positional:
+        key = run.folder.resolve()
+        if key in once:
+            raise ConfigError(f"{run.folder} is given twice; a run compared with itself always looks lossless, so "
+                              "give each role its own run.")  # fmt: skip
+        once.add(key)
         by_task.setdefault(run.task, []).append(run)
     for task, runs in by_task.items():
         _infer(folders.setdefault(task, {}), runs, seen, task)

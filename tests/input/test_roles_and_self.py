@@ -44,6 +44,8 @@ def test_compare_a_run_with_itself_is_refused(project: Path, capsys: pytest.Capt
     run = _run(project, "base", capsys)
     _expect_refusal(["compare", str(run), str(run), "--no-report"], capsys, "same run folder", "always looks lossless")
     _expect_refusal(["compare", str(run / "records.sqlite"), str(run), "--no-report"], capsys, "same run folder")
+    _expect_refusal(["report", str(run), str(run), "-q"], capsys, "is given twice")
+    _expect_refusal(["report", str(run), "--baseline", str(run), "-q"], capsys, "is given twice")
     copy = project.parent / "copy-of-run"
     shutil.copytree(run, copy)
     _expect_refusal(["compare", str(copy), str(run), "--no-report"], capsys, "same run (fingerprint")

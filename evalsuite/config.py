@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
 
-from evalsuite.errors import ConfigError, format_validation_error
+from evalsuite.errors import ConfigError, format_validation_error, reading
 from evalsuite.records import GenerationParams
 
 Engine = Literal["llamacpp", "vllm", "sglang", "openai"]
@@ -73,13 +73,13 @@ class Defaults(BaseModel):
     model_config = ConfigDict(extra="forbid")
     runs_dir: str = "runs"
     reports_dir: str = "reports"
-    tasks: list[str] = Field(default_factory=lambda: ["math500", "gsm8k", "livecodebench"])
+    tasks: list[str] = Field(default_factory=lambda: ["math500", "gsm8k", "livecodebench"], min_length=1)
     data: Literal["hf", "local", "fixture"] = "hf"
     max_tokens: int = Field(8192, ge=1)
     temperature: float = Field(0.0, ge=0)
     top_p: float = Field(1.0, gt=0, le=1)
-    top_k: int | None = 1
-    seed: int = 42
+    top_k: int | None = Field(1, ge=0)
+    seed: int = Field(42, ge=0)
     top_logprobs: int = Field(5, ge=0, le=20)
     repeat_baseline: bool = Field(False, description="run the baseline twice in `eval`: a determinism control")
 
@@ -96,7 +96,28 @@ class Defaults(BaseModel):
             if key not in values and key != "stop":
                 raise ConfigError(f"Unknown generation override '{key}' (known: {', '.join(sorted(values))}, stop).")
             values[key] = tuple(value) if key == "stop" else value
+        check_generation({k: v for k, v in values.items() if k != "stop"}, "generation parameters")
         return GenerationParams(**values)
+
+
+def check_generation(values: dict[str, Any], source: str) -> None:
+    """Refuse out-of-range generation parameters (max_tokens -5, top_p 2...) before anything is sent.
+
+    The ranges are the `[defaults]` ones, so a task spec's `generation:`, a
+    command-line override and the config are held to the same rules.
+    """
+    fields = Defaults.model_fields
+    unknown = [k for k in values if k not in fields or k in _NOT_GENERATION]
+    if unknown:
+        known = ", ".join(k for k in fields if k not in _NOT_GENERATION)
+        raise ConfigError(f"{source}: unknown generation key(s) {', '.join(map(repr, unknown))} (known: {known}, stop).")
+    try:
+        Defaults.model_validate(values)
+    except ValidationError as exc:
+        raise ConfigError(format_validation_error(exc, source)) from None
+
+
+_NOT_GENERATION = frozenset({"runs_dir", "reports_dir", "tasks", "data", "repeat_baseline"})
 
 
 class Config(BaseModel):
@@ -113,6 +134,12 @@ class Config(BaseModel):
                 other = getattr(target, link)
                 if other is not None and other not in self.targets:
                     raise ValueError(f"targets.{name}.{link} = {other!r} names no target")
+                if other == name:
+                    raise ValueError(f"targets.{name}.{link} = {other!r} names the target itself; a target compared "
+                                     "with itself always looks lossless, so name another target")  # fmt: skip
+            if target.control is not None and target.control == target.baseline:
+                raise ValueError(f"targets.{name}.control = {target.control!r} is also its baseline; the numerics "
+                                 "control must be another target (the speculative server drafting for itself)")  # fmt: skip
         return self
 
     @property
@@ -137,8 +164,10 @@ def load_config(path: str | Path | None = None) -> Config:
     file = Path(path) if path else Path.cwd() / "evalsuite.toml"
     if not file.exists():
         raise ConfigError(f"Config file {file} does not exist. Create one (see README) or pass --config PATH.")
+    with reading(file):
+        text = file.read_text(encoding="utf-8")
     try:
-        raw = tomllib.loads(file.read_text(encoding="utf-8"))
+        raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{file} is not valid TOML: {exc}.") from None
     try:

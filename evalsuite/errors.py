@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
+from pathlib import Path
+from typing import Iterator
+
 from pydantic import ValidationError
 
 
@@ -44,6 +48,40 @@ def format_validation_error(exc: ValidationError, source: str) -> str:
         if err["type"] == "missing":
             lines.append(f"  - {key}: required but missing.")
             continue
+        if err["type"] == "value_error" and not err["loc"]:
+            lines.append(f"  - {err['msg'].removeprefix('Value error, ')}.")  # a whole-file check names its keys
+            continue
         value = err.get("input")
         lines.append(f"  - {key} = {value!r}: {err['msg']}.")
     return "\n".join(lines)
+
+
+def describe_read_error(path: str | Path, exc: BaseException) -> str:
+    """One sentence saying why a user file could not be read, naming the file."""
+    if isinstance(exc, IsADirectoryError) or (isinstance(exc, OSError) and Path(path).is_dir()):
+        return f"{path} is a folder, not a file."
+    if isinstance(exc, FileNotFoundError):
+        return f"{path} does not exist."
+    if isinstance(exc, PermissionError):
+        return f"{path} cannot be read (permission denied)."
+    if isinstance(exc, UnicodeDecodeError):
+        return (f"{path} is not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset {exc.start} "
+                "cannot be decoded); save it as UTF-8.")  # fmt: skip
+    if isinstance(exc, OSError):
+        return f"{path} cannot be read ({exc.strerror or exc})."
+    return f"{path} cannot be read ({type(exc).__name__}: {exc})."
+
+
+@contextlib.contextmanager
+def reading(path: str | Path, error: type[EvalsuiteError] = ConfigError) -> Iterator[None]:
+    """Turn the ways reading a user's file fails (missing, a folder, not UTF-8...) into `error` naming it.
+
+    One mechanism for every file a user hands in, so an unforeseen failure
+    is still a sentence with exit 2, never a traceback.
+    """
+    try:
+        yield
+    except EvalsuiteError:
+        raise
+    except (OSError, UnicodeDecodeError) as exc:
+        raise error(describe_read_error(path, exc)) from None

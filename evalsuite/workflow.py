@@ -12,12 +12,12 @@ import asyncio
 import contextlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Sequence
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 from evalsuite.config import Config, TargetConfig
-from evalsuite.errors import ConfigError
+from evalsuite.errors import ConfigError, DatasetError
 from evalsuite.grading import grade_run
-from evalsuite.runner import RunOutcome, execute, plan_run
+from evalsuite.runner import RunOutcome, RunPlan, execute, plan_run
 from evalsuite.store import RunStore, open_run
 from evalsuite.tasks.data import DataChoice
 
@@ -72,11 +72,12 @@ def run_target(
     """Generate (and grade) one target on tasks, one server start for all of them."""
     target = config.target(target_name)
     outcomes: dict[tuple[str, int], RunOutcome] = {}
+    plans = {(task, repeat): plan_checked(config, target_name, task, options, role=role, repeat=repeat)
+             for task in tasks for repeat in repeats}  # fmt: skip
     with serving(target, say) as (base_url, server_args):
         for task in tasks:
             for repeat in repeats:
-                plan = plan_run(config, target_name, task, data=options.data, data_path=options.data_path,
-                                limit=options.limit, max_tokens=options.max_tokens, role=role, repeat=repeat)  # fmt: skip
+                plan = plans[(task, repeat)]
                 plan.base_url, plan.server_args = base_url, server_args
                 label = f"{target_name}/{task}" + (f" (repeat {repeat})" if repeat else "")
                 bar = progress(label) if progress else None
@@ -89,6 +90,29 @@ def run_target(
                     say(f"{label}: {correct}/{len(grades)} correct" + (f", {ungraded} ungraded" if ungraded else ""))
                 outcomes[(task, repeat)] = outcome
     return outcomes
+
+
+def plan_checked(config: Config, target_name: str, task: str, options: RunOptions, *, role: str = "candidate",
+                 repeat: int = 0) -> RunPlan:  # fmt: skip
+    """A run plan with everything that could fail later checked now, before any server starts or request goes out.
+
+    The dataset is read and every prompt rendered (plan_run), the generation
+    parameters are range-checked, the limit must leave samples, and the
+    task's grader is built once so an unknown grader or extraction step is
+    found before generation, not after it.
+    """
+    if options.limit is not None and options.limit < 1:
+        raise ConfigError(f"--limit must be a positive number of samples, got {options.limit}.")
+    if options.max_tokens is not None and options.max_tokens < 1:
+        raise ConfigError(f"--max-tokens must be a positive number of tokens, got {options.max_tokens}.")
+    plan = plan_run(config, target_name, task, data=options.data, data_path=options.data_path, limit=options.limit,
+                    max_tokens=options.max_tokens, role=role, repeat=repeat)  # fmt: skip
+    if not plan.samples:
+        raise DatasetError(f"Task '{task}' has no samples to run ({plan.data.location}); nothing to evaluate.")
+    from evalsuite.graders import get_grader
+
+    get_grader(plan.task.grader)
+    return plan
 
 
 def eval_target(
@@ -112,11 +136,29 @@ def eval_target(
     if target.control:
         plan.append(("control", target.control, (0,)))
     plan.append(("candidate", target.name, (0,)))
+    _check_roles_differ(config, target)
+    for _, name, _ in plan:
+        config.target(name).api_key()  # a missing key stops the eval now, not after the baseline has run
     for role, name, repeats in plan:
         outcomes = run_target(config, name, tasks, options, role=role, repeats=repeats, say=say, progress=progress)
         for (task, repeat), outcome in outcomes.items():
             runs.folders.setdefault(task, {})["determinism" if repeat else role] = outcome.folder
     return runs
+
+
+def _same_endpoint(a: TargetConfig, b: TargetConfig) -> bool:
+    from evalsuite.compare.distinct import normal_url
+
+    where = (lambda t: ("rig", t.rig) if t.rig else ("url", normal_url(t.base_url)))  # noqa: E731
+    return where(a) == where(b) and (a.engine, a.api, a.extra, a.model) == (b.engine, b.api, b.extra, b.model)
+
+
+def _check_roles_differ(config: Config, target: TargetConfig) -> None:
+    """Refuse before anything runs a control that is the candidate's own endpoint under another name."""
+    if target.control and _same_endpoint(config.target(target.control), target):
+        raise ConfigError(f"targets.{target.name}.control = '{target.control}' is the same endpoint, asked the same "
+                          f"way, as '{target.name}' itself; a control that is the candidate always agrees with it. "
+                          "Point the control at the speculative server drafting for itself.")  # fmt: skip
 
 
 def compare_eval(config: Config, runs: EvalRuns, *, seed: int = 0) -> list[Any]:
@@ -164,21 +206,23 @@ def compare_folders(
     return comparisons
 
 
-def folders_by_role(paths: Sequence[str | Path]) -> dict[str, dict[str, Path]]:
-    """Group stored runs by task and by the role recorded in each manifest (a repeat is the determinism run)."""
-    folders: dict[str, dict[str, Path]] = {}
-    for path in paths:
+def folders_by_role(paths: Sequence[str | Path], explicit: Mapping[str, Sequence[str | Path]] | None = None,
+                    ) -> dict[str, dict[str, Path]]:  # fmt: skip
+    """Group stored runs by task and by the role each plays in this comparison.
+
+    Roles given in `explicit` ("baseline", "control", "determinism" -> folders)
+    come first; the rest are placed by the relations their targets' config
+    recorded (see `evalsuite.compare.roles`), never by the role a folder was
+    first created with.
+    """
+    from evalsuite.compare.roles import StoredRun, assign_roles
+
+    def stored(path: str | Path) -> StoredRun:
         store = open_run(path)
-        manifest = store.manifest
-        role = "determinism" if manifest.get("fingerprint_fields", {}).get("repeat") else manifest.get("role", "candidate")
-        task = str(manifest.get("task"))
-        if role in folders.get(task, {}):
-            raise ConfigError(f"Two {role} runs for task '{task}': {folders[task][role]} and {store.folder}.")
-        folders.setdefault(task, {})[role] = store.folder
-        store.close()
-    for task, roles in folders.items():
-        missing = [r for r in ("candidate", "baseline") if r not in roles]
-        if missing:
-            raise ConfigError(f"Task '{task}' has no {' and no '.join(missing)} run among the folders given; "
-                              "pass one run per role (evalsuite eval records each run's role).")  # fmt: skip
-    return folders
+        try:
+            return StoredRun.from_manifest(store.folder, store.manifest)
+        finally:
+            store.close()
+
+    given = {role: [stored(p) for p in folders] for role, folders in (explicit or {}).items() if folders}
+    return assign_roles([stored(p) for p in paths], given)

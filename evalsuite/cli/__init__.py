@@ -8,6 +8,7 @@ import sys
 from typing import Sequence
 
 from evalsuite import __version__
+from evalsuite.cli.failures import INPUT_ERRORS, input_error
 from evalsuite.errors import EvalsuiteError
 
 EPILOG = """\
@@ -31,13 +32,35 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("-v", "--verbose", action="store_true", help="log retries and engine details")
 
 
+def positive_int(text: str) -> int:
+    """argparse type: a whole number of at least 1 (`--limit 0` or `-2` would silently run 0 or n-2 samples)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def proportion(text: str) -> float:
+    """argparse type: a number strictly between 0 and 1 (an equivalence margin as a proportion)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number such as 0.02, got {text!r}") from None
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 1 (0.02 = 2 points), got {text}")
+    return value
+
+
 def _data_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--data", choices=["hf", "local", "fixture"],
                    help="dataset source: the pinned hub revision, a local file, or the bundled subset "
                         "(default: defaults.data in the config)")  # fmt: skip
     p.add_argument("--data-path", metavar="FILE", help="local JSONL/JSON/Parquet file for --data local")
-    p.add_argument("--limit", type=int, metavar="N", help="only the first N samples of each task")
-    p.add_argument("--max-tokens", type=int, metavar="N", help="override the task's max_tokens")
+    p.add_argument("--limit", type=positive_int, metavar="N", help="only the first N samples of each task (N >= 1)")
+    p.add_argument("--max-tokens", type=positive_int, metavar="N", help="override the task's max_tokens")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -88,7 +111,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("baseline", metavar="BASELINE_RUN")
     p.add_argument("--control", metavar="RUN", help="numerics control: the speculative server with the target as its own drafter")
     p.add_argument("--determinism", metavar="RUN", help="the baseline run a second time")
-    p.add_argument("--delta", type=float, default=None,
+    p.add_argument("--delta", type=proportion, default=None,
                    help="equivalence margin as a proportion, 0.02 = 2 points (default: the task spec's margin, else 0.02)")
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
     p.add_argument("--allow", action="append", metavar="FIELD", help="waive a must-match field on purpose, e.g. server.model")
@@ -99,12 +122,19 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("report", help="compare stored runs and write the Markdown and HTML reports",
                        formatter_class=argparse.RawDescriptionHelpFormatter,
                        description="Compare stored runs and write report.md, report.html and comparison.json to "
-                       "reports/<target>/<timestamp>/. Each run's role (baseline, candidate, control, the "
-                       "baseline's repeat) comes from its manifest, so pass the folders `evalsuite eval` printed, "
-                       "for one task or several. Exit 1 when a verdict is LOSSY or DIFFERENT.",
-                       epilog="example:\n  evalsuite report runs/baseline/gsm8k/<id> runs/control/gsm8k/<id> "
-                       "runs/dflash/gsm8k/<id>")  # fmt: skip
-    p.add_argument("runs", nargs="+", metavar="RUN", help="run folders (any order)")
+                       "reports/<target>/<timestamp>/. Roles belong to the comparison, not to a run: name them with "
+                       "--baseline/--control/--determinism, or pass the folders `evalsuite eval` printed in any order "
+                       "and each is placed by its target's configured baseline and control (a repeat of the "
+                       "baseline is the determinism control), for one task or several. Exit 1 when a verdict is "
+                       "LOSSY or DIFFERENT.",
+                       epilog="examples:\n  evalsuite report runs/baseline/gsm8k/<id> runs/control/gsm8k/<id> "
+                       "runs/dflash/gsm8k/<id>\n  evalsuite report runs/dflash/gsm8k/<id> --baseline "
+                       "runs/baseline/gsm8k/<id> --control runs/control/gsm8k/<id>")  # fmt: skip
+    p.add_argument("runs", nargs="+", metavar="RUN", help="run folders (any order): candidates, and any runs whose role "
+                   "follows from the candidates' configured baseline and control")  # fmt: skip
+    p.add_argument("--baseline", action="append", metavar="RUN", help="the baseline run (one per task)")
+    p.add_argument("--control", action="append", metavar="RUN", help="the numerics control run (one per task)")
+    p.add_argument("--determinism", action="append", metavar="RUN", help="the baseline run a second time (one per task)")
     p.add_argument("--allow", action="append", metavar="FIELD", help="waive a must-match field on purpose")
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
     _common(p)
@@ -113,7 +143,7 @@ def build_parser() -> argparse.ArgumentParser:
                        formatter_class=argparse.RawDescriptionHelpFormatter,
                        epilog="example:\n  evalsuite grade runs/baseline/math500/*")  # fmt: skip
     p.add_argument("runs", nargs="+", metavar="RUN", help="run folders")
-    p.add_argument("--workers", type=int, help="grading processes (default: all cores)")
+    p.add_argument("--workers", type=positive_int, help="grading processes (default: all cores)")
     _common(p)
 
     p = sub.add_parser("runs", help="list stored runs")
@@ -147,6 +177,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except EvalsuiteError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return exc.exit_code
+    except INPUT_ERRORS as exc:
+        code, message = input_error(exc)
+        print(f"error: {message}", file=sys.stderr)
+        return code
     except KeyboardInterrupt:
         print("\ninterrupted: finished samples are saved; re-run the same command to resume.", file=sys.stderr)
         return 130

@@ -89,8 +89,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
     task = str(stores["candidate"].manifest.get("task"))
     delta = args.delta if args.delta is not None else task_margins(config, [task]).get(task, 0.02)
     controls = {k: v for k, v in (("determinism", args.determinism), ("numerics", args.control)) if v}
+    allow = _allowed(args.allow, stores["candidate"].manifest)
     comparison = compare_runs(args.candidate, args.baseline, controls=controls, delta=delta, seed=args.seed,
-                              allow=args.allow or [])  # fmt: skip
+                              allow=allow)  # fmt: skip
     if args.json:
         comparison.to_json(args.json)
     return _finish(args, config, [comparison], {task: stores}, comparison.candidate.get("target", "compare"))
@@ -110,13 +111,22 @@ def _finish(args: argparse.Namespace, config: Config | None, comparisons: list[A
     return 1 if failed else 0
 
 
+def _allowed(given: list[str] | None, candidate_manifest: dict[str, Any]) -> list[str]:
+    """--allow fields plus the ones the candidate target's config waived when it ran (allow_differences)."""
+    recorded = (candidate_manifest.get("target_config") or {}).get("allow_differences") or []
+    return list(dict.fromkeys([*(given or []), *(str(f) for f in recorded if isinstance(recorded, list))]))
+
+
 def cmd_report(args: argparse.Namespace) -> int:
     from evalsuite.workflow import compare_folders, folders_by_role, task_margins
 
     config = _optional_config(args)
-    folders = folders_by_role(args.runs)
-    comparisons = compare_folders(folders, margins=task_margins(config, folders), allow=args.allow or [], seed=args.seed)
+    explicit = {"baseline": args.baseline, "control": args.control, "determinism": args.determinism}
+    folders = folders_by_role(args.runs, {role: runs for role, runs in explicit.items() if runs})
     stores = {task: {role: open_run(path) for role, path in roles.items()} for task, roles in folders.items()}
+    allow = [f for roles in stores.values() for f in _allowed(args.allow, roles["candidate"].manifest)]
+    comparisons = compare_folders(folders, margins=task_margins(config, folders), allow=list(dict.fromkeys(allow)),
+                                  seed=args.seed)  # fmt: skip
     target = str(comparisons[0].candidate.get("target", "report"))
     return _finish(args, config, comparisons, stores, target)
 
@@ -135,21 +145,35 @@ def cmd_grade(args: argparse.Namespace) -> int:
 
 
 def cmd_runs(args: argparse.Namespace) -> int:
+    """List stored runs; a damaged run folder is named on stderr and never stops the listing (or is touched)."""
+    from evalsuite.errors import EvalsuiteError
+
     config = load_config(args.config)
     runs_dir = config.root / config.defaults.runs_dir
     rows: list[tuple[Any, ...]] = []
+    broken: list[str] = []
     for manifest in sorted(runs_dir.glob("*/*/*/manifest.json")):
-        store = open_run(manifest.parent)
-        if args.target and store.manifest["target"] != args.target:
-            continue
-        rows.append((store.manifest["target"], store.manifest["task"], len(store), len(store.grades()), store.folder))
-        store.close()
-    if not rows:
+        try:
+            store = open_run(manifest.parent)
+            try:
+                if args.target and store.manifest["target"] != args.target:
+                    continue
+                rows.append((store.manifest["target"], store.manifest["task"], len(store), len(store.grades()),
+                             store.folder))  # fmt: skip
+            finally:
+                store.close()
+        except EvalsuiteError as exc:
+            broken.append(f"{manifest.parent}: {exc}")
+    if rows:
+        print("target\ttask\tsamples\tgraded\tfolder")
+        for row in rows:
+            print("\t".join(map(str, row)))
+    elif not broken:
         print(f"No runs under {runs_dir}.", file=sys.stderr)
-        return 0
-    print("target\ttask\tsamples\tgraded\tfolder")
-    for row in rows:
-        print("\t".join(map(str, row)))
+    if broken:
+        print(f"{len(broken)} run folder(s) cannot be read and were left as they are:", file=sys.stderr)
+        for line in broken:
+            print(f"  {line}", file=sys.stderr)
     return 0
 
 

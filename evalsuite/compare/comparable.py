@@ -70,6 +70,14 @@ def _name(manifest: Mapping[str, Any]) -> str:
     return f"{manifest.get('target', '?')}/{manifest.get('task', '?')} {str(manifest.get('fingerprint', '?'))[:16]}"
 
 
+def _waive_hint(refused: Sequence[FieldDifference]) -> str:
+    """How to waive these fields from the command line and from the config (not a Python argument)."""
+    fields = sorted({".".join(d.path.split(".")[:2]) for d in refused})
+    options = " ".join(f"--allow {f}" for f in fields)
+    listed = ", ".join(f'"{f}"' for f in fields)
+    return f"`{options}` on `evalsuite compare`/`report`, or allow_differences = [{listed}] in the candidate target's config"
+
+
 def check_comparable(
     baseline_manifest: Mapping[str, Any],
     other_manifest: Mapping[str, Any],
@@ -99,6 +107,7 @@ def check_comparable(
         raise NotComparableError(
             f"The {other_name} run ({_name(other_manifest)}) and the baseline run ({_name(baseline_manifest)}) "
             f"differ in {len(refused)} field(s) that change outputs, so their outputs cannot be compared:\n{lines}\n"
-            "Re-run one of them with matching settings (or pass allow=[...] to waive a field deliberately)."
+            "Re-run one of them with matching settings, or, if the difference is deliberate, waive the field with "
+            f"{_waive_hint(refused)}."
         )
     return diffs

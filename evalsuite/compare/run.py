@@ -18,6 +18,7 @@ import pandas as pd
 
 from evalsuite.compare.accuracy import OVERALL, AccuracyRow, accuracy_rows
 from evalsuite.compare.comparable import MUST_MATCH, FieldDifference, check_comparable
+from evalsuite.compare.distinct import check_distinct
 from evalsuite.diff.align import SampleDiff, diff_completions, diff_runs
 from evalsuite.diff.classify import (
     DEFAULT_CONTROL_SLACK,
@@ -206,18 +207,25 @@ def compare_runs(
     0.02 = 2 points), one for all tasks or one per task name.
     """
     cand_run, base_run = _open(candidate), _open(baseline)
+    opened = {kind: _open(source) for kind, source in (controls or {}).items()}
+    check_distinct({"candidate": cand_run, "baseline": base_run, **opened})
     differences = check_comparable(base_run.manifest, cand_run.manifest, must_match=must_match, allow=allow)
     base_results, cand_results = _lean_results(base_run), _lean_results(cand_run)
+    if not base_results.keys() & cand_results.keys():
+        raise NotComparableError(
+            f"The candidate run ({cand_run.manifest.get('target', '?')}, {len(cand_results)} samples) and the baseline "
+            f"run ({base_run.manifest.get('target', '?')}, {len(base_results)} samples) have no sample in common, so "
+            "there is nothing to compare (a 0/0 verdict would mean nothing). Run both on the same samples."
+        )
     grades = grades or {}
     cand_grades = dict(grades.get("candidate") or cand_run.grades())
     base_grades = dict(grades.get("baseline") or base_run.grades())
 
     profiles: list[ControlProfile] = []
     control_diffs: dict[str, list[FieldDifference]] = {}
-    for kind, source in (controls or {}).items():
+    for kind, run in opened.items():
         if kind not in CONTROL_KINDS:
             raise NotComparableError(f"Unknown control kind '{kind}'; use one of {', '.join(CONTROL_KINDS)}.")
-        run = _open(source)
         name = f"{kind}:{run.manifest.get('target', '?')}"
         control_diffs[name] = check_comparable(base_run.manifest, run.manifest, other_name=f"{kind} control",
                                                must_match=must_match, allow=allow)

@@ -13,9 +13,10 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from evalsuite.compare.comparable import check_comparable
+from evalsuite.compare.distinct import check_distinct
 from evalsuite.diff.align import SampleDiff, diff_runs
 from evalsuite.diff.classify import ControlProfile, Thresholds, calibrate, classify_all
-from evalsuite.errors import EvalsuiteError, NotComparableError
+from evalsuite.errors import EvalsuiteError, NotComparableError, StoreError
 from evalsuite.records import Grade, SampleResult
 from evalsuite.store import open_run
 
@@ -63,10 +64,10 @@ def find_baseline(candidate: str, config_path: str | None, allow: Sequence[str] 
         raise EvalsuiteError(f"Target '{target.name}' has no baseline in {config.path}; pass --evalsuite-baseline DIR.")
     found: list[tuple[float, str]] = []
     for path in sorted((config.root / config.defaults.runs_dir / target.baseline / str(man.get("task"))).glob("*/manifest.json")):
-        other = json.loads(path.read_text(encoding="utf-8"))
         try:
+            other = _manifest(str(path.parent))
             check_comparable(other, man, allow=allow)
-        except NotComparableError:
+        except (NotComparableError, StoreError):  # another setting's run, or a damaged one: not this baseline
             continue
         found.append((float(other.get("created_at") or 0.0), str(path.parent)))
     if not found:
@@ -135,11 +136,12 @@ class Judged:
 def judge_pair(pair: GatePair, near_tie: float) -> Judged:
     """Load the runs, refuse incomparable ones, diff every sample and classify it against the thresholds."""
     cand_run, base_run = open_run(pair.candidate), open_run(pair.baseline)
+    controls = [(kind, open_run(folder)) for kind, folder in pair.controls]
+    check_distinct([("candidate", cand_run), ("baseline", base_run), *controls])
     check_comparable(base_run.manifest, cand_run.manifest, allow=pair.allow)
     base, cand = base_run.results(), cand_run.results()
     profiles = []
-    for kind, folder in pair.controls:
-        ctl = open_run(folder)
+    for kind, ctl in controls:
         check_comparable(base_run.manifest, ctl.manifest, other_name=f"{kind} control", allow=pair.allow)
         comps = {sid: r.completion for sid, r in ctl.results().items()}
         profiles.append(ControlProfile.from_diffs(f"{kind}:{ctl.manifest.get('target', '?')}", kind,  # type: ignore[arg-type]

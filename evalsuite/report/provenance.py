@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shlex
+from pathlib import Path
 from typing import Any, Mapping
 
 from evalsuite.report import fmt
@@ -59,12 +60,69 @@ def provenance(comparison: Any, arms: Mapping[str, Any]) -> list[dict[str, Any]]
     return [run_provenance("baseline", comparison.baseline), run_provenance("candidate", comparison.candidate)]
 
 
+def _path(folder: str) -> str:
+    """An absolute folder, so a pasted line works from any directory."""
+    try:
+        return str(Path(folder).resolve())
+    except OSError:
+        return folder
+
+
+def _folder(arms: Mapping[str, Any], role: str) -> str | None:
+    arm = arms.get(role)
+    return _path(arm.folder) if arm is not None and arm.folder else None
+
+
+def _eval_line(comparison: Any, arms: Mapping[str, Any], task: str) -> str | None:
+    """`evalsuite eval ...` when that command would redo exactly these runs: the candidate's configured roles match."""
+    cand, base = arms.get("candidate"), arms.get("baseline")
+    if cand is None or base is None:
+        return None
+    config = cand.manifest.get("target_config") or {}
+    if config.get("baseline") != base.manifest.get("target"):
+        return None
+    control = arms.get("control")
+    if (config.get("control") or None) != (control.manifest.get("target") if control is not None else None):
+        return None
+    fields = cand.manifest.get("fingerprint_fields") or {}
+    words = ["evalsuite", "eval", str(comparison.candidate.get("target")), "--task", task]
+    n = max(len(arm.samples) or len(arm.results) for arm in arms.values())
+    if n:
+        words += ["--limit", str(n)]
+    max_tokens = (fields.get("params") or {}).get("max_tokens")
+    if isinstance(max_tokens, int) and max_tokens > 0:
+        words += ["--max-tokens", str(max_tokens)]
+    source = (fields.get("dataset") or {}).get("source")
+    if source in ("hf", "fixture", "local"):
+        words += ["--data", str(source)]
+    words.append("--repeat-baseline" if "determinism" in arms else "--no-repeat-baseline")
+    return " ".join(shlex.quote(w) for w in words)
+
+
 def reproduce(comparison: Any, arms: Mapping[str, Any]) -> list[str]:
-    """Shell commands that redo this comparison (runs are resumed from the store when they still exist)."""
-    task = comparison.candidate.get("task") or comparison.baseline.get("task") or "TASK"
-    target = comparison.candidate.get("target") or "TARGET"
-    lines = [f"evalsuite eval {shlex.quote(str(target))} --task {shlex.quote(str(task))}"]
-    folders = [arms[r].folder for r in ("candidate", "baseline", "control") if r in arms and arms[r].folder]
-    if folders:
-        lines.append("evalsuite report " + " ".join(shlex.quote(f) for f in folders))
+    """Shell commands that redo this comparison, each working when pasted (from the project folder for `eval`).
+
+    `evalsuite report` names every run's role explicitly, since roles belong
+    to the comparison and not to the folders, and repeats the waived fields
+    and the bootstrap seed; `evalsuite eval` is offered only when the
+    candidate's configured baseline and control are the runs compared here.
+    """
+    task = str(comparison.candidate.get("task") or comparison.baseline.get("task") or "TASK")
+    lines = []
+    redo = _eval_line(comparison, arms, task)
+    if redo:
+        lines.append(redo)
+    cand, base = _folder(arms, "candidate"), _folder(arms, "baseline")
+    if cand and base:
+        words = ["evalsuite", "report", cand, "--baseline", base]
+        for role in ("control", "determinism"):
+            folder = _folder(arms, role)
+            if folder:
+                words += [f"--{role}", folder]
+        for field_ in getattr(comparison, "waived", None) or []:
+            words += ["--allow", str(field_)]
+        seed = (getattr(comparison, "settings", None) or {}).get("seed")
+        if isinstance(seed, int) and seed != 0:
+            words += ["--seed", str(seed)]
+        lines.append(" ".join(shlex.quote(w) for w in words))
     return lines

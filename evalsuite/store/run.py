@@ -9,16 +9,17 @@ crash, the last commits may be lost and are simply asked again).
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import sqlite3
 import time
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator, TypeVar
 
 import numpy as np
 import pandas as pd
 
-from evalsuite.errors import StoreError
+from evalsuite.errors import StoreError, describe_read_error
 from evalsuite.records import Grade, Sample, SampleResult
 from evalsuite.store.codec import (
     GRADE_COLUMNS,
@@ -59,6 +60,53 @@ PRAGMA user_version = {STORE_SCHEMA};
 """
 
 
+REQUIRED_KEYS = ("fingerprint", "target", "task")  # what listing, grading and reports need; comparing checks more
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def _unreadable(folder: Path, exc: Exception) -> StoreError:
+    return StoreError(
+        f"{folder / DATABASE} is damaged or not a run database ({exc}); it was left as it is. Move the run "
+        f"folder {folder} aside and re-run the same command to generate it again."
+    )
+
+
+def _guarded(method: _F) -> _F:
+    """A corrupt or truncated database becomes a StoreError naming the file; nothing is deleted or rewritten."""
+
+    @functools.wraps(method)
+    def wrapper(self: RunStore, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(self, *args, **kwargs)
+        except sqlite3.DatabaseError as exc:
+            raise _unreadable(self.folder, exc) from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+def _inspect(database: Path) -> None:
+    """Read-only look at an existing database: refuse another schema version or someone else's tables.
+
+    Done before the store's own connection switches the journal mode, so a
+    database that is refused is left byte-for-byte as it was.
+    """
+    try:
+        conn = sqlite3.connect(f"{database.resolve().as_uri()}?mode=ro", uri=True)
+        try:
+            version = conn.execute("PRAGMA user_version").fetchone()[0]
+            tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        finally:
+            conn.close()
+    except sqlite3.OperationalError:  # cannot look read-only (busy, a WAL without its index): the store's own open decides
+        return
+    if version not in (0, STORE_SCHEMA):
+        raise StoreError(f"{database.parent} was written by store schema {version}; this evalsuite reads {STORE_SCHEMA}.")
+    foreign = tables - {"results", "grades", "samples", "sessions"}
+    if version == 0 and foreign:  # (ours without the version: a creation cut short, completed by the schema script)
+        raise StoreError(f"{database} holds other tables ({', '.join(sorted(foreign))}); it is not a run database "
+                         "and was left as it is.")  # fmt: skip
+
+
 def _connect(path: Path) -> sqlite3.Connection:
     conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=30.0)
     conn.execute("PRAGMA journal_mode=WAL")
@@ -74,11 +122,16 @@ class RunStore:
     def __init__(self, folder: Path, manifest: dict[str, Any]):
         self.folder = folder
         self.manifest = manifest
-        self._conn = _connect(folder / DATABASE)
-        version = self._conn.execute("PRAGMA user_version").fetchone()[0]
-        if version not in (0, STORE_SCHEMA):
-            raise StoreError(f"{folder} was written by store schema {version}; this evalsuite reads {STORE_SCHEMA}.")
-        self._conn.executescript(_SCHEMA)
+        database = folder / DATABASE
+        if database.is_dir():
+            raise StoreError(f"{database} is a folder, not a run database.")
+        try:
+            if database.exists() and database.stat().st_size:
+                _inspect(database)
+            self._conn = _connect(database)
+            self._conn.executescript(_SCHEMA)
+        except sqlite3.DatabaseError as exc:
+            raise _unreadable(folder, exc) from None
 
     @classmethod
     def create(cls, folder: Path, manifest: dict[str, Any]) -> RunStore:
@@ -86,7 +139,7 @@ class RunStore:
         folder.mkdir(parents=True, exist_ok=True)
         path = folder / MANIFEST
         if path.exists():
-            existing = json.loads(path.read_text(encoding="utf-8"))
+            existing = open_run(folder).close_and_manifest()
             if existing.get("fingerprint") != manifest.get("fingerprint"):
                 raise StoreError(f"{folder} holds run {existing.get('fingerprint')}, not {manifest.get('fingerprint')}.")
             return cls(folder, existing)
@@ -99,6 +152,7 @@ class RunStore:
     def fingerprint(self) -> str:
         return str(self.manifest["fingerprint"])
 
+    @_guarded
     def write_samples(self, samples: list[Sample]) -> None:
         """Keep the prompts and references with the run, so grading and reports never need the dataset again."""
         with self._transaction():
@@ -107,17 +161,27 @@ class RunStore:
                 [sample_to_row(s) for s in samples],
             )
 
+    @_guarded
     def samples(self) -> dict[str, Sample]:
         rows = self._conn.execute("SELECT * FROM samples ORDER BY rowid")
         return {row["sample_id"]: row_to_sample(dict(row)) for row in rows}
 
+    @_guarded
     def done_ids(self) -> set[str]:
         return {r[0] for r in self._conn.execute("SELECT sample_id FROM results")}
 
+    @_guarded
     def __len__(self) -> int:
         return int(self._conn.execute("SELECT COUNT(*) FROM results").fetchone()[0])
 
     def iter_results(self, *, strings: Strings = "all", ids: Iterable[str] | None = None) -> Iterator[SampleResult]:
+        """Stored results in the order they finished (see `_iter_results`); a damaged database is a StoreError."""
+        try:
+            yield from self._iter_results(strings=strings, ids=ids)
+        except sqlite3.DatabaseError as exc:
+            raise _unreadable(self.folder, exc) from None
+
+    def _iter_results(self, *, strings: Strings = "all", ids: Iterable[str] | None = None) -> Iterator[SampleResult]:
         """Stored results in the order they finished.
 
         `strings="none"` skips token strings (the bulk of a run's memory) for
@@ -142,17 +206,21 @@ class RunStore:
                 record = dict(self._conn.execute(full, (record["sample_id"],)).fetchone())  # no ids: strings are the tokens
             yield row_to_result(record, strings=strings)
 
+    @_guarded
     def results(self, *, strings: Strings = "all", ids: Iterable[str] | None = None) -> dict[str, SampleResult]:
         return {r.sample_id: r for r in self.iter_results(strings=strings, ids=ids)}
 
+    @_guarded
     def grades(self) -> dict[str, Grade]:
         rows = self._conn.execute(f"SELECT {', '.join(GRADE_COLUMNS)} FROM grades")
         return {row["sample_id"]: row_to_grade(dict(row)) for row in rows}
 
+    @_guarded
     def grader_identity(self) -> tuple[str, str] | None:
         row = self._conn.execute("SELECT grader, grader_version FROM grades LIMIT 1").fetchone()
         return (row[0], row[1]) if row else None
 
+    @_guarded
     def write_grades(self, grades: list[Grade], grader: str, version: str) -> None:
         """Replace all grades at once: grades are derived data, recomputable from the results."""
         placeholders = ", ".join("?" * len(GRADE_COLUMNS))
@@ -163,6 +231,7 @@ class RunStore:
                 [grade_to_row(g, grader, version) for g in grades],
             )
 
+    @_guarded
     def record_session(self, started_at: float, requested: int, recorded: int, outcome: str, info: dict) -> None:
         with self._transaction():
             self._conn.execute(
@@ -170,6 +239,7 @@ class RunStore:
                 (started_at, time.time(), requested, recorded, outcome, json.dumps(info, default=str)),
             )
 
+    @_guarded
     def sessions(self) -> list[dict[str, Any]]:
         rows = self._conn.execute("SELECT * FROM sessions ORDER BY started_at")
         return [{**dict(r), "info": json.loads(r["info"])} for r in rows]
@@ -219,6 +289,11 @@ class RunStore:
 
     def close(self) -> None:
         self._conn.close()
+
+    def close_and_manifest(self) -> dict[str, Any]:
+        """Close the store and return its manifest (for checks that only need the manifest)."""
+        self.close()
+        return self.manifest
 
 
 class RunWriter:
@@ -274,15 +349,34 @@ class RunWriter:
 
 
 def open_run(path: str | Path) -> RunStore:
-    """Open an existing run folder (or its manifest.json / records.sqlite) for reading."""
+    """Open an existing run folder (or its manifest.json / records.sqlite) for reading.
+
+    A folder that is not a run, a manifest that is not JSON or lacks the keys
+    a run has, and a damaged database are StoreErrors naming the file.
+    """
     folder = Path(path)
     if folder.name in (MANIFEST, DATABASE):
         folder = folder.parent
     manifest_path = folder / MANIFEST
+    if not folder.is_dir():
+        raise StoreError(f"{folder} is not a run folder ({'a file' if folder.exists() else 'it does not exist'}). "
+                         "Runs live under the runs/ folder; `evalsuite runs` lists them.")  # fmt: skip
     if not manifest_path.exists():
         raise StoreError(f"{folder} is not a run folder (no {MANIFEST}). Runs live under the runs/ folder.")
     try:
         manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
-        raise StoreError(f"{manifest_path} is not valid JSON ({exc.msg}).") from None
+        raise StoreError(f"{manifest_path} is not valid JSON ({exc.msg} at line {exc.lineno}).") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise StoreError(describe_read_error(manifest_path, exc)) from None
+    if not isinstance(manifest, dict):
+        raise StoreError(f"{manifest_path} must hold a JSON object, not {type(manifest).__name__}.")
+    missing = [k for k in REQUIRED_KEYS if k not in manifest]
+    if missing:
+        raise StoreError(f"{manifest_path} lacks the key(s) {', '.join(missing)}; it was not written by "
+                         "`evalsuite run`, or it was edited.")  # fmt: skip
+    wrong = [k for k in REQUIRED_KEYS if not isinstance(manifest[k], str) or not manifest[k]]
+    if wrong:
+        raise StoreError(f"{manifest_path}: {', '.join(f'{k} = {manifest[k]!r}' for k in wrong)} should be a "
+                         "non-empty string.")  # fmt: skip
     return RunStore(folder, manifest)

@@ -25,14 +25,20 @@ def _render(template: jinja2.Template, row: dict[str, Any], where: str) -> str:
         return template.render(**row).strip()
     except jinja2.UndefinedError as exc:
         raise DatasetError(f"{where}: the prompt template uses a field the row lacks ({exc.message}).") from None
+    except Exception as exc:  # a filter or expression failing on this row's values (TypeError, ZeroDivision...)
+        raise DatasetError(f"{where}: the prompt template fails on this row ({type(exc).__name__}: {exc}).") from None
 
 
 def build_samples(spec: TaskSpec, rows: list[dict[str, Any]], *, source: str = "dataset") -> list[Sample]:
-    """Samples in dataset order.  Duplicate ids and missing fields are errors naming the row."""
+    """Samples in dataset order, every prompt rendered now (before any request is sent).
+
+    Duplicate ids, missing fields and templates that fail on a row are
+    errors naming the row.
+    """
     try:
         system = _ENV.from_string(spec.prompt.system) if spec.prompt.system else None
         user = _ENV.from_string(spec.prompt.user)
-    except jinja2.TemplateSyntaxError as exc:
+    except jinja2.TemplateError as exc:
         raise DatasetError(f"Task '{spec.name}': the prompt template is not valid Jinja ({exc}).") from None
     samples: list[Sample] = []
     seen: set[str] = set()

@@ -10,12 +10,13 @@ import gzip
 import hashlib
 import importlib
 import json
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import Any, Literal
 
-from evalsuite.errors import DatasetError
+from evalsuite.errors import DatasetError, describe_read_error, reading
 from evalsuite.tasks.spec import TaskSpec
 
 DataChoice = Literal["hf", "local", "fixture"]
@@ -42,46 +43,76 @@ def _sha256(path: Path) -> str:
 
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
-    """Rows of a JSON Lines file; a malformed line is named by file and line number."""
+    """Rows of a JSON Lines file (optionally gzipped); a malformed line is named by file and line number."""
     rows: list[dict[str, Any]] = []
-    opener = gzip.open if path.name.endswith(".gz") else open
-    with opener(path, "rt", encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise DatasetError(f"{path}, line {lineno}: not valid JSON ({exc.msg}).") from None
-            if not isinstance(row, dict):
-                raise DatasetError(f"{path}, line {lineno}: expected a JSON object, got {type(row).__name__}.")
-            rows.append(row)
+    gzipped = path.name.endswith(".gz")
+    lineno = 0
+    try:
+        with (gzip.open(path, "rt", encoding="utf-8") if gzipped else path.open("r", encoding="utf-8")) as fh:
+            for lineno, line in enumerate(fh, 1):
+                if not line.strip():
+                    continue
+                try:
+                    row = json.loads(line)
+                except json.JSONDecodeError as exc:
+                    raise DatasetError(f"{path}, line {lineno}: not valid JSON ({exc.msg}).") from None
+                if not isinstance(row, dict):
+                    raise DatasetError(f"{path}, line {lineno}: expected a JSON object, got {type(row).__name__}.")
+                rows.append(row)
+    except UnicodeDecodeError:
+        raise DatasetError(f"{path}, line {lineno + 1}: not UTF-8 text; save the file as UTF-8.") from None
+    except (gzip.BadGzipFile, EOFError, zlib.error) as exc:
+        raise DatasetError(f"{path} is not a valid gzip file ({exc or 'it ends too early'}).") from None
+    except OSError as exc:
+        raise DatasetError(describe_read_error(path, exc)) from None
     return rows
 
 
+def _read_json(path: Path) -> list[dict[str, Any]]:
+    with reading(path, DatasetError):
+        text = path.read_text(encoding="utf-8")
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise DatasetError(f"{path}, line {exc.lineno}: not valid JSON ({exc.msg}).") from None
+    if not isinstance(data, list):
+        raise DatasetError(f"{path}: a .json dataset must be a list of objects.")
+    for index, row in enumerate(data):
+        if not isinstance(row, dict):
+            raise DatasetError(f"{path}: item {index + 1} is a {type(row).__name__}, not a JSON object.")
+    return data
+
+
+def _read_parquet(path: Path) -> list[dict[str, Any]]:
+    import pandas as pd
+
+    with reading(path, DatasetError):
+        try:
+            return pd.read_parquet(path).to_dict(orient="records")
+        except (OSError, ValueError) as exc:  # pyarrow's ArrowInvalid is a ValueError
+            if isinstance(exc, (FileNotFoundError, IsADirectoryError, PermissionError)):
+                raise
+            raise DatasetError(f"{path} is not a readable Parquet file ({str(exc).splitlines()[0]}).") from None
+
+
 def read_local(path: Path) -> list[dict[str, Any]]:
-    """Rows of a local JSONL, JSON (list of objects) or Parquet file."""
+    """Rows of a local JSONL (optionally .gz), JSON (list of objects) or Parquet file.
+
+    Every way the file can be unreadable (missing, a folder, not UTF-8, not
+    gzip, not Parquet) is a DatasetError naming the file.
+    """
     if not path.exists():
         raise DatasetError(f"Dataset file {path} does not exist.")
+    if path.is_dir():
+        raise DatasetError(f"Dataset file {path} is a folder, not a file.")
     suffix = "".join(path.suffixes[-2:]) if path.name.endswith(".gz") else path.suffix
     if suffix in (".jsonl", ".jsonl.gz"):
         return read_jsonl(path)
     if suffix == ".json":
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as exc:
-            raise DatasetError(f"{path}, line {exc.lineno}: not valid JSON ({exc.msg}).") from None
-        if not isinstance(data, list):
-            raise DatasetError(f"{path}: a .json dataset must be a list of objects.")
-        for index, row in enumerate(data):
-            if not isinstance(row, dict):
-                raise DatasetError(f"{path}: item {index + 1} is a {type(row).__name__}, not a JSON object.")
-        return data
+        return _read_json(path)
     if suffix == ".parquet":
-        import pandas as pd
-
-        return pd.read_parquet(path).to_dict(orient="records")
-    raise DatasetError(f"{path}: unsupported dataset format '{suffix}' (use .jsonl, .json or .parquet).")
+        return _read_parquet(path)
+    raise DatasetError(f"{path}: unsupported dataset format '{suffix}' (use .jsonl, .jsonl.gz, .json or .parquet).")
 
 
 def _adapter(spec: TaskSpec) -> ModuleType | None:
@@ -107,12 +138,15 @@ def load_rows(
     """
     adapter = _adapter(spec)
     rows, identity = _load_raw(spec, choice, root=root, path=path, adapter=adapter)
-    if adapter is None:
-        return rows, identity
-    rows = adapter.prepare_rows(rows, spec.dataset.options)
-    if spec.dataset.options:
-        opts = ",".join(f"{k}={v}" for k, v in sorted(spec.dataset.options.items()) if v not in (None, ""))
-        identity = DatasetIdentity(identity.source, f"{identity.location}[{opts}]", identity.revision)
+    if adapter is not None:
+        rows = adapter.prepare_rows(rows, spec.dataset.options)
+        if spec.dataset.options:
+            opts = ",".join(f"{k}={v}" for k, v in sorted(spec.dataset.options.items()) if v not in (None, ""))
+            identity = DatasetIdentity(identity.source, f"{identity.location}[{opts}]", identity.revision)
+    if not rows:
+        after = " after the task's dataset adapter filtered them" if adapter is not None else ""
+        raise DatasetError(f"Task '{spec.name}': the dataset {identity.location} ({identity.source}) has no rows"
+                           f"{after}; nothing to evaluate.")  # fmt: skip
     return rows, identity
 
 

@@ -14,7 +14,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from evalsuite.errors import ConfigError, format_validation_error
+from evalsuite.errors import ConfigError, format_validation_error, reading
 
 
 class HFSource(BaseModel):
@@ -90,10 +90,12 @@ def _deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
 def _read_yaml(path: Path, seen: tuple[Path, ...] = ()) -> dict[str, Any]:
     if path in seen:
         raise ConfigError(f"{path}: 'include' forms a cycle through {' -> '.join(map(str, seen))}.")
+    if not path.exists():
+        raise ConfigError(f"Task spec {path} does not exist.")
+    with reading(path):
+        text = path.read_text(encoding="utf-8")
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except FileNotFoundError:
-        raise ConfigError(f"Task spec {path} does not exist.") from None
+        raw = yaml.safe_load(text) or {}
     except yaml.YAMLError as exc:
         raise ConfigError(f"{path} is not valid YAML: {exc}") from None
     if not isinstance(raw, dict):
@@ -101,7 +103,15 @@ def _read_yaml(path: Path, seen: tuple[Path, ...] = ()) -> dict[str, Any]:
     include = raw.pop("include", None)
     if include is None:
         return raw
-    base = _read_yaml((path.parent / include).resolve(), seen + (path,))
+    if not isinstance(include, str) or not include.strip():
+        raise ConfigError(f"{path}: include = {include!r} must be the file name of another task spec, "
+                          "e.g. include: math500.yaml.")  # fmt: skip
+    target = (path.parent / include).resolve()
+    if target.is_dir():
+        raise ConfigError(f"{path}: include = {include!r} is a folder ({target}), not a task spec file.")
+    if not target.exists():
+        raise ConfigError(f"{path}: include = {include!r} names no file ({target} does not exist).")
+    base = _read_yaml(target, seen + (path,))
     return _deep_merge(base, raw)
 
 
@@ -111,9 +121,32 @@ def load_task_spec(path: str | Path) -> TaskSpec:
     raw = _read_yaml(path)
     raw.setdefault("name", path.stem)
     try:
-        return TaskSpec.model_validate(raw)
+        spec = TaskSpec.model_validate(raw)
     except ValidationError as exc:
         raise ConfigError(format_validation_error(exc, str(path))) from None
+    _check_spec(spec, path)
+    return spec
+
+
+def _check_spec(spec: TaskSpec, path: Path) -> None:
+    """What the schema alone cannot see, checked at load so no run starts with a spec that fails later.
+
+    Out-of-range or unknown generation keys would be sent to the server; an
+    unknown grader, extraction step or grader option would surface only
+    after every sample had been generated.
+    """
+    from evalsuite.config import check_generation
+    from evalsuite.graders import get_grader
+
+    try:
+        get_grader(spec.grader)
+    except ConfigError as exc:
+        raise ConfigError(f"{path}: {exc}") from None
+
+    stop = spec.generation.get("stop")
+    if stop is not None and (not isinstance(stop, list) or not all(isinstance(s, str) for s in stop)):
+        raise ConfigError(f"{path}: generation.stop = {stop!r} must be a list of strings.")
+    check_generation({k: v for k, v in spec.generation.items() if k != "stop"}, f"{path}: generation")
 
 
 def find_task(name: str, tasks_dir: Path) -> TaskSpec:

@@ -81,4 +81,4 @@ def test_report_rebuilds_the_comparison_from_run_folders(project: Path, capsys: 
     assert [p.name for p in paths] == ["report.md", "report.html"] and all(p.exists() for p in paths)
     assert paths[0].parent.parent == project.parent / "reports" / "spec"
     assert main(["report", folders[0], "--config", str(project), "-q"]) == 2
-    assert "has no candidate" in capsys.readouterr().err
+    assert "has no baseline run among the folders given" in capsys.readouterr().err

@@ -84,3 +84,29 @@ def test_a_folder_of_another_run_is_refused(tmp_path: Path) -> None:
         RunStore.create(tmp_path / "run", {"fingerprint": "0" * 64})
     with pytest.raises(StoreError, match="not a run folder"):
         open_run(tmp_path)
+
+
+def test_a_creation_cut_short_reopens_and_a_foreign_database_is_refused_untouched(tmp_path: Path) -> None:
+    import json
+    import sqlite3
+
+    import pytest
+
+    from evalsuite.errors import StoreError
+
+    folder = tmp_path / "cut"
+    folder.mkdir()
+    (folder / "manifest.json").write_text(json.dumps({"fingerprint": "f" * 64, "task": "t", "target": "x"}))
+    with sqlite3.connect(folder / "records.sqlite") as conn:  # tables made, killed before the version was set
+        conn.execute("CREATE TABLE samples (sample_id TEXT PRIMARY KEY, task TEXT, messages TEXT, reference TEXT, "
+                     "strata TEXT, metadata TEXT)")  # fmt: skip
+    assert len(open_run(folder)) == 0
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "manifest.json").write_text(json.dumps({"fingerprint": "e" * 64, "task": "t", "target": "x"}))
+    with sqlite3.connect(other / "records.sqlite") as conn:
+        conn.execute("CREATE TABLE photos (id INTEGER)")
+    before = (other / "records.sqlite").read_bytes()
+    with pytest.raises(StoreError, match=r"holds other tables \(photos\); it is not a run database"):
+        open_run(other)
+    assert (other / "records.sqlite").read_bytes() == before

@@ -105,3 +105,11 @@ def test_target_mode_runs_baseline_and_target_once_even_with_workers(project: Pa
     listed = gate(project.parent, "--evalsuite-target", "spec", "--evalsuite-config", project, "--collect-only")
     assert "evalsuite::echo::q0000" in listed.stdout or "<SampleItem q0000>" in listed.stdout
     assert fake_server.state.total == 20  # the second session resumed from the stored runs
+
+
+def test_a_run_or_control_that_is_the_candidate_is_a_usage_error(tmp_path: Path, runs) -> None:
+    cand = str(runs["candidate"].folder)
+    same = gate(tmp_path, "--evalsuite-run", cand, "--evalsuite-baseline", cand)
+    assert same.returncode == 4 and "same run folder" in same.stdout + same.stderr
+    ctl = gate(tmp_path, *_pair(runs), "--evalsuite-control", cand)
+    assert ctl.returncode == 4 and "same run folder" in ctl.stdout + ctl.stderr

@@ -40,7 +40,8 @@ def test_markdown_carries_verdict_tables_speed_and_provenance(lossy) -> None:
     assert "**1.80×** geometric mean" in md
     assert "- baseline `base`: 1/60 outputs stopped at max_tokens (1.7 %)." in md
     assert "| server flags | `-m target.gguf` | `-m target.gguf -md draft.gguf` | `-m target.gguf -md draft.gguf` |" in md
-    assert f"evalsuite report {runs['candidate'].folder} {runs['baseline'].folder} {runs['control'].folder}" in md
+    assert (f"evalsuite report {runs['candidate'].folder.resolve()} --baseline {runs['baseline'].folder.resolve()} "
+            f"--control {runs['control'].folder.resolve()}") in md
     assert json.loads(paths.json[0].read_text()) == json.loads(cmp.to_json())
 
 

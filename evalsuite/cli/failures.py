@@ -1,0 +1,43 @@
+"""The last line of defence: an input failure no reader foresaw is still a sentence and exit 2, not a traceback.
+
+Every reader of a user's file turns its own failures into `evalsuite.errors`
+exceptions naming the file.  Anything that slips past them (a file that
+cannot be read, bytes that are not UTF-8, a damaged SQLite file, JSON or
+YAML that does not parse) is mapped here, at the top of the CLI, with the
+file named whenever the exception knows it.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+
+import yaml
+
+from evalsuite.errors import describe_read_error
+
+INPUT_ERRORS: tuple[type[BaseException], ...] = (
+    OSError,
+    UnicodeError,
+    sqlite3.DatabaseError,
+    json.JSONDecodeError,
+    yaml.YAMLError,
+)
+
+
+def input_error(exc: BaseException) -> tuple[int, str]:
+    """(exit code, sentence) for an input failure; a refused or dropped connection is an endpoint error (3)."""
+    if isinstance(exc, ConnectionError):
+        return 3, f"the endpoint connection failed ({exc}); finished samples are saved, re-run to resume."
+    if isinstance(exc, (FileNotFoundError, IsADirectoryError, PermissionError)) and exc.filename is not None:
+        return 2, describe_read_error(exc.filename, exc)
+    if isinstance(exc, OSError):
+        where = f"{exc.filename}: " if exc.filename is not None else ""
+        return 2, f"{where}{exc.strerror or exc} (a file or folder evalsuite needs could not be used)."
+    if isinstance(exc, UnicodeDecodeError):
+        return 2, f"an input file is not UTF-8 text ({exc.reason} at byte {exc.start}); save it as UTF-8."
+    if isinstance(exc, sqlite3.DatabaseError):
+        return 2, f"a run database is damaged or not a run database ({exc}); it was left as it is."
+    if isinstance(exc, json.JSONDecodeError):
+        return 2, f"an input file is not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})."
+    return 2, f"an input file could not be read ({type(exc).__name__}: {exc})."

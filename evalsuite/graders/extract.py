@@ -17,6 +17,7 @@ from decimal import Decimal, InvalidOperation
 from typing import Callable, Sequence
 
 from evalsuite.errors import ConfigError
+from evalsuite.graders.prose import number_words_to_digits, reduce_clause, strip_thinking
 
 
 @dataclass(frozen=True)
@@ -122,26 +123,96 @@ def _strip_answer(answer: str) -> str:
 def final_answer_is(text: str) -> Extraction | None:
     """The answer after the last "final answer is" / "the answer is" / "Answer:".
 
-    If a math span (`$...$`, `\\(...\\)`) or a `\\boxed{}` starts right there,
-    its content is the answer; otherwise the rest of the sentence.
+    A `\\boxed{}` right there is the answer; otherwise the clause is reduced
+    to its mathematical part (`prose.reduce_clause`): a math span in it
+    (`definitely \\(8000\\)`), or the number without the words around it
+    (`9 customers`, `three boxes`).
     """
     last = None
     for m in _FINAL_ANSWER.finditer(text):
         last = m
     if last is None:
         return None
-    rest = text[last.end() :]
-    span = _MATH_SPAN.match(rest)
-    if span is not None:
-        answer = next(g for g in span.groups() if g is not None)
-    elif rest.startswith(("\\boxed", "\\fbox")) and boxed_spans(rest):
+    rest = text[last.end() :].lstrip()
+    if rest.startswith(("\\boxed", "\\fbox")) and boxed_spans(rest):
         answer = boxed_spans(rest)[0][2]
     else:
-        answer = re.split(r"\.(?:\s|$)", rest.split("\n", 1)[0], maxsplit=1)[0]
+        answer = _unbox(reduce_clause(rest))
     answer = _strip_answer(answer)
     if not answer:
         return None
     return Extraction("final_answer_is", answer)
+
+
+def _unbox(answer: str) -> str:
+    spans = boxed_spans(answer)
+    return spans[-1][2] if spans else answer
+
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=\S)|\n\s*\n?|(?<=[.!?])\*\*\s+")
+_VERB = re.compile(
+    r"\b(?:is|are|was|were|be|equals?|has|have|had|gets?|gives?|makes?|yields?|comes?\s+to|totals?|"
+    r"remains?|needs?|costs?|takes?|earns?|pays?|spends?|saves?|sells?|buys?|owns?|of)\b|(?<![<>!=\\])=|≈|:",
+    re.IGNORECASE,
+)
+_ENDS_SENTENCE = re.compile(r"(?:[.!?)\]}$*]|\\\]|\\\))\s*$")
+"""A finished response ends a sentence or a math display; one cut mid-sentence does not."""
+_SENTENCES_BACK = 3
+"""How many sentences from the end `final_sentence` looks at: the answer is stated last, working is not."""
+
+
+def _cut_inside_math(text: str) -> bool:
+    """Whether the text stops inside a math span (an odd `$`, `\\[` or `\\(` left open)."""
+    dollars = len(re.findall(r"(?<!\\)\$", text))
+    opened = text.count("\\[") + text.count("\\(")
+    closed = text.count("\\]") + text.count("\\)")
+    return dollars % 2 == 1 or opened > closed
+
+
+def final_sentence(text: str) -> Extraction | None:
+    """The answer stated in prose at the end: "...so the number of divisors is 9.".
+
+    Looks at the last few sentences, latest first, and takes the first that
+    states something: a math span, else what follows its last verb ("Hillary
+    has 7 nickels" -> 7), else its last number.  A sentence with no number
+    ("I think that's the final answer.") is passed over.  Never use it on a
+    response cut by max_tokens: there the last number is noise, which is why
+    `run_pipeline` skips it for truncated responses.
+    """
+    body = text.strip()
+    if not body or _cut_inside_math(body) or not _ENDS_SENTENCE.search(body):
+        return None
+    sentences = [s for s in _SENTENCE_END.split(body) if s and s.strip()]
+    for sentence in reversed(sentences[-_SENTENCES_BACK:]):
+        sentence = number_words_to_digits(sentence.strip().rstrip("*").strip())
+        if "?" in sentence[-2:] or not re.search(r"\d|\$|\\\(|\\\[", sentence):
+            continue
+        answer = _sentence_answer(sentence)
+        if answer:
+            return Extraction("final_sentence", _strip_answer(answer))
+    return None
+
+
+def _sentence_answer(sentence: str) -> str:
+    spans = list(_MATH_SPAN.finditer(sentence))
+    if spans:
+        verbs = [m for m in _VERB.finditer(sentence) if not any(s.start() <= m.start() < s.end() for s in spans)]
+        start = verbs[-1].end() if verbs and verbs[-1].start() < spans[-1].start() else spans[-1].start()
+        return _unbox(reduce_clause(sentence[start:]) or next(g for g in spans[-1].groups() if g is not None))
+    verbs = list(_VERB.finditer(sentence))
+    for verb in reversed(verbs):
+        found = reduce_clause(sentence[verb.end() :])
+        if found and re.search(r"\d", found):
+            return found
+    last = None
+    for m in _NUMBER.finditer(sentence):
+        last = m
+    return "" if last is None else m_text(last)
+
+
+def m_text(m: re.Match[str]) -> str:
+    """A matched number as written, without its "$" or thousands commas."""
+    return ("-" if m.group(1) else "") + m.group(2).replace(",", "")
 
 
 # A number as people write it: optional minus, optional "$", thousands
@@ -199,13 +270,18 @@ STEPS: dict[str, StepFunc] = {
     "final_answer_is": final_answer_is,
     "hash_line": hash_line,
     "last_number": last_number,
+    "final_sentence": final_sentence,
 }
+
+NEEDS_COMPLETE = frozenset({"final_sentence", "last_number"})
+"""Steps that guess from the end of the text: skipped when the response was cut by max_tokens."""
 
 MISS_TEXT: dict[str, str] = {
     "last_boxed": "no \\boxed{}",
     "final_answer_is": "no 'final answer is'",
     "hash_line": "no '#### N' line",
     "last_number": "no number",
+    "final_sentence": "no final sentence stating a number",
 }
 """How each step's miss reads in a grade's reason ("no \\boxed{} and no 'final answer is' found")."""
 
@@ -223,9 +299,17 @@ def resolve_steps(names: Sequence[str], grader: str, allowed: Sequence[str] | No
     return list(names)
 
 
-def run_pipeline(names: Sequence[str], text: str) -> Extraction | None:
-    """The first hit of the named steps, in order, or None when none finds an answer."""
+def run_pipeline(names: Sequence[str], text: str, *, truncated: bool = False) -> Extraction | None:
+    """The first hit of the named steps, in order, or None when none finds an answer.
+
+    Reasoning blocks (`<think>...</think>`) are removed first: the answer is
+    what follows them.  On a truncated response the guessing steps
+    (`NEEDS_COMPLETE`) are skipped.
+    """
+    text = strip_thinking(text)
     for name in names:
+        if truncated and name in NEEDS_COMPLETE:
+            continue
         found = STEPS[name](text)
         if found is not None:
             return found

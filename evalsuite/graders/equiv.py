@@ -91,6 +91,7 @@ def _integer(s: str) -> int | None:
 
 _CHOICE = re.compile(r"^(?:\\(?:text|mathrm|mbox)\{\s*)?\(?\s*([A-Ea-e])\s*\)?(?:\s*\})?$")
 _CHOICE_GOLD = re.compile(r"^(?:\\(?:text|mathrm|mbox)\{\s*\(\s*([A-E])\s*\)\s*\}|\(\s*([A-E])\s*\))$")
+_CHOICE_PREFIX = re.compile(r"^(?:\\(?:text|textbf|mathrm|mbox)\{\s*)?\(\s*([A-E])\s*\)(?:\s*\})?(?!\s*[,;]\s*\(?[A-E]\))")
 _WORD_GOLD = re.compile(r"^\\(?:text|mathrm|mbox)\{\s*([A-Za-z][A-Za-z ]*[A-Za-z])\s*\}$")
 
 
@@ -141,7 +142,8 @@ def judge(gold: str, pred: str, *, joined: str | None = None, approx: bool = Fal
     choice = _CHOICE_GOLD.match(g)
     if choice:
         letter = choice.group(1) or choice.group(2)
-        got = _CHOICE.match(reduce_answer(p)) or _CHOICE.match(p)
+        # "(B)" alone, or "(B)" followed by the option's text: "\\text{(B)} 3(1 + r/10)^x = 7".
+        got = _CHOICE.match(reduce_answer(p)) or _CHOICE.match(p) or _CHOICE_PREFIX.match(p)
         if got is None:
             return Verdict(False, f"the reference is choice ({letter}); the prediction is not a choice letter")
         same = got.group(1).upper() == letter

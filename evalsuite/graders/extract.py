@@ -17,7 +17,9 @@ from decimal import Decimal, InvalidOperation
 from typing import Callable, Sequence
 
 from evalsuite.errors import ConfigError
-from evalsuite.graders.prose import number_words_to_digits, reduce_clause, strip_thinking
+from evalsuite.graders.boxes import boxed_spans
+from evalsuite.graders.prose import reduce_clause, strip_thinking
+from evalsuite.graders.sentence import stated_answer, unbox
 
 
 @dataclass(frozen=True)
@@ -38,52 +40,6 @@ class Extraction:
 
 
 StepFunc = Callable[[str], "Extraction | None"]
-
-_BOX_START = re.compile(r"\\(?:boxed|fbox)\s*(\{)|\\boxed +([^\s${}]+)")
-
-
-def _balanced(text: str, open_at: int) -> int | None:
-    """Index just past the brace that closes the one at `open_at`, or None if unbalanced."""
-    depth = 0
-    i = open_at
-    while i < len(text):
-        ch = text[i]
-        if ch == "\\":
-            i += 2
-            continue
-        if ch == "{":
-            depth += 1
-        elif ch == "}":
-            depth -= 1
-            if depth == 0:
-                return i + 1
-        i += 1
-    return None
-
-
-def boxed_spans(text: str) -> list[tuple[int, int, str]]:
-    """Every complete `\\boxed{...}` / `\\fbox{...}` / `\\boxed x` as (start, end, content).
-
-    Braces are matched with nesting (`\\boxed{\\frac{1}{2}}`), escaped braces
-    (`\\{`) are skipped, and an unclosed box (a truncated response) is ignored.
-    """
-    spans: list[tuple[int, int, str]] = []
-    pos = 0
-    while True:
-        m = _BOX_START.search(text, pos)
-        if m is None:
-            return spans
-        if m.group(1) is not None:
-            end = _balanced(text, m.start(1))
-            if end is None:
-                pos = m.end()
-                continue
-            spans.append((m.start(), end, text[m.start(1) + 1 : end - 1].strip()))
-            pos = end
-        else:
-            spans.append((m.start(), m.end(), m.group(2).strip()))
-            pos = m.end()
-
 
 # Text allowed between two boxed answers for them to count as one list:
 # punctuation, math delimiters, "and"/"or" (plain or in \text{}), spacing macros.
@@ -111,7 +67,6 @@ _FINAL_ANSWER = re.compile(
     r"(?:(?:final\s+answer|the\s+answer)\s*(?:is|:|=)|^[\s*#]*answer\s*\**\s*:)\s*:?\s*(?:\*\*)?\s*",
     re.IGNORECASE | re.MULTILINE,
 )
-_MATH_SPAN = re.compile(r"\$\$(.+?)\$\$|\$(.+?)\$|\\\((.+?)\\\)|\\\[(.+?)\\\]", re.DOTALL)
 
 
 def _strip_answer(answer: str) -> str:
@@ -137,82 +92,11 @@ def final_answer_is(text: str) -> Extraction | None:
     if rest.startswith(("\\boxed", "\\fbox")) and boxed_spans(rest):
         answer = boxed_spans(rest)[0][2]
     else:
-        answer = _unbox(reduce_clause(rest))
+        answer = unbox(reduce_clause(rest))
     answer = _strip_answer(answer)
     if not answer:
         return None
     return Extraction("final_answer_is", answer)
-
-
-def _unbox(answer: str) -> str:
-    spans = boxed_spans(answer)
-    return spans[-1][2] if spans else answer
-
-
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=\S)|\n\s*\n?|(?<=[.!?])\*\*\s+")
-_VERB = re.compile(
-    r"\b(?:is|are|was|were|be|equals?|has|have|had|gets?|gives?|makes?|yields?|comes?\s+to|totals?|"
-    r"remains?|needs?|costs?|takes?|earns?|pays?|spends?|saves?|sells?|buys?|owns?|of)\b|(?<![<>!=\\])=|≈|:",
-    re.IGNORECASE,
-)
-_ENDS_SENTENCE = re.compile(r"(?:[.!?)\]}$*]|\\\]|\\\))\s*$")
-"""A finished response ends a sentence or a math display; one cut mid-sentence does not."""
-_SENTENCES_BACK = 3
-"""How many sentences from the end `final_sentence` looks at: the answer is stated last, working is not."""
-
-
-def _cut_inside_math(text: str) -> bool:
-    """Whether the text stops inside a math span (an odd `$`, `\\[` or `\\(` left open)."""
-    dollars = len(re.findall(r"(?<!\\)\$", text))
-    opened = text.count("\\[") + text.count("\\(")
-    closed = text.count("\\]") + text.count("\\)")
-    return dollars % 2 == 1 or opened > closed
-
-
-def final_sentence(text: str) -> Extraction | None:
-    """The answer stated in prose at the end: "...so the number of divisors is 9.".
-
-    Looks at the last few sentences, latest first, and takes the first that
-    states something: a math span, else what follows its last verb ("Hillary
-    has 7 nickels" -> 7), else its last number.  A sentence with no number
-    ("I think that's the final answer.") is passed over.  Never use it on a
-    response cut by max_tokens: there the last number is noise, which is why
-    `run_pipeline` skips it for truncated responses.
-    """
-    body = text.strip()
-    if not body or _cut_inside_math(body) or not _ENDS_SENTENCE.search(body):
-        return None
-    sentences = [s for s in _SENTENCE_END.split(body) if s and s.strip()]
-    for sentence in reversed(sentences[-_SENTENCES_BACK:]):
-        sentence = number_words_to_digits(sentence.strip().rstrip("*").strip())
-        if "?" in sentence[-2:] or not re.search(r"\d|\$|\\\(|\\\[", sentence):
-            continue
-        answer = _sentence_answer(sentence)
-        if answer:
-            return Extraction("final_sentence", _strip_answer(answer))
-    return None
-
-
-def _sentence_answer(sentence: str) -> str:
-    spans = list(_MATH_SPAN.finditer(sentence))
-    if spans:
-        verbs = [m for m in _VERB.finditer(sentence) if not any(s.start() <= m.start() < s.end() for s in spans)]
-        start = verbs[-1].end() if verbs and verbs[-1].start() < spans[-1].start() else spans[-1].start()
-        return _unbox(reduce_clause(sentence[start:]) or next(g for g in spans[-1].groups() if g is not None))
-    verbs = list(_VERB.finditer(sentence))
-    for verb in reversed(verbs):
-        found = reduce_clause(sentence[verb.end() :])
-        if found and re.search(r"\d", found):
-            return found
-    last = None
-    for m in _NUMBER.finditer(sentence):
-        last = m
-    return "" if last is None else m_text(last)
-
-
-def m_text(m: re.Match[str]) -> str:
-    """A matched number as written, without its "$" or thousands commas."""
-    return ("-" if m.group(1) else "") + m.group(2).replace(",", "")
 
 
 # A number as people write it: optional minus, optional "$", thousands
@@ -263,6 +147,16 @@ def last_number(text: str) -> Extraction | None:
         return None
     value = _to_decimal(last)
     return None if value is None else Extraction("last_number", format_number(value))
+
+
+def final_sentence(text: str) -> Extraction | None:
+    """The answer stated in prose in the last sentences ("...so the number of divisors is 9.").
+
+    See `sentence.stated_answer`.  Never meant for a response cut by
+    max_tokens, where the last number is noise: `run_pipeline` skips it then.
+    """
+    answer = stated_answer(text)
+    return None if answer is None else Extraction("final_sentence", _strip_answer(answer))
 
 
 STEPS: dict[str, StepFunc] = {

@@ -94,8 +94,15 @@ _CLAUSE_END = re.compile(
     r"for|from|by|using|after|given|we|this|that's|it's)\b)",
     re.IGNORECASE,
 )
-_MATH_SPAN = re.compile(r"\$\$(.+?)\$\$|\$(.+?)\$|\\\((.+?)\\\)|\\\[(.+?)\\\]", re.DOTALL)
-_SPAN_GAP = re.compile(r"^[\s,;]*(?:(?:and|or|&)\s*)?[\s,;]*$", re.IGNORECASE)
+MATH_SPAN = re.compile(
+    r"(?<!\\)\$\$(.+?)(?<!\\)\$\$|(?<!\\)\$(.+?)(?<!\\)\$|\\\((.+?)\\\)|\\\[(.+?)\\\]"
+    r"|\\begin\{(?:align|equation|gather|eqnarray|multline)\*?\}(.+?)\\end\{(?:align|equation|gather|eqnarray|multline)\*?\}",
+    re.DOTALL,
+)
+"""A math span: `$...$`, `$$...$$`, `\\(...\\)`, `\\[...\\]` or an align/equation display
+(an escaped `\\$` is a dollar sign, not a delimiter)."""
+SPAN_GAP = re.compile(r"^[\s,;]*(?:(?:and|or|&)\s*)?[\s,;]*$", re.IGNORECASE)
+"""Text between two math spans that makes them one list: commas, "and", "or"."""
 
 # Words a mathematical answer may contain; any other word of two or more
 # letters ends it ("9 customers").
@@ -146,11 +153,11 @@ def reduce_clause(text: str) -> str:
     """The mathematical answer in the clause that starts `text` (see the module docstring)."""
     text = text.strip().replace("**", "")
     text = _FILLER.sub("", text)
-    spans = list(_MATH_SPAN.finditer(text))
+    spans = list(MATH_SPAN.finditer(text))
     if spans and spans[0].start() == 0 or spans and not _CLAUSE_END.search(text[: spans[0].start()]):
         run = [spans[0]]
         for nxt in spans[1:]:
-            if not _SPAN_GAP.match(text[run[-1].end() : nxt.start()]):
+            if not SPAN_GAP.match(text[run[-1].end() : nxt.start()]):
                 gap = text[run[-1].end() : nxt.start()]
                 if _CLAUSE_END.search(gap) or not re.fullmatch(r"[\sA-Za-z,]*", gap):
                     break

@@ -91,6 +91,8 @@ def _integer(s: str) -> int | None:
 
 _CHOICE = re.compile(r"^(?:\\(?:text|mathrm|mbox)\{\s*)?\(?\s*([A-Ea-e])\s*\)?(?:\s*\})?$")
 _CHOICE_GOLD = re.compile(r"^(?:\\(?:text|mathrm|mbox)\{\s*\(\s*([A-E])\s*\)\s*\}|\(\s*([A-E])\s*\))$")
+_BASE = re.compile(r"\s*([0-9][0-9A-Za-z]*)\s*_\s*\{?\s*([2-9]|[12]\d|3[0-6])\s*\}?\s*")
+"""A numeral in another base, `52_8` / `4210_{5}`: compared digit for digit, base included (math-verify drops the base)."""
 _CHOICE_PREFIX = re.compile(r"^(?:\\(?:text|textbf|mathrm|mbox)\{\s*)?\(\s*([A-E])\s*\)(?:\s*\})?(?!\s*[,;]\s*\(?[A-E]\))")
 _WORD_GOLD = re.compile(r"^\\(?:text|mathrm|mbox)\{\s*([A-Za-z][A-Za-z ]*[A-Za-z])\s*\}$")
 
@@ -152,6 +154,14 @@ def judge(gold: str, pred: str, *, joined: str | None = None, approx: bool = Fal
     if _WORD_GOLD.match(g):
         same = _words(g) == _words(p)
         return Verdict(same, f"word answer {'equal' if same else 'differs'}: '{_words(g)}' vs '{_words(p)}'")
+
+    base = _BASE.fullmatch(g)
+    if base:
+        got = _BASE.fullmatch(p)
+        digits, radix = base.group(1).upper(), base.group(2)
+        p_digits = got.group(1).upper() if got else re.sub(r"\\text\{[^{}]*\}|\s", "", p).upper()
+        same = p_digits == digits and (got is None or got.group(2) == radix)
+        return Verdict(same, f"base-{radix} numerals {'equal' if same else 'differ'}: {digits} vs {p_digits}")
 
     g, p = reduce_answer(g), reduce_answer(p)
     if _compact(g) == _compact(p):

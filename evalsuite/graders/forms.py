@@ -33,7 +33,8 @@ def split_top_level(s: str, sep: str = ",") -> list[str]:
     parts, depth, start, i = [], 0, 0, 0
     while i < len(s):
         ch = s[i]
-        if ch == "\\" and i + 1 < len(s) and s[i + 1] in "{}":
+        if ch == "\\" and i + 1 < len(s) and s[i + 1] in "{}":  # set braces \\{ \\} nest too
+            depth += 1 if s[i + 1] == "{" else -1
             i += 2
             continue
         if ch in "([{":

@@ -1,10 +1,12 @@
 """Benchmark: grade all 500 MATH-500 gold solutions, parallel grader vs math-verify naively in one process.
 
-Two workloads on the real data:
+Three workloads on the real data:
   solutions: each gold solution graded against its reference (what a good
              model run looks like; most answers match the reference text);
+  prose:     the same solutions with every box removed, so the answer is only
+             stated in words (the grader's prose fallback does the work);
   shuffled:  each reference graded against another problem's boxed answer
-             (every pair goes through the full math-verify comparison).
+             (every pair goes through the full comparison).
 Arms, measured in the same run:
   reference: `verify(parse("\\boxed{gold}"), parse(text))` in a loop in this process,
              starting from cold caches as the grader's fresh workers do;
@@ -31,6 +33,7 @@ from math_verify.parser import parse_expr_cached, parse_latex_cached
 from sympy.core.cache import clear_cache
 
 from evalsuite.graders import GradeInput
+from evalsuite.graders.boxes import boxed_spans
 from evalsuite.graders.gsm8k import GSM8KGrader, LMEvalGSM8KGrader
 from evalsuite.graders.math import MathGrader
 from evalsuite.records import Sample
@@ -69,6 +72,12 @@ def _math_workload(name: str, pairs: list[tuple[str, str]], workers: int) -> Non
     print(f"  ratio      grader / reference speed  {ref_s / our_s:6.2f}x   target < 10 s: {'met' if our_s < 10 else 'MISSED'}")
 
 
+def _unboxed(text: str) -> str:
+    for start, end, content in reversed(boxed_spans(text)):
+        text = text[:start] + content + text[end:]
+    return text
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--workers", type=int, default=2)
@@ -78,6 +87,7 @@ def main() -> None:
 
     math_rows = _rows(args.data / "math500" / "test.jsonl")
     _math_workload("gold solutions", [(r["answer"], r["solution"]) for r in math_rows], args.workers)
+    _math_workload("solutions without boxes", [(r["answer"], _unboxed(r["solution"])) for r in math_rows], args.workers)
     perm = list(range(len(math_rows)))
     random.Random(1234).shuffle(perm)
     shuffled = [(r["answer"], f"\\boxed{{{math_rows[j]['answer']}}}") for r, j in zip(math_rows, perm)]

@@ -26,6 +26,7 @@ from __future__ import annotations
 import logging
 import re
 from dataclasses import dataclass, field
+from fractions import Fraction
 from functools import lru_cache
 from typing import Any
 
@@ -87,6 +88,47 @@ def _integer(s: str) -> int | None:
     """
     s = re.sub(r"\\!|\s", "", s).replace("{,}", ",")
     return int(s.replace(",", "")) if _INTEGER.fullmatch(s) else None
+
+
+_FRACTION = re.compile(r"(-)?\\[dt]?frac\s*(?:\{\s*(\d+)\s*\}|(\d))\s*(?:\{\s*(\d+)\s*\}|(\d))|(-)?(\d+)\s*/\s*(\d+)")
+_DECIMAL = re.compile(r"-?\d*\.\d+")
+
+
+def _rational(s: str) -> tuple[Fraction, bool] | None:
+    """(value, written as a decimal) of a plain number: "-\\frac{3}{4}", "\\frac43", "3/4", "0.75", "12".
+
+    Like `_integer`, this keeps the common answer shapes away from the LaTeX
+    parser, which costs tens of milliseconds per answer.
+    """
+    s = re.sub(r"\s+", " ", s.strip())
+    whole = _integer(s)
+    if whole is not None:
+        return Fraction(whole), False
+    if _DECIMAL.fullmatch(s):
+        return Fraction(s), True
+    m = _FRACTION.fullmatch(s)
+    if m is None:
+        return None
+    if m.group(7) is not None:
+        num, den, neg = int(m.group(7)), int(m.group(8)), m.group(6)
+    else:
+        num, den, neg = int(m.group(2) or m.group(3)), int(m.group(4) or m.group(5)), m.group(1)
+    if den == 0:
+        return None
+    return (-Fraction(num, den) if neg else Fraction(num, den)), False
+
+
+_INTERVAL = re.compile(r"^(?:\\left)?\s*[(\[].*,.*(?:\\right)?\s*[)\]]$|\\cup")
+_MATRIX = re.compile(r"\\begin\s*\{[pbvBV]?matrix\}")
+
+
+def _shape(s: str) -> str | None:
+    """"a matrix" / "an interval or tuple" when `s` plainly is one: such an answer never equals a number."""
+    if _MATRIX.search(s):
+        return "a matrix"
+    if _INTERVAL.search(s.strip()) and "=" not in s and "\\in" not in s:
+        return "an interval or tuple"
+    return None
 
 
 _CHOICE = re.compile(r"^(?:\\(?:text|mathrm|mbox)\{\s*)?\(?\s*([A-Ea-e])\s*\)?(?:\s*\})?$")
@@ -169,6 +211,16 @@ def judge(gold: str, pred: str, *, joined: str | None = None, approx: bool = Fal
     g_int, p_int = _integer(g), _integer(p)
     if g_int is not None and p_int is not None:
         return Verdict(g_int == p_int, f"integers {'equal' if g_int == p_int else 'differ'}: {g_int} vs {p_int}")
+    g_q, p_q = _rational(g), _rational(p)
+    if g_q is not None and p_q is not None:
+        if g_q[0] == p_q[0]:
+            return Verdict(True, f"numbers equal: {g_q[0]}")
+        if not (g_q[1] or p_q[1]):  # a decimal may be a rounding: math-verify's rules decide those
+            return Verdict(False, f"numbers differ: {g_q[0]} vs {p_q[0]}")
+    if (g_q is None) != (p_q is None):
+        other = _shape(p if g_q is not None else g)
+        if other is not None:
+            return Verdict(False, f"a number against {other}")
 
     g_parsed = parse_boxed(g)
     g_math = _math(g_parsed)

@@ -48,8 +48,10 @@ _ONES = {
 _TENS = {"twenty": 20, "thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80, "ninety": 90}
 _SCALES = {"hundred": 100, "thousand": 1000, "million": 1_000_000}
 _NUMBER_WORD = "|".join(sorted([*_ONES, *_TENS, *_SCALES], key=len, reverse=True))
+# Not after a determiner: "each one", "no one", "the one", "which one" are not numbers.
+_NOT_AFTER = "".join(rf"(?<!\b{w} )" for w in ("each", "every", "no", "any", "some", "the", "this", "that", "which"))
 _NUMBER_PHRASE = re.compile(
-    rf"\b(?:{_NUMBER_WORD})(?:(?:[\s-]+|\s+and\s+)(?:{_NUMBER_WORD}))*\b(?!-)", re.IGNORECASE
+    rf"{_NOT_AFTER}\b(?:{_NUMBER_WORD})(?:(?:[\s-]+|\s+and\s+)(?:{_NUMBER_WORD}))*\b(?!-)", re.IGNORECASE
 )
 
 

@@ -168,7 +168,7 @@ def reduce_clause(text: str) -> str:
         return ", ".join(c for c in contents if c)
     end = _CLAUSE_END.search(text)
     clause = number_words_to_digits(text[: end.start()] if end else text)
-    parts = [math_head(_FILLER.sub("", p)) for p in re.split(r",\s+|;|\s+(?:and|or|&)\s+", clause)]
+    parts = [math_head(_FILLER.sub("", p)) for p in re.split(r",\s*(?:and|or)\s+|,\s+|;|\s+(?:and|or|&)\s+", clause)]
     parts = [p for p in parts if p]
     if not parts:
         return ""

@@ -71,6 +71,7 @@ def test_math_head_drops_the_words_after_the_math(part: str, head: str) -> None:
         ("28 different pizzas", "28"),
         ("three boxes of crayons", "3"),
         ("40 chickens, 60 cows and 10 pigs", "40, 60, 10"),
+        ("3, 4, and 5.", "3, 4, 5"),
         ("$40$ chickens, $60$ cows and $10$ pigs.", "40, 60, 10"),
         ("a = -2, b = -2", "a = -2, b = -2"),
         ("approximately 4.67 meters", "4.67"),

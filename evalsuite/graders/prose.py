@@ -90,7 +90,9 @@ _FILLER = re.compile(
     r"the\s+(?:number|value|answer|result)\s+(?:is|of)|the|an?(?=\s+[^=\s])|is|are|was|be)\b\s*|[:=≈~,]\s*)+",
     re.IGNORECASE,
 )
-_APPROX = re.compile(r"\b(?:approximately|approx\.?|roughly|about|around|nearly)\b|≈|\\approx|\\sim\b", re.IGNORECASE)
+_APPROX = re.compile(
+    r"\bapprox(?:imately|imate|\.)?|\b(?:about|around|roughly|nearly)\s+(?=[$\\\d(])|≈|\\approx|\\sim\b", re.IGNORECASE
+)
 _CLAUSE_END = re.compile(
     r"(?:\.(?=\s|$)|[;!?\n]|\s[—–]\s|\s\((?!\s*-?\d)|\b(?:since|because|as|which|where|when|if|so that|but|"
     r"for|from|by|using|after|given|we|this|that's|it's)\b)",

@@ -92,6 +92,7 @@ def test_final_answer_is_keeps_only_the_answer() -> None:
 def test_approximate_cue() -> None:
     assert approximate_cue("so x ≈ 4.67") and approximate_cue("which is approximately 4.67")
     assert approximate_cue("$x \\approx 4.67$") and not approximate_cue("so x = 4.67 exactly")
+    assert approximate_cue("which is about 4.67") and not approximate_cue("Let us think about it: 4.67")
 
 
 @pytest.mark.parametrize(

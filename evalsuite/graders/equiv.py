@@ -35,7 +35,7 @@ from sympy import Basic, Eq, FiniteSet
 
 from evalsuite.graders import lenient
 from evalsuite.graders.forms import reduce_answer
-from evalsuite.graders.numeric import numeric_equal
+from evalsuite.graders.numeric import numeric_equal_any
 
 # Timeouts are disabled on purpose (see the module docstring); its one-time
 # warning about that would only be noise in every worker.
@@ -252,7 +252,7 @@ def judge(gold: str, pred: str, *, joined: str | None = None, approx: bool = Fal
         return Verdict(False, f"the reference has {need} answers; the prediction gives {have}", details)
 
     # math-verify reads "%" and degrees leniently (25% = 25); numeric evaluation would not.
-    fast = None if re.search(r"%|\\circ", g + p) else numeric_equal(g_math, p_math)
+    fast = None if re.search(r"%|\\circ", g + p) else numeric_equal_any(g_math, p_math)
     if fast is not None:
         details["numeric"] = True
         same, reason = fast, f"numeric evaluation: {'equal' if fast else 'not equal'}"

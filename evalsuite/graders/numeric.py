@@ -17,7 +17,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from sympy import Expr, Float, I, Number, Rational, Symbol, nan, oo, zoo
+from sympy import Eq, Expr, FiniteSet, Float, I, Number, Rational, Symbol, Tuple, nan, oo, zoo
 
 _POINTS = 3
 _DIGITS = 30
@@ -90,6 +90,42 @@ def numeric_equal(gold: Any, pred: Any, *, rename: bool = False) -> bool | None:
             if not _close(g, p, _DIFFERENT_REL):
                 return False
     return True if decided_equal else None
+
+
+def numeric_equal_any(gold: Any, pred: Any) -> bool | None:
+    """`numeric_equal` extended to tuples (in order), finite sets (in any order) and `name = value`.
+
+    Sets and tuples of expressions are where sympy's simplify is slowest
+    (every pair of elements is simplified), so they too are decided by
+    evaluation when every element can be.
+    """
+    if isinstance(gold, Eq) and isinstance(pred, Eq):
+        if gold.lhs != pred.lhs or not isinstance(gold.lhs, Symbol):
+            return None
+        gold, pred = gold.rhs, pred.rhs
+    if isinstance(gold, Tuple) and isinstance(pred, Tuple):
+        if len(gold.args) != len(pred.args):
+            return False
+        return _all_decided([numeric_equal(g, p) for g, p in zip(gold.args, pred.args)])
+    if isinstance(gold, FiniteSet) and isinstance(pred, FiniteSet):
+        if len(gold.args) != len(pred.args):
+            return None  # math-verify's rules on repeated or extra elements decide
+        left = list(pred.args)
+        for g in gold.args:
+            results = [numeric_equal(g, p) for p in left]
+            if None in results:
+                return None
+            if True not in results:
+                return False
+            left.pop(results.index(True))
+        return True
+    return numeric_equal(gold, pred)
+
+
+def _all_decided(results: list[bool | None]) -> bool | None:
+    if False in results:
+        return False
+    return None if None in results else True
 
 
 def constant_value(obj: Any) -> complex | None:

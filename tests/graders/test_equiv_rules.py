@@ -115,3 +115,16 @@ def test_lenient_rules_accept_and_say_which(gold: str, pred: str, kwargs: dict[s
 )
 def test_lenient_rules_reject_near_misses(gold: str, pred: str, kwargs: dict[str, bool]) -> None:
     assert not judge(gold, pred, **kwargs).equal
+
+
+@pytest.mark.parametrize(
+    ("gold", "pred", "expected"),
+    [
+        ("\\{1\\pm\\sqrt{5},-2\\}", "-2, 1+\\sqrt{5}, 1-\\sqrt{5}", True),  # a set, in any order
+        ("(6,31,-1)", "(6,31,-2)", False),  # a tuple, in order
+        ("1, 2", "\\omega^{3}, \\omega^{2024} + 1", False),  # set elements in powers of omega stay fast
+    ],
+)
+def test_sets_and_tuples_are_evaluated_element_by_element(gold: str, pred: str, expected: bool) -> None:
+    verdict = judge(gold, pred)
+    assert verdict.equal is expected and verdict.details.get("numeric") is True, verdict.reason

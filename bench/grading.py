@@ -11,8 +11,9 @@ Arms, measured in the same run:
   reference: `verify(parse("\\boxed{gold}"), parse(text))` in a loop in this process,
              starting from cold caches as the grader's fresh workers do;
   grader:    `MathGrader().grade_batch(..., workers=N)`, worker start-up included.
-Prints seconds, samples/s, how many were judged correct, and the speed ratio
-grader / reference.  Target: MATH-500 graded in under 10 s on 2 cores.
+Prints wall seconds, samples/s, CPU seconds (this process plus the grading
+workers: a machine loaded by other jobs inflates wall time, not CPU time),
+how many were judged correct, and the speed ratio grader / reference.  Target: MATH-500 graded in under 10 s on 2 cores.
 Also times the GSM8K graders over the 1,319 GSM8K gold solutions.
 
     .venv/bin/python bench/grading.py [--workers 2] [--data ../shared/data]
@@ -24,6 +25,7 @@ import argparse
 import json
 import logging
 import random
+import resource
 import time
 from pathlib import Path
 from typing import Any, Callable
@@ -45,10 +47,17 @@ def _rows(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
-def _timed(fn: Callable[[], list[bool]]) -> tuple[float, int]:
-    start = time.perf_counter()
+def _cpu() -> float:
+    """CPU seconds used so far by this process and its finished children (the grading workers)."""
+    own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+def _timed(fn: Callable[[], list[bool]]) -> tuple[float, int, float]:
+    """Wall seconds, samples judged correct, CPU seconds (which a loaded machine does not inflate)."""
+    cpu, start = _cpu(), time.perf_counter()
     correct = fn()
-    return time.perf_counter() - start, sum(correct)
+    return time.perf_counter() - start, sum(correct), _cpu() - cpu
 
 
 def _math_workload(name: str, pairs: list[tuple[str, str]], workers: int) -> None:
@@ -63,12 +72,12 @@ def _math_workload(name: str, pairs: list[tuple[str, str]], workers: int) -> Non
         items = [GradeInput(Sample(str(i), "math500", (), gold), text) for i, (gold, text) in enumerate(pairs)]
         return [g.correct for g in MathGrader().grade_batch(items, workers=workers)]
 
-    ref_s, ref_ok = _timed(reference)
-    our_s, our_ok = _timed(grader)
+    ref_s, ref_ok, ref_cpu = _timed(reference)
+    our_s, our_ok, our_cpu = _timed(grader)
     n = len(pairs)
     print(f"MATH-500 {name} ({n} samples)")
-    print(f"  reference  math-verify, 1 process     {ref_s:7.2f} s  {n / ref_s:8.1f} samples/s  correct {ref_ok}")
-    print(f"  grader     MathGrader, {workers} workers      {our_s:7.2f} s  {n / our_s:8.1f} samples/s  correct {our_ok}")
+    print(f"  reference  math-verify, 1 process     {ref_s:7.2f} s  {n / ref_s:8.1f} samples/s  cpu {ref_cpu:6.2f} s  correct {ref_ok}")
+    print(f"  grader     MathGrader, {workers} workers      {our_s:7.2f} s  {n / our_s:8.1f} samples/s  cpu {our_cpu:6.2f} s  correct {our_ok}")
     print(f"  ratio      grader / reference speed  {ref_s / our_s:6.2f}x   target < 10 s: {'met' if our_s < 10 else 'MISSED'}")
 
 
@@ -96,7 +105,7 @@ def main() -> None:
     gsm_rows = _rows(args.data / "gsm8k" / "test.jsonl")
     items = [GradeInput(Sample(str(i), "gsm8k", (), r["answer"]), r["answer"]) for i, r in enumerate(gsm_rows)]
     for grader in (GSM8KGrader(), LMEvalGSM8KGrader()):
-        seconds, ok = _timed(lambda g=grader: [x.correct for x in g.grade_batch(items)])
+        seconds, ok, _ = _timed(lambda g=grader: [x.correct for x in g.grade_batch(items)])
         print(f"GSM8K gold solutions, {grader.name:13} {seconds:6.2f} s  {len(items) / seconds:9.0f} samples/s  correct {ok}")
 
 

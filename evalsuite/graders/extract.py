@@ -94,7 +94,7 @@ def final_answer_is(text: str) -> Extraction | None:
     else:
         answer = unbox(reduce_clause(rest))
     answer = _strip_answer(answer)
-    if not answer:
+    if not re.search(r"\w", answer):  # nothing, or a lone "$" where the response was cut
         return None
     return Extraction("final_answer_is", answer)
 

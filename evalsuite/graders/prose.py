@@ -100,7 +100,8 @@ _CLAUSE_END = re.compile(
 )
 MATH_SPAN = re.compile(
     r"(?<!\\)\$\$(.+?)(?<!\\)\$\$|(?<!\\)\$(.+?)(?<!\\)\$|\\\((.+?)\\\)|\\\[(.+?)\\\]"
-    r"|\\begin\{(?:align|equation|gather|eqnarray|multline)\*?\}(.+?)\\end\{(?:align|equation|gather|eqnarray|multline)\*?\}",
+    r"|\\begin\{(?:align|equation|gather|eqnarray|multline)\*?\}((?:(?!\\begin\{).)+?)"
+    r"\\end\{(?:align|equation|gather|eqnarray|multline)\*?\}",
     re.DOTALL,
 )
 """A math span: `$...$`, `$$...$$`, `\\(...\\)`, `\\[...\\]` or an align/equation display

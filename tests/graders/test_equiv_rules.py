@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import time
 
 import pytest
 
@@ -58,11 +57,10 @@ def test_numeric_equal(gold: str, pred: str, expected: bool | None) -> None:
     assert numeric_equal(math(gold), math(pred)) is expected
 
 
-def test_numeric_evaluation_keeps_slow_symbolic_cases_fast() -> None:
-    start = time.perf_counter()
+def test_expressions_sympy_is_slow_on_are_decided_by_evaluation() -> None:
+    """Decided by evaluation means sympy's simplify (minutes on such input) never ran."""
     verdict = judge("0", "\\omega^{2024} + \\omega^{2025} + \\omega^{2026} - \\omega^{2024}(1 + \\omega + \\omega^2)")
     assert verdict.equal and verdict.details.get("numeric") is True
-    assert time.perf_counter() - start < 5  # a generous bound: sympy's simplify took minutes on such input
 
 
 @pytest.mark.parametrize(

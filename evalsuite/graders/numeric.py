@@ -17,7 +17,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from sympy import Eq, Expr, FiniteSet, Float, I, Number, Rational, Symbol, Tuple, nan, oo, zoo
+from sympy import Eq, Expr, FiniteSet, Float, Rational, Symbol, Tuple, nan, oo, zoo
 
 _POINTS = 3
 _DIGITS = 30
@@ -133,8 +133,3 @@ def constant_value(obj: Any) -> complex | None:
     if not plain_expression(obj) or obj.free_symbols:
         return None
     return evaluate(obj, {})
-
-
-def is_decimal_literal(obj: Any) -> bool:
-    """A number written with a decimal point (parses to a sympy Float)."""
-    return isinstance(obj, Float) or (isinstance(obj, Number) and not isinstance(obj, Rational) and obj != I)

@@ -26,11 +26,16 @@ from __future__ import annotations
 import logging
 import re
 from dataclasses import dataclass, field
+from fractions import Fraction
 from functools import lru_cache
 from typing import Any
 
 from math_verify import LatexExtractionConfig, parse, verify
 from sympy import Basic, Eq, FiniteSet
+
+from evalsuite.graders import lenient
+from evalsuite.graders.forms import reduce_answer
+from evalsuite.graders.numeric import numeric_equal_any
 
 # Timeouts are disabled on purpose (see the module docstring); its one-time
 # warning about that would only be noise in every worker.
@@ -85,8 +90,52 @@ def _integer(s: str) -> int | None:
     return int(s.replace(",", "")) if _INTEGER.fullmatch(s) else None
 
 
+_FRACTION = re.compile(r"(-)?\\[dt]?frac\s*(?:\{\s*(\d+)\s*\}|(\d))\s*(?:\{\s*(\d+)\s*\}|(\d))|(-)?(\d+)\s*/\s*(\d+)")
+_DECIMAL = re.compile(r"-?\d*\.\d+")
+
+
+def _rational(s: str) -> tuple[Fraction, bool] | None:
+    """(value, written as a decimal) of a plain number: "-\\frac{3}{4}", "\\frac43", "3/4", "0.75", "12".
+
+    Like `_integer`, this keeps the common answer shapes away from the LaTeX
+    parser, which costs tens of milliseconds per answer.
+    """
+    s = re.sub(r"\s+", " ", s.strip())
+    whole = _integer(s)
+    if whole is not None:
+        return Fraction(whole), False
+    if _DECIMAL.fullmatch(s):
+        return Fraction(s), True
+    m = _FRACTION.fullmatch(s)
+    if m is None:
+        return None
+    if m.group(7) is not None:
+        num, den, neg = int(m.group(7)), int(m.group(8)), m.group(6)
+    else:
+        num, den, neg = int(m.group(2) or m.group(3)), int(m.group(4) or m.group(5)), m.group(1)
+    if den == 0:
+        return None
+    return (-Fraction(num, den) if neg else Fraction(num, den)), False
+
+
+_INTERVAL = re.compile(r"^(?:\\left)?\s*[(\[].*,.*(?:\\right)?\s*[)\]]$|\\cup")
+_MATRIX = re.compile(r"\\begin\s*\{[pbvBV]?matrix\}")
+
+
+def _shape(s: str) -> str | None:
+    """"a matrix" / "an interval or tuple" when `s` plainly is one: such an answer never equals a number."""
+    if _MATRIX.search(s):
+        return "a matrix"
+    if _INTERVAL.search(s.strip()) and "=" not in s and "\\in" not in s:
+        return "an interval or tuple"
+    return None
+
+
 _CHOICE = re.compile(r"^(?:\\(?:text|mathrm|mbox)\{\s*)?\(?\s*([A-Ea-e])\s*\)?(?:\s*\})?$")
 _CHOICE_GOLD = re.compile(r"^(?:\\(?:text|mathrm|mbox)\{\s*\(\s*([A-E])\s*\)\s*\}|\(\s*([A-E])\s*\))$")
+_BASE = re.compile(r"\s*([0-9][0-9A-Za-z]*)\s*_\s*\{?\s*([2-9]|[12]\d|3[0-6])\s*\}?\s*")
+"""A numeral in another base, `52_8` / `4210_{5}`: compared digit for digit, base included (math-verify drops the base)."""
+_CHOICE_PREFIX = re.compile(r"^(?:\\(?:text|textbf|mathrm|mbox)\{\s*)?\(\s*([A-E])\s*\)(?:\s*\})?(?!\s*[,;]\s*\(?[A-E]\))")
 _WORD_GOLD = re.compile(r"^\\(?:text|mathrm|mbox)\{\s*([A-Za-z][A-Za-z ]*[A-Za-z])\s*\}$")
 
 
@@ -119,12 +168,14 @@ def _show(obj: Any) -> str:
     return text if len(text) <= 200 else text[:197] + "..."
 
 
-def judge(gold: str, pred: str, *, joined: str | None = None) -> Verdict:
+def judge(gold: str, pred: str, *, joined: str | None = None, approx: bool = False, precision: bool = False) -> Verdict:
     """Whether `pred` is equivalent to the reference `gold` (gold first: order matters).
 
     `joined` is the prediction with all its trailing adjacent boxed answers
     (see `extract.Extraction.joined`); it is used only when the reference has
-    several answers and `pred` alone gives fewer.
+    several answers and `pred` alone gives fewer.  `approx` says the problem
+    or the response marks the answer as approximate, `precision` that the
+    problem names the precision; both only widen `lenient.approximation`.
     """
     g, p = normalize(gold), normalize(pred)
     if not g:
@@ -132,14 +183,11 @@ def judge(gold: str, pred: str, *, joined: str | None = None) -> Verdict:
     if _compact(g) == _compact(p):
         return Verdict(True, "identical after normalisation")
 
-    g_int, p_int = _integer(g), _integer(p)
-    if g_int is not None and p_int is not None:
-        return Verdict(g_int == p_int, f"integers {'equal' if g_int == p_int else 'differ'}: {g_int} vs {p_int}")
-
     choice = _CHOICE_GOLD.match(g)
     if choice:
         letter = choice.group(1) or choice.group(2)
-        got = _CHOICE.match(p)
+        # "(B)" alone, or "(B)" followed by the option's text: "\\text{(B)} 3(1 + r/10)^x = 7".
+        got = _CHOICE.match(reduce_answer(p)) or _CHOICE.match(p) or _CHOICE_PREFIX.match(p)
         if got is None:
             return Verdict(False, f"the reference is choice ({letter}); the prediction is not a choice letter")
         same = got.group(1).upper() == letter
@@ -148,6 +196,31 @@ def judge(gold: str, pred: str, *, joined: str | None = None) -> Verdict:
     if _WORD_GOLD.match(g):
         same = _words(g) == _words(p)
         return Verdict(same, f"word answer {'equal' if same else 'differs'}: '{_words(g)}' vs '{_words(p)}'")
+
+    base = _BASE.fullmatch(g)
+    if base:
+        got = _BASE.fullmatch(p)
+        digits, radix = base.group(1).upper(), base.group(2)
+        p_digits = got.group(1).upper() if got else re.sub(r"\\text\{[^{}]*\}|\s", "", p).upper()
+        same = p_digits == digits and (got is None or got.group(2) == radix)
+        return Verdict(same, f"base-{radix} numerals {'equal' if same else 'differ'}: {digits} vs {p_digits}")
+
+    g, p = reduce_answer(g), reduce_answer(p)
+    if _compact(g) == _compact(p):
+        return Verdict(True, "identical after removing words and units")
+    g_int, p_int = _integer(g), _integer(p)
+    if g_int is not None and p_int is not None:
+        return Verdict(g_int == p_int, f"integers {'equal' if g_int == p_int else 'differ'}: {g_int} vs {p_int}")
+    g_q, p_q = _rational(g), _rational(p)
+    if g_q is not None and p_q is not None:
+        if g_q[0] == p_q[0]:
+            return Verdict(True, f"numbers equal: {g_q[0]}")
+        if not (g_q[1] or p_q[1]):  # a decimal may be a rounding: math-verify's rules decide those
+            return Verdict(False, f"numbers differ: {g_q[0]} vs {p_q[0]}")
+    if (g_q is None) != (p_q is None):
+        other = _shape(p if g_q is not None else g)
+        if other is not None:
+            return Verdict(False, f"a number against {other}")
 
     g_parsed = parse_boxed(g)
     g_math = _math(g_parsed)
@@ -164,16 +237,55 @@ def judge(gold: str, pred: str, *, joined: str | None = None) -> Verdict:
     if "\\pm" in p or "\\mp" in p:
         have = max(have, 2)
     if need > 1 and have < need and joined:
-        j = normalize(joined)
+        j = reduce_answer(normalize(joined))
         j_parsed = parse_boxed(j)
         j_math = _math(j_parsed)
         if j_math is not None and answer_count(j_math) >= need:
             p, p_parsed, p_math, have = j, j_parsed, j_math, answer_count(j_math)
             details.update(pred_parsed=_show(p_math), used_joined=True)
     if p_math is None:
+        why = lenient.as_set(g_math, p, None, lambda s: _math(parse_boxed(s)))
+        if why is not None:
+            return Verdict(True, why, {**details, "rule": "as_set"})
         return Verdict(False, "the prediction did not parse as math", details)
     if need > 1 and have < need:
         return Verdict(False, f"the reference has {need} answers; the prediction gives {have}", details)
 
-    same = verify(list(g_parsed), list(p_parsed), timeout_seconds=None)
-    return Verdict(same, "math-verify: equal" if same else "math-verify: not equal", details)
+    # math-verify reads "%" and degrees leniently (25% = 25); numeric evaluation would not.
+    fast = None if re.search(r"%|\\circ", g + p) else numeric_equal_any(g_math, p_math)
+    if fast is not None:
+        details["numeric"] = True
+        same, reason = fast, f"numeric evaluation: {'equal' if fast else 'not equal'}"
+    else:
+        same = verify(list(g_parsed), list(p_parsed), timeout_seconds=None)
+        reason = "math-verify: equal" if same else "math-verify: not equal"
+    if not same:
+        why = _lenient(g, g_math, p, p_math, approx=approx, precision=precision)
+        if why is not None:
+            details["rule"] = why.split(":", 1)[0]
+            return Verdict(True, why, details)
+    return Verdict(same, reason, details)
+
+
+def _lenient(g: str, g_math: Any, p: str, p_math: Any, *, approx: bool, precision: bool) -> str | None:
+    """The first `lenient` rule that accepts the pair, as its reason (see that module)."""
+
+    def parts_equal(gold_part: str, pred_part: str) -> bool:
+        return judge(gold_part, pred_part).equal
+
+    def parse_math(s: str) -> Any:
+        return _math(parse_boxed(s))
+
+    rules = (
+        lambda: lenient.approximation(g_math, p, cue=approx or precision, problem_precision=precision),
+        lambda: lenient.as_set(g_math, p, p_math, parse_math),
+        lambda: lenient.labelled_parts(g, p, parts_equal),
+        lambda: lenient.equations(g_math, p_math),
+        lambda: lenient.renamed(g_math, p_math),
+        lambda: lenient.degrees(g, g_math, p, p_math),
+    )
+    for rule in rules:
+        why = rule()
+        if why is not None:
+            return why
+    return None

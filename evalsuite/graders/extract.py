@@ -17,6 +17,9 @@ from decimal import Decimal, InvalidOperation
 from typing import Callable, Sequence
 
 from evalsuite.errors import ConfigError
+from evalsuite.graders.boxes import boxed_spans
+from evalsuite.graders.prose import reduce_clause, strip_thinking
+from evalsuite.graders.sentence import stated_answer, unbox
 
 
 @dataclass(frozen=True)
@@ -37,52 +40,6 @@ class Extraction:
 
 
 StepFunc = Callable[[str], "Extraction | None"]
-
-_BOX_START = re.compile(r"\\(?:boxed|fbox)\s*(\{)|\\boxed +([^\s${}]+)")
-
-
-def _balanced(text: str, open_at: int) -> int | None:
-    """Index just past the brace that closes the one at `open_at`, or None if unbalanced."""
-    depth = 0
-    i = open_at
-    while i < len(text):
-        ch = text[i]
-        if ch == "\\":
-            i += 2
-            continue
-        if ch == "{":
-            depth += 1
-        elif ch == "}":
-            depth -= 1
-            if depth == 0:
-                return i + 1
-        i += 1
-    return None
-
-
-def boxed_spans(text: str) -> list[tuple[int, int, str]]:
-    """Every complete `\\boxed{...}` / `\\fbox{...}` / `\\boxed x` as (start, end, content).
-
-    Braces are matched with nesting (`\\boxed{\\frac{1}{2}}`), escaped braces
-    (`\\{`) are skipped, and an unclosed box (a truncated response) is ignored.
-    """
-    spans: list[tuple[int, int, str]] = []
-    pos = 0
-    while True:
-        m = _BOX_START.search(text, pos)
-        if m is None:
-            return spans
-        if m.group(1) is not None:
-            end = _balanced(text, m.start(1))
-            if end is None:
-                pos = m.end()
-                continue
-            spans.append((m.start(), end, text[m.start(1) + 1 : end - 1].strip()))
-            pos = end
-        else:
-            spans.append((m.start(), m.end(), m.group(2).strip()))
-            pos = m.end()
-
 
 # Text allowed between two boxed answers for them to count as one list:
 # punctuation, math delimiters, "and"/"or" (plain or in \text{}), spacing macros.
@@ -110,7 +67,6 @@ _FINAL_ANSWER = re.compile(
     r"(?:(?:final\s+answer|the\s+answer)\s*(?:is|:|=)|^[\s*#]*answer\s*\**\s*:)\s*:?\s*(?:\*\*)?\s*",
     re.IGNORECASE | re.MULTILINE,
 )
-_MATH_SPAN = re.compile(r"\$\$(.+?)\$\$|\$(.+?)\$|\\\((.+?)\\\)|\\\[(.+?)\\\]", re.DOTALL)
 
 
 def _strip_answer(answer: str) -> str:
@@ -122,24 +78,23 @@ def _strip_answer(answer: str) -> str:
 def final_answer_is(text: str) -> Extraction | None:
     """The answer after the last "final answer is" / "the answer is" / "Answer:".
 
-    If a math span (`$...$`, `\\(...\\)`) or a `\\boxed{}` starts right there,
-    its content is the answer; otherwise the rest of the sentence.
+    A `\\boxed{}` right there is the answer; otherwise the clause is reduced
+    to its mathematical part (`prose.reduce_clause`): a math span in it
+    (`definitely \\(8000\\)`), or the number without the words around it
+    (`9 customers`, `three boxes`).
     """
     last = None
     for m in _FINAL_ANSWER.finditer(text):
         last = m
     if last is None:
         return None
-    rest = text[last.end() :]
-    span = _MATH_SPAN.match(rest)
-    if span is not None:
-        answer = next(g for g in span.groups() if g is not None)
-    elif rest.startswith(("\\boxed", "\\fbox")) and boxed_spans(rest):
+    rest = text[last.end() :].lstrip()
+    if rest.startswith(("\\boxed", "\\fbox")) and boxed_spans(rest):
         answer = boxed_spans(rest)[0][2]
     else:
-        answer = re.split(r"\.(?:\s|$)", rest.split("\n", 1)[0], maxsplit=1)[0]
+        answer = unbox(reduce_clause(rest))
     answer = _strip_answer(answer)
-    if not answer:
+    if not re.search(r"\w", answer):  # nothing, or a lone "$" where the response was cut
         return None
     return Extraction("final_answer_is", answer)
 
@@ -194,18 +149,33 @@ def last_number(text: str) -> Extraction | None:
     return None if value is None else Extraction("last_number", format_number(value))
 
 
+def final_sentence(text: str) -> Extraction | None:
+    """The answer stated in prose in the last sentences ("...so the number of divisors is 9.").
+
+    See `sentence.stated_answer`.  Never meant for a response cut by
+    max_tokens, where the last number is noise: `run_pipeline` skips it then.
+    """
+    answer = stated_answer(text)
+    return None if answer is None else Extraction("final_sentence", _strip_answer(answer))
+
+
 STEPS: dict[str, StepFunc] = {
     "last_boxed": last_boxed,
     "final_answer_is": final_answer_is,
     "hash_line": hash_line,
     "last_number": last_number,
+    "final_sentence": final_sentence,
 }
+
+NEEDS_COMPLETE = frozenset({"final_sentence", "last_number"})
+"""Steps that guess from the end of the text: skipped when the response was cut by max_tokens."""
 
 MISS_TEXT: dict[str, str] = {
     "last_boxed": "no \\boxed{}",
     "final_answer_is": "no 'final answer is'",
     "hash_line": "no '#### N' line",
     "last_number": "no number",
+    "final_sentence": "no final sentence stating a number",
 }
 """How each step's miss reads in a grade's reason ("no \\boxed{} and no 'final answer is' found")."""
 
@@ -223,9 +193,17 @@ def resolve_steps(names: Sequence[str], grader: str, allowed: Sequence[str] | No
     return list(names)
 
 
-def run_pipeline(names: Sequence[str], text: str) -> Extraction | None:
-    """The first hit of the named steps, in order, or None when none finds an answer."""
+def run_pipeline(names: Sequence[str], text: str, *, truncated: bool = False) -> Extraction | None:
+    """The first hit of the named steps, in order, or None when none finds an answer.
+
+    Reasoning blocks (`<think>...</think>`) are removed first: the answer is
+    what follows them.  On a truncated response the guessing steps
+    (`NEEDS_COMPLETE`) are skipped.
+    """
+    text = strip_thinking(text)
     for name in names:
+        if truncated and name in NEEDS_COMPLETE:
+            continue
         found = STEPS[name](text)
         if found is not None:
             return found

@@ -18,6 +18,7 @@ from typing import Any, Callable, Sequence
 from evalsuite.graders import GradeInput
 from evalsuite.graders.extract import STEPS, format_number, miss_reason, parse_number, resolve_steps
 from evalsuite.graders.options import check_options
+from evalsuite.graders.prose import strip_thinking
 from evalsuite.records import Grade
 
 _REFERENCE_LINE = re.compile(r"####\s*([^\n]*)")
@@ -53,7 +54,7 @@ class GSM8KGrader:
 
     name = "gsm8k"
     version = "gsm8k-1"
-    STEP_NAMES = ("hash_line", "last_boxed", "final_answer_is", "last_number")
+    STEP_NAMES = ("hash_line", "last_boxed", "final_answer_is", "final_sentence", "last_number")
 
     def __init__(self, extraction: Sequence[str] = ("hash_line", "last_number"), **options: Any) -> None:
         check_options(self.name, options, {})
@@ -61,6 +62,7 @@ class GSM8KGrader:
         self.version = f"gsm8k-1+{'.'.join(self.steps)}"
 
     def _extract(self, text: str) -> tuple[str, Decimal] | None:
+        text = strip_thinking(text)  # the answer follows the reasoning block, if any
         for step in self.steps:
             found = STEPS[step](text)
             if found is None:

@@ -18,8 +18,11 @@ from evalsuite.graders import GradeInput
 from evalsuite.graders.extract import miss_reason, resolve_steps, run_pipeline
 from evalsuite.graders.options import check_options
 from evalsuite.graders.pool import Failure, GradingTimeout, run_isolated, soft_deadline
+from evalsuite.graders.prose import approximate_cue, strip_thinking
 from evalsuite.records import Grade
 
+_APPROX_WINDOW = 400
+"""Characters at the end of a response searched for "approximately" / "≈" next to the answer."""
 _GRACE_S = 5.0
 """Extra time the parent gives a worker past the soft deadline before killing it."""
 
@@ -41,22 +44,31 @@ class MathItem:
     truncated: bool
     steps: tuple[str, ...]
     timeout_s: float
+    problem: str = ""
 
 
 def grade_math_item(item: MathItem) -> Grade:
     """Grade one sample (runs in a worker process; never raises)."""
     from evalsuite.graders.equiv import judge  # heavy import (sympy): workers only
+    from evalsuite.graders.lenient import precision_cue
 
     details: dict[str, Any] = {"truncated": item.truncated}
     extracted: str | None = None
     try:
         with soft_deadline(item.timeout_s):
-            found = run_pipeline(item.steps, item.text)
+            found = run_pipeline(item.steps, item.text, truncated=item.truncated)
             if found is None:
                 return Grade(item.sample_id, "incorrect", None, miss_reason(item.steps), 0.0, details)
             extracted = found.answer
             details.update(step=found.step, matches=found.count)
-            verdict = judge(item.reference, found.answer, joined=found.joined)
+            tail = strip_thinking(item.text)[-_APPROX_WINDOW:]
+            verdict = judge(
+                item.reference,
+                found.answer,
+                joined=found.joined,
+                approx=approximate_cue(tail),
+                precision=precision_cue(item.problem),
+            )
     except GradingTimeout as exc:
         return Grade(item.sample_id, "ungraded", extracted, f"grading {exc}", 0.0, details)
     except Exception as exc:  # noqa: BLE001 - one bad sample must not stop a run
@@ -72,17 +84,19 @@ class MathGrader:
     """Grades MATH-style answers (`\\boxed{}`) against a LaTeX reference.
 
     Options: `timeout_s` (per sample, default 10): after it the sample is
-    `ungraded` with the reason.
+    `ungraded` with the reason.  The problem text (the last user message)
+    is read only for a request of a rounded answer ("to the nearest tenth"),
+    which lets a correctly rounded decimal count.
     """
 
     name = "math"
 
-    def __init__(self, extraction: Sequence[str] = ("last_boxed", "final_answer_is"), **options: Any) -> None:
+    def __init__(self, extraction: Sequence[str] = ("last_boxed", "final_answer_is", "final_sentence"), **options: Any) -> None:
         check_options(self.name, options, {"timeout_s": (int, float)})
         self.steps = tuple(resolve_steps(extraction, self.name))
         self.timeout_s = float(options.get("timeout_s", 10.0))
         self.version = (
-            f"math-1+{'.'.join(self.steps)}+math-verify-{_dist_version('math-verify')}"
+            f"math-2+{'.'.join(self.steps)}+math-verify-{_dist_version('math-verify')}"
             f"+sympy-{_dist_version('sympy')}"
         )
 
@@ -97,7 +111,10 @@ class MathGrader:
                 grades[i] = Grade(item.sample.id, "ungraded", None, "the sample has no reference answer", 0.0,
                                   {"truncated": item.truncated})
                 continue
-            jobs.append(MathItem(item.sample.id, str(ref), item.text or "", item.truncated, self.steps, self.timeout_s))
+            problem = next((m.get("content", "") for m in reversed(item.sample.messages) if m.get("role") == "user"), "")
+            jobs.append(
+                MathItem(item.sample.id, str(ref), item.text or "", item.truncated, self.steps, self.timeout_s, problem)
+            )
             where.append(i)
         results = run_isolated(
             grade_math_item, jobs, workers=workers, timeout_s=self.timeout_s + _GRACE_S, preload=("evalsuite.graders.equiv",)

@@ -17,6 +17,7 @@ def shared_data() -> Path:
     return Path(override) if override else (REPO / ".." / "shared" / "data").resolve()
 
 
-def item(reference: object, text: str, *, sid: str = "s", truncated: bool = False) -> GradeInput:
-    """A GradeInput for a bare reference and response."""
-    return GradeInput(Sample(id=sid, task="t", messages=(), reference=reference), text, truncated)
+def item(reference: object, text: str, *, sid: str = "s", truncated: bool = False, problem: str = "") -> GradeInput:
+    """A GradeInput for a bare reference and response (`problem` becomes the user message)."""
+    messages = ({"role": "user", "content": problem},) if problem else ()
+    return GradeInput(Sample(id=sid, task="t", messages=messages, reference=reference), text, truncated)

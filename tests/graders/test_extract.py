@@ -49,7 +49,7 @@ def test_last_boxed_joins_adjacent_boxes_only() -> None:
         ("Therefore, the final answer is $\\frac{3}{4}$. I hope it is correct.", "\\frac{3}{4}"),
         ("**Final Answer:** 42.", "42"),
         ("The answer is: \\(2\\sqrt{3}\\)", "2\\sqrt{3}"),
-        ("the answer is 12 apples.\nThen more text", "12 apples"),
+        ("the answer is 12 apples.\nThen more text", "12"),
         ("Final answer: \\boxed{7} (checked)", "7"),
         ("Some working.\nAnswer: $-3$", "-3"),
         ("The answer is 4. Then \\boxed{5}", "4"),

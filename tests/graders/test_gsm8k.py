@@ -103,3 +103,12 @@ def test_lmeval_reimplementation_matches_lm_eval_itself() -> None:
                 [got], [REF], regexes_to_ignore=list(LMEVAL_IGNORE), ignore_case=True
             )["exact_match"]
             assert (lmeval_normalize(got) == lmeval_normalize(REF)) == bool(score), got
+
+
+def test_numbers_inside_a_leftover_reasoning_block_are_not_the_answer() -> None:
+    grader = GSM8KGrader(extraction=["hash_line", "last_boxed", "final_answer_is", "last_number"])
+    after = "<think>Maybe #### 1017? No: 16 - 3 - 4 = 9 eggs, 9 * 2 = 18.</think>\nShe makes $1018.\n#### 1018"
+    cut = "<think>16 - 3 - 4 = 9 eggs, so #### 1018 is likely, but let me check the"
+    grades = grader.grade_batch([item(REF, after), item(REF, cut, truncated=True)])
+    assert (grades[0].status, grades[0].details["step"]) == ("correct", "hash_line")
+    assert grades[1].status == "incorrect" and grades[1].extracted is None  # cut inside the reasoning: no answer

@@ -28,7 +28,9 @@ def naive_math_verify(pair: Pair) -> bool:
 @pytest.fixture(scope="module")
 def table_grades() -> list[Grade]:
     grader = MathGrader()
-    return grader.grade_batch([item(p.gold, p.response, sid=str(i)) for i, p in enumerate(PAIRS)], workers=2)
+    return grader.grade_batch(
+        [item(p.gold, p.response, sid=str(i), problem=p.problem) for i, p in enumerate(PAIRS)], workers=2
+    )
 
 
 def test_table_covers_enough_shapes() -> None:
@@ -50,8 +52,9 @@ def test_naive_matching_gets_the_table_wrong_where_the_grader_is_right(table_gra
     # Each naive method misjudges a sizeable part of the table ...
     assert len(string_wrong) >= 15, string_wrong
     assert len(mv_wrong) >= 15, mv_wrong
-    # ... including the known math-verify false positives the guards exist for.
-    assert {"one sign as an equation", "no recognisable final answer"} <= set(mv_wrong)
+    # ... including the known math-verify false positives the guards exist for: one sign of a
+    # plus-minus, a number read from a cut-off sentence, an extra part after words.
+    assert {"one sign as an equation", "prose: cut mid-sentence is not read", "parts: extra part"} <= set(mv_wrong)
     # and the grader gets every one of those rows right.
     for index, pair in enumerate(PAIRS):
         if pair.shape in string_wrong or pair.shape in mv_wrong:
@@ -69,7 +72,12 @@ def test_grades_carry_the_evidence(table_grades: list[Grade]) -> None:
     fallback = by_shape["'final answer is' fallback"]
     assert fallback.details["step"] == "final_answer_is"
     missing = by_shape["no recognisable final answer"]
-    assert missing.extracted is None and missing.reason == "no \\boxed{} and no 'final answer is' found"
+    assert missing.extracted is None
+    assert missing.reason == "no \\boxed{} and no 'final answer is' and no final sentence stating a number found"
+    prose = by_shape["prose: closing remark after the answer"]
+    assert prose.extracted == "284" and prose.details["step"] == "final_sentence"
+    approx = by_shape["approx: stated"]
+    assert approx.details["rule"] == "approximation" and "rounded to 2 decimal places" in approx.reason
 
 
 def test_truncated_responses_are_graded_and_flagged() -> None:

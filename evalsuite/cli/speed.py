@@ -12,6 +12,7 @@ EPILOG = """\
 examples:
   evalsuite speed draft                                   the full grid against draft's baseline
   evalsuite speed draft --lengths 128,1024 --reps 3 --concurrency 1
+  evalsuite speed draft --rig-slots 4 --concurrency 1,2,4  rig servers with 4 slots: a concurrency sweep
   evalsuite speed my-dflash --lengths 128,1024,4096,16384 --concurrency 1,2,4,8 --output-tokens 256
 
 Writes speed.json, measurements.jsonl, report.md and report.html to reports/<target>-speed/<timestamp>/.
@@ -49,6 +50,8 @@ def add_parser(sub: Any, common: Callable[[argparse.ArgumentParser], None]) -> N
                    help="input length of the concurrency sweep (default 1024)")
     p.add_argument("--task-prompts", type=int, default=6, metavar="N",
                    help="prompts of the configured tasks measured as their own workload (default 6; 0 = none)")
+    p.add_argument("--rig-slots", type=int, default=1, metavar="N",
+                   help="start rig targets with N slots (--parallel N) so the concurrency sweep can batch (default 1)")
     p.add_argument("--data", choices=["hf", "local", "fixture"], help="where the task text comes from (default: the config's)")
     p.add_argument("--out", metavar="DIR", help="write the report here instead of reports/<target>-speed/<timestamp>/")
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
@@ -62,7 +65,7 @@ def cmd_speed(args: argparse.Namespace) -> int:
     from evalsuite.config import load_config
     from evalsuite.speedrun import SpeedPlan, speed_target
 
-    for name in ("output_tokens", "reps", "sweep_length"):
+    for name in ("output_tokens", "reps", "sweep_length", "rig_slots"):
         if getattr(args, name) < 1:
             raise ConfigError(f"--{name.replace('_', '-')} must be at least 1, got {getattr(args, name)}.")
     if args.warmup < 0 or args.task_prompts < 0:
@@ -75,7 +78,7 @@ def cmd_speed(args: argparse.Namespace) -> int:
         if not args.quiet:
             print(message, file=sys.stderr)
 
-    paths, summary = speed_target(config, args.target, plan, data=args.data, seed=args.seed,
+    paths, summary = speed_target(config, args.target, plan, data=args.data, seed=args.seed, rig_slots=args.rig_slots,
                                   out_dir=Path(args.out) if args.out else None, say=say)  # fmt: skip
     for s in summary["speedups"]:
         d = s["decode"]

@@ -44,30 +44,34 @@ def task_text(config: Config, target: str, tasks: Sequence[str], data: DataChoic
 
 
 @contextlib.contextmanager
-def _servers(rigs: Sequence[str | None], say: Callable[[str], None]) -> Iterator[list[str | None]]:
+def _servers(rigs: Sequence[str | None], slots: int, say: Callable[[str], None]) -> Iterator[list[str | None]]:
     """Base URLs for rig targets (started together, one request at a time so both may use both cores)."""
     names = [r for r in rigs if r is not None]
     if not names:
         yield [None] * len(rigs)
         return
-    from evalsuite.rig.launcher import serve
+    from evalsuite.speedrun.rigslots import serve_slots
 
-    say(f"starting rig server(s) {', '.join(dict.fromkeys(names))}...")
-    with serve(list(dict.fromkeys(names)), threads=2, progress=say) as running:
-        yield [running[r].base_url if r is not None else None for r in rigs]
+    say(f"starting rig server(s) {', '.join(dict.fromkeys(names))} with {slots} slot(s)...")
+    with serve_slots(names, slots, threads=2, progress=say) as urls:
+        yield [urls[r] if r is not None else None for r in rigs]
 
 
 def speed_target(config: Config, target_name: str, plan: SpeedPlan, *, data: DataChoice | None = None,
-                 out_dir: Path | None = None, seed: int = 0,
+                 out_dir: Path | None = None, seed: int = 0, rig_slots: int = 1,
                  say: Callable[[str], None] = lambda _m: None) -> tuple[SpeedPaths, dict]:  # fmt: skip
-    """Measure TARGET against its baseline and write the report; returns its paths and the summary."""
+    """Measure TARGET against its baseline and write the report; returns its paths and the summary.
+
+    `rig_slots` starts rig targets with that many slots (for the concurrency sweep); other targets are
+    measured as they are served.
+    """
     cand = config.target(target_name)
     if cand.baseline is None:
         raise ConfigError(f"Target '{target_name}' has no baseline in {config.path or 'the config'}; "
                           f"set targets.{target_name}.baseline to the target it should be faster than.")  # fmt: skip
     base = config.target(cand.baseline)
     corpus, prompts = task_text(config, target_name, config.defaults.tasks, data)
-    with _servers([base.rig, cand.rig], say) as urls:
+    with _servers([base.rig, cand.rig], rig_slots, say) as urls:
         record = asyncio.run(_run(plan, [("baseline", base.name, base, urls[0]), ("candidate", cand.name, cand, urls[1])],
                                   corpus, prompts, say))  # fmt: skip
     summary = analyze(record.plan, record.servers, record.notes, record.measurements, seed=seed)

@@ -5,7 +5,8 @@ TOKENS_PER_S_DEFINITION`), system output throughput (all output tokens over
 the wall time the cell's steps took: what a server with several slots
 delivers), TTFT, inter-token latency and the gaps between streamed chunks
 with p50/p90/p99, end-to-end latency, draft acceptance and mean accepted
-length from llama.cpp `timings`, and the agreement of the client's decode
+length from llama.cpp `timings` (or vLLM's `/metrics` counters read around
+each step), and the agreement of the client's decode
 rate with the engine's own.  Outliers (MAD rule on log tokens/s within the
 cell) are listed and left out of the figures; a pair with an outlier in
 either arm is left out of the speedup.
@@ -21,6 +22,7 @@ import numpy as np
 
 from evalsuite.speed.measure import TOKENS_PER_S_DEFINITION
 from evalsuite.speed.robust import mad_outliers, percentiles, ratio_estimate
+from evalsuite.speed.summary import VLLM_ACCEPTED, VLLM_DRAFT_TOKENS, VLLM_DRAFTS
 from evalsuite.speedrun.client import Measurement
 
 VERSION = 1
@@ -67,6 +69,17 @@ def cell_figures(ms: Sequence[Measurement]) -> dict[str, Any]:
     drafted = sum(m.timings.get("draft_n", 0.0) for m in kept)
     accepted = sum(m.timings.get("draft_n_accepted", 0.0) for m in kept)
     predicted = sum(m.timings.get("predicted_n", 0.0) for m in kept if "draft_n" in m.timings)
+    acceptance = accepted / drafted if drafted > 0 else math.nan
+    tau = predicted / (predicted - accepted) if drafted > 0 and predicted > accepted else math.nan
+    source = "llama.cpp timings" if drafted > 0 else None
+    counters = [m.counters for m in ms if m.counters]  # vLLM: deltas over whole steps, outliers included
+    if drafted == 0 and counters:
+        steps = sum(c.get(VLLM_DRAFTS, 0.0) for c in counters)
+        tokens = sum(c.get(VLLM_DRAFT_TOKENS, 0.0) for c in counters)
+        accepted = sum(c.get(VLLM_ACCEPTED, 0.0) for c in counters)
+        acceptance = accepted / tokens if tokens > 0 else math.nan
+        tau = 1.0 + accepted / steps if steps > 0 else math.nan
+        drafted, source = tokens, "vLLM /metrics deltas"
     engine = [(m.tokens_per_s, m.engine_tokens_per_s) for m in kept]
     agree = [c / e for c, e in engine if math.isfinite(c) and math.isfinite(e) and e > 0]
     wall = _wall(kept)
@@ -83,9 +96,7 @@ def cell_figures(ms: Sequence[Measurement]) -> dict[str, Any]:
         "itl_s": percentiles(m.itl_s for m in kept),
         "chunk_gap_s": percentiles(g for m in kept for g in m.gaps_s),
         "latency_s": percentiles(m.latency_s for m in kept),
-        "acceptance": accepted / drafted if drafted > 0 else math.nan,
-        "mean_accepted_length": predicted / (predicted - accepted) if drafted > 0 and predicted > accepted else math.nan,
-        "drafted": drafted,
+        "acceptance": acceptance, "mean_accepted_length": tau, "drafted": drafted, "acceptance_source": source,
     }  # fmt: skip
 
 

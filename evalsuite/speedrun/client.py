@@ -41,6 +41,8 @@ class Measurement:
     finish_reason: str | None = None
     started_at: float = 0.0
     error: str | None = None
+    counters: dict[str, float] = field(default_factory=dict)
+    """Engine counter deltas over this request's step (vLLM speculative counters), on the step's first request."""
 
     @property
     def key(self) -> tuple[str, int, int, int]:

@@ -87,10 +87,17 @@ def _url(arm: ArmEndpoint) -> str:
 
 
 async def _step(client: httpx.AsyncClient, arm: ArmEndpoint, step: Step, plan: SpeedPlan) -> list[Measurement]:
+    """One arm's requests of a step, concurrently; vLLM's speculative counters are read around them."""
+    counted = arm.engine.dialect == "vllm"
+    before = await arm.engine.run_stats() if counted else {}
     jobs = [measure(client, _url(arm), _body(arm, text, plan, step.fixed_output),
                     Measurement(arm.role, step.workload, step.concurrency, step.rep, slot))
             for slot, text in enumerate(step.texts)]  # fmt: skip
-    return list(await asyncio.gather(*jobs))
+    out = list(await asyncio.gather(*jobs))
+    if counted and out:
+        after = await arm.engine.run_stats()
+        out[0].counters = {k: max(0.0, v - before.get(k, 0.0)) for k, v in after.items()}
+    return out
 
 
 async def plan_steps(plan: SpeedPlan, maker: PromptMaker, lengths: Sequence[int], levels: Sequence[int],

@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from fake_server import Fault, FakeServer
+from projects import ECHO_TASK
 
 from evalsuite.cli import main
 from evalsuite.speedrun import run as run_module
@@ -136,3 +137,21 @@ def test_bad_options_exit_2(project: Path, capsys: pytest.CaptureFixture[str]) -
     assert "--reps must be at least 1" in capsys.readouterr().err
     assert main(["speed", "base", "--config", str(project)]) == 2
     assert "has no baseline" in capsys.readouterr().err
+
+
+def test_vllm_acceptance_comes_from_metrics_deltas_around_each_step(tmp_path: Path, fake_server: FakeServer) -> None:
+    config = tmp_path / "evalsuite.toml"
+    (tmp_path / "tasks").mkdir()
+    (tmp_path / "tasks" / "echo.yaml").write_text(ECHO_TASK)
+    (tmp_path / "data.jsonl").write_text("".join(json.dumps({"qid": f"q{i}", "question": f"what is {i}?", "answer": "1",
+                                                             "group": "a"}) + "\n" for i in range(3)))  # fmt: skip
+    config.write_text(f'[defaults]\ndata = "local"\ntasks = ["echo"]\n\n[targets.base]\nbase_url = "{fake_server.base_url}"\n'
+                      f'engine = "vllm"\n\n[targets.spec]\nbase_url = "{fake_server.base_url}"\nengine = "vllm"\n'
+                      'baseline = "base"\n')  # fmt: skip
+    out = tmp_path / "speed"
+    assert main(["speed", "spec", "--config", str(config), "--lengths", "32", "--reps", "2", "--concurrency", "1",
+                 "--warmup", "0", "--task-prompts", "0", "--output-tokens", "8", "--out", str(out), "-q"]) == 0  # fmt: skip
+    cells = json.loads((out / "speed.json").read_text())["cells"]
+    # the scripted /metrics adds 4 drafts and 6 accepted tokens per request: tau = 1 + 6 / 4
+    assert all(c["mean_accepted_length"] == pytest.approx(2.5) for c in cells)
+    assert all(c["acceptance_source"] == "vLLM /metrics deltas" for c in cells)

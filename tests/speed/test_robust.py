@@ -112,3 +112,30 @@ def test_report_speed_section_states_the_definition_and_every_warning() -> None:
     assert {r["role"]: r["outliers"] for r in section["rows"]} == {"baseline": 1, "determinism": 0, "candidate": 0}
     quiet, _, _ = speed_section({"baseline": _arm("baseline", "b", cand_c), "candidate": _arm("candidate", "c", cand_c)})
     assert quiet is not None and quiet["warnings"] == []
+
+
+def test_the_written_report_carries_the_warnings(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from dataclasses import replace
+
+    from stored_runs import Plan, synthetic_runs, write_run
+
+    from evalsuite.compare import compare_runs
+    from evalsuite.report import write_reports
+
+    runs = synthetic_runs(tmp_path / "runs", Plan(n=20, tokens=60, speedup=0.5))
+    base = runs["baseline"]
+    results = base.results()
+    stalled = results["math500-0003"]
+    timings = {**stalled.completion.timings, "predicted_ms": stalled.completion.timings["predicted_ms"] * 400}
+    results["math500-0003"] = replace(stalled, completion=replace(stalled.completion, timings=timings,
+                                                                  latency_s=stalled.completion.latency_s * 400))  # fmt: skip
+    grades = list(base.grades().values())
+    slow = write_run(tmp_path / "slow", dict(base.manifest), list(results.values()), grades, list(base.samples().values()))
+    cmp = compare_runs(runs["candidate"], slow, n_resamples=200)
+    paths = write_reports([cmp], tmp_path / "report", runs={"math500": {"baseline": slow, "candidate": runs["candidate"]}})
+    md, html = paths.markdown.read_text(), paths.html.read_text()
+    for text in (md, html):
+        assert "(output tokens - 1)" in text
+        assert "math500-0003" in text and "too spread to trust an aggregate" in text
+        assert "not a speedup to trust" in text
+    assert md.count("> **Warning:**") == 5 and html.count('class="warn speed-warning"') == 5

@@ -11,7 +11,10 @@ context; with N = 1 it is the rig's plain `serve`.
 from __future__ import annotations
 
 import contextlib
+import os
+import signal
 import subprocess
+import sys
 from collections.abc import Callable, Iterator, Sequence
 
 from evalsuite.rig.assets import ensure_assets
@@ -26,6 +29,15 @@ from evalsuite.rig.launcher import (
     stop_server,
     wait_healthy,
 )
+
+
+def _die_with_parent() -> None:  # runs in the child between fork and exec
+    """The server gets SIGTERM if this process dies, even by SIGKILL (Linux), and its own session."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    os.setsid()
 
 
 def with_slots(args: list[str], slots: int) -> list[str]:
@@ -56,7 +68,7 @@ def serve_slots(names: Sequence[str], slots: int, *, threads: int = 2,
             log_path = log_dir / f"{name}-slots{slots}.log"
             with log_path.open("ab") as log:
                 process = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                                           start_new_session=True)  # fmt: skip
+                                           preexec_fn=_die_with_parent)  # fmt: skip
             server = RunningServer(name, f"http://127.0.0.1:{port}", served_name(RIG_CONFIGS[name], assets), args,
                                    log_path, process)  # fmt: skip
             running.append(server)

@@ -155,3 +155,11 @@ def test_vllm_acceptance_comes_from_metrics_deltas_around_each_step(tmp_path: Pa
     # the scripted /metrics adds 4 drafts and 6 accepted tokens per request: tau = 1 + 6 / 4
     assert all(c["mean_accepted_length"] == pytest.approx(2.5) for c in cells)
     assert all(c["acceptance_source"] == "vLLM /metrics deltas" for c in cells)
+
+
+def test_rig_command_line_gets_the_slots_and_context_to_match() -> None:
+    from evalsuite.speedrun.rigslots import with_slots
+
+    args = ["llama-server", "--model", "t.gguf", "--parallel", "1", "--ctx-size", "4096", "--threads", "2"]
+    assert with_slots(args, 4) == ["llama-server", "--model", "t.gguf", "--parallel", "4", "--ctx-size", "16384",
+                                   "--threads", "2"]  # fmt: skip

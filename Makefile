@@ -54,3 +54,8 @@ bench: setup  ## benchmarks, each as a ratio against a reference measured in the
 
 clean:  ## remove the virtualenv and caches (runs/ and reports/ are kept)
 	rm -rf $(VENV) .pytest_cache .hypothesis
+
+SPEED_ARGS ?=
+.PHONY: speed
+speed: setup  ## speed of TARGET against its baseline: input lengths, concurrency, tasks [SPEED_ARGS="--reps 3"]
+	$(BIN)/evalsuite speed $(TARGET) $(SPEED_ARGS)

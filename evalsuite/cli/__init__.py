@@ -20,6 +20,7 @@ examples:
   evalsuite grade runs/baseline/gsm8k/1a2b3c4d5e6f7a8b
   evalsuite runs                             what is stored, with sample counts
   evalsuite rig build                        build the reference llama-server (CPU)
+  evalsuite speed draft                      speed against the baseline: input lengths, concurrency
 
 exit codes: 0 ok, 1 verdict/gate failed, 2 bad input or config, 3 endpoint error, 130 interrupted.
 Docs: README.md (quick start), docs/ (design notes).
@@ -153,6 +154,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("targets", help="list the configured targets")
     _common(p)
 
+    from evalsuite.cli.speed import add_parser as add_speed_parser
+
+    add_speed_parser(sub, _common)
+
     p = sub.add_parser("rig", help="the reference llama-server rig (build, models, up, status)", add_help=False)
     p.add_argument("args", nargs=argparse.REMAINDER)
     return parser
@@ -173,7 +178,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     from evalsuite.cli import commands
 
     try:
-        return getattr(commands, f"cmd_{args.command}")(args)
+        handler = getattr(args, "handler", None) or getattr(commands, f"cmd_{args.command}")
+        return handler(args)
     except EvalsuiteError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return exc.exit_code

@@ -17,7 +17,12 @@ from evalsuite.records import Grade, SampleResult
 from evalsuite.report import fmt
 from evalsuite.report.provenance import provenance, reproduce
 from evalsuite.speed import SpeedSummary, Speedup, paired_speedup, request_speed
+from evalsuite.speed.measure import TOKENS_PER_S_DEFINITION
+from evalsuite.speed.robust import disagreement
 from evalsuite.speed.summary import summarize
+
+REPEAT_LIMIT = 1.10
+"""Two runs of the same arm further apart than this in paired decode speed make speed figures untrustworthy."""
 
 ROLES = ("baseline", "determinism", "control", "candidate")
 _TOKEN_TONE = {"IDENTICAL": "good", "NUMERICAL-ONLY": "good", "LOSSY": "bad", "UNDETERMINED": "unsure"}
@@ -151,13 +156,29 @@ def speed_section(arms: Mapping[str, Arm]) -> tuple[dict[str, Any] | None, dict[
         "latency": fmt.seconds(s.median_latency_s), "acceptance": fmt.pct(s.acceptance_rate),
         "drafted": f"{s.draft_accepted:,}/{s.draft_n:,}" if s.draft_n else fmt.DASH,
         "tau": fmt.fixed(s.mean_accepted_length, 2), "acceptance_source": s.acceptance_source, "source": s.decode_source,
+        "outliers": len(s.outliers),
     } for role, s in speeds.items()]  # fmt: skip
     summary = None
     if sp is not None and sp.n:
         summary = {"n": sp.n, "geometric_mean": fmt.ratio(sp.geometric_mean), "ci": f"[{fmt.ratio(sp.low95)}, {fmt.ratio(sp.high95)}]",
                    "median": fmt.ratio(sp.median), "aggregate": fmt.ratio(sp.aggregate), "wall_clock": fmt.ratio(sp.wall_clock),
                    "faster_share": fmt.pct(sp.faster_share, 0)}  # fmt: skip
-    return {"rows": rows, "speedup": summary}, speeds, sp
+    warnings = [w for s in speeds.values() for w in s.warnings] + (sp.warnings if sp is not None else [])
+    warnings += repeat_spread_warnings(speeds)
+    return {"rows": rows, "speedup": summary, "warnings": warnings, "definition": TOKENS_PER_S_DEFINITION}, speeds, sp
+
+
+def repeat_spread_warnings(speeds: Mapping[str, SpeedSummary]) -> list[str]:
+    """The baseline run twice is the same arm: a paired speed ratio far from 1 between them is the noise floor."""
+    if not {"baseline", "determinism"} <= speeds.keys():
+        return []
+    same = paired_speedup(speeds["determinism"], speeds["baseline"])
+    gap = disagreement(same.geometric_mean, 1.0)
+    if not (math.isfinite(gap) and gap > REPEAT_LIMIT):
+        return []
+    return [f"The two runs of the baseline differ in decode speed by {same.geometric_mean:.2f}x (paired over "
+            f"{same.n} samples): speed differences smaller than that are noise on this machine; measure speed on "
+            f"its own with `evalsuite speed`."]  # fmt: skip
 
 
 def truncation_rows(arms: Mapping[str, Arm]) -> list[dict[str, Any]]:

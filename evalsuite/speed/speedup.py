@@ -2,23 +2,25 @@
 
 Each sample both runs timed gives a ratio of decode speeds (candidate tokens/s
 over baseline tokens/s).  The headline is the geometric mean of those ratios,
-with a seeded percentile bootstrap interval over samples, because ratios
-multiply: a 2x and a 0.5x sample average to no speedup, not 1.25x.  The
-ratio of aggregate throughputs and of total wall-clock time are given too,
-since the first weights long outputs more and the second is what a user waits.
+with a seeded bootstrap interval over samples (`speed.robust.ratio_estimate`),
+because ratios multiply: a 2x and a 0.5x sample average to no speedup, not
+1.25x.  A pair in which either request is an outlier of its arm (MAD rule) is
+left out of every figure and listed in `excluded`.  The ratio of aggregate
+throughputs and of total wall-clock time are given too, since the first
+weights long outputs more and the second is what a user waits; both are also
+computed over all pairs (`*_all`), and when either disagrees with the paired
+figure by more than SPREAD_LIMIT the speedup carries a warning instead of
+letting a stall decide the number.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
-from evalsuite.speed.summary import SpeedSource, SpeedSummary, speed_summary
-
-N_RESAMPLES = 2000
+from evalsuite.speed.robust import disagreement, ratio_estimate
+from evalsuite.speed.summary import SPREAD_LIMIT, SpeedSource, SpeedSummary, speed_summary
 
 
 @dataclass(frozen=True)
@@ -35,6 +37,10 @@ class Speedup:
     aggregate: float
     wall_clock: float
     faster_share: float
+    aggregate_all: float = math.nan
+    wall_clock_all: float = math.nan
+    excluded: tuple[str, ...] = ()
+    warnings: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         def num(x: float) -> float | None:
@@ -44,8 +50,24 @@ class Speedup:
             "n": self.n, "geometric_mean": num(self.geometric_mean), "low95": num(self.low95),
             "high95": num(self.high95), "median": num(self.median), "aggregate": num(self.aggregate),
             "wall_clock": num(self.wall_clock), "faster_share": num(self.faster_share),
+            "aggregate_all": num(self.aggregate_all), "wall_clock_all": num(self.wall_clock_all),
+            "excluded": list(self.excluded), "warnings": list(self.warnings),
             "candidate": self.candidate.as_dict(), "baseline": self.baseline.as_dict(),
         }  # fmt: skip
+
+
+def _throughput_ratio(pairs: list[tuple[Any, Any]]) -> tuple[float, float]:
+    """(aggregate decode throughput ratio, wall-clock ratio) of candidate over baseline for these pairs."""
+    c_tokens = sum(c.decode_tokens for c, _ in pairs)
+    b_tokens = sum(b.decode_tokens for _, b in pairs)
+    c_decode = sum(c.decode_s for c, _ in pairs)
+    b_decode = sum(b.decode_s for _, b in pairs)
+    c_wall = sum(c.latency_s for c, _ in pairs)
+    b_wall = sum(b.latency_s for _, b in pairs)
+    ok = c_decode > 0 and b_decode > 0 and b_tokens > 0
+    aggregate = (c_tokens / c_decode) / (b_tokens / b_decode) if ok else math.nan
+    wall = b_wall / c_wall if math.isfinite(c_wall) and c_wall > 0 and math.isfinite(b_wall) else math.nan
+    return aggregate, wall
 
 
 def paired_speedup(candidate: SpeedSummary, baseline: SpeedSummary, *, seed: int = 0) -> Speedup:
@@ -53,32 +75,41 @@ def paired_speedup(candidate: SpeedSummary, baseline: SpeedSummary, *, seed: int
     ids = sorted(candidate.requests.keys() & baseline.requests.keys())
     pairs = [(candidate.requests[s], baseline.requests[s]) for s in ids]
     pairs = [(c, b) for c, b in pairs if math.isfinite(c.tokens_per_s) and math.isfinite(b.tokens_per_s)]
-    n = len(pairs)
-    if n == 0:
-        nan = math.nan
-        return Speedup(candidate, baseline, 0, nan, nan, nan, nan, nan, nan, nan)
-    logs = np.log(np.array([c.tokens_per_s / b.tokens_per_s for c, b in pairs]))
-    rng = np.random.default_rng(seed)
-    boot = logs[rng.integers(0, n, (N_RESAMPLES, n))].mean(axis=1)
-    low, high = np.percentile(boot, [2.5, 97.5])
-    c_tokens = sum(c.tokens for c, _ in pairs)
-    b_tokens = sum(b.tokens for _, b in pairs)
-    c_decode = sum(c.decode_s for c, _ in pairs)
-    b_decode = sum(b.decode_s for _, b in pairs)
-    c_wall = sum(c.latency_s for c, _ in pairs)
-    b_wall = sum(b.latency_s for _, b in pairs)
-    aggregate = (c_tokens / c_decode) / (b_tokens / b_decode) if c_decode > 0 and b_decode > 0 and b_tokens else math.nan
+    out = set(candidate.outliers) | set(baseline.outliers)
+    kept = [(c, b) for c, b in pairs if c.sample_id not in out]
+    excluded = tuple(c.sample_id for c, _ in pairs if c.sample_id in out)
+    est = ratio_estimate([c.tokens_per_s / b.tokens_per_s for c, b in kept], seed=seed)
+    aggregate, wall = _throughput_ratio(kept)
+    aggregate_all, wall_all = _throughput_ratio(pairs)
+    warnings: list[str] = []
+    if excluded:
+        warnings.append(
+            f"{len(excluded)} of {len(pairs)} samples left out of the speedup because a request in them is an "
+            f"outlier of its arm: {', '.join(excluded[:5])}{' ...' if len(excluded) > 5 else ''}."
+        )
+    for name, value in (("aggregate throughput", aggregate_all), ("wall clock", wall_all)):
+        gap = disagreement(est.geometric_mean, value)
+        if math.isfinite(gap) and gap > SPREAD_LIMIT:
+            warnings.append(
+                f"The per-sample speedup is {est.geometric_mean:.2f}x but the {name} over all samples gives "
+                f"{value:.2f}x ({gap:.1f}x apart): a few slow requests decide the {name} figure, so it is not a "
+                f"speedup to trust; measure speed on its own with `evalsuite speed`."
+            )
     return Speedup(
         candidate=candidate,
         baseline=baseline,
-        n=n,
-        geometric_mean=float(np.exp(logs.mean())),
-        low95=float(np.exp(low)),
-        high95=float(np.exp(high)),
-        median=float(np.exp(np.median(logs))),
+        n=est.n,
+        geometric_mean=est.geometric_mean,
+        low95=est.low95,
+        high95=est.high95,
+        median=est.median,
         aggregate=aggregate,
-        wall_clock=b_wall / c_wall if math.isfinite(c_wall) and c_wall > 0 and math.isfinite(b_wall) else math.nan,
-        faster_share=float((logs > 0).mean()),
+        wall_clock=wall,
+        faster_share=est.faster_share,
+        aggregate_all=aggregate_all,
+        wall_clock_all=wall_all,
+        excluded=excluded,
+        warnings=warnings,
     )
 
 

@@ -1,5 +1,11 @@
 """Per-run speed: decode tokens/s, time to first token, draft acceptance and mean accepted length.
 
+Requests whose decode rate is an outlier by the MAD rule (`speed.robust`)
+are listed in `outliers` and left out of the median, mean and aggregate;
+`aggregate_all_tokens_per_s` keeps them, and a median and all-request
+aggregate further apart than SPREAD_LIMIT raise a warning, because then no
+single throughput figure describes the run.
+
 Three sources of speculative statistics, whichever the engine gave:
 llama.cpp per-request `draft_n` / `draft_n_accepted` (acceptance rate =
 accepted / drafted summed over requests; mean accepted length tau =
@@ -20,6 +26,10 @@ import numpy as np
 
 from evalsuite.records import SampleResult
 from evalsuite.speed.measure import DECODE_SOURCE_TEXT, RequestSpeed, request_speed
+from evalsuite.speed.robust import disagreement, mad_outliers
+
+SPREAD_LIMIT = 1.25
+"""Median and aggregate tokens/s of one arm further apart than this factor are too spread to trust an aggregate."""
 
 VLLM_DRAFTS = "vllm:spec_decode_num_drafts"
 VLLM_DRAFT_TOKENS = "vllm:spec_decode_num_draft_tokens"
@@ -71,6 +81,28 @@ class SpeedSummary:
     mean_accept_length_reported: float
     counters: CounterDeltas | None
     requests: dict[str, RequestSpeed] = field(repr=False, default_factory=dict)
+    aggregate_all_tokens_per_s: float = math.nan
+    outliers: tuple[str, ...] = ()
+
+    @property
+    def warnings(self) -> list[str]:
+        """Sentences a report must show: outliers set aside, and a median and aggregate that disagree."""
+        out: list[str] = []
+        if self.outliers:
+            shown = ", ".join(f"{sid} ({self.requests[sid].tokens_per_s:.1f} tokens/s)" for sid in self.outliers[:5])
+            more = f" and {len(self.outliers) - 5} more" if len(self.outliers) > 5 else ""
+            out.append(
+                f"{self.target}: {len(self.outliers)} of {self.timed} timed requests are outliers by the MAD rule "
+                f"(median {self.median_tokens_per_s:.1f} tokens/s): {shown}{more}; they are listed, not averaged in."
+            )
+        gap = disagreement(self.median_tokens_per_s, self.aggregate_all_tokens_per_s)
+        if math.isfinite(gap) and gap > SPREAD_LIMIT:
+            out.append(
+                f"{self.target}: median {self.median_tokens_per_s:.1f} tokens/s but aggregate "
+                f"{self.aggregate_all_tokens_per_s:.1f} tokens/s over all requests ({gap:.1f}x apart): the requests "
+                f"are too spread to trust an aggregate; re-run speed on an idle machine (`evalsuite speed`)."
+            )
+        return out
 
     @property
     def acceptance_rate(self) -> float:
@@ -102,7 +134,9 @@ class SpeedSummary:
         return {
             "target": self.target, "n": self.n, "timed": self.timed, "decode_source": self.decode_source,
             "median_tokens_per_s": _num(self.median_tokens_per_s), "mean_tokens_per_s": _num(self.mean_tokens_per_s),
-            "aggregate_tokens_per_s": _num(self.aggregate_tokens_per_s), "median_ttft_s": _num(self.median_ttft_s),
+            "aggregate_tokens_per_s": _num(self.aggregate_tokens_per_s),
+            "aggregate_all_tokens_per_s": _num(self.aggregate_all_tokens_per_s), "outliers": list(self.outliers),
+            "warnings": self.warnings, "median_ttft_s": _num(self.median_ttft_s),
             "median_latency_s": _num(self.median_latency_s), "total_tokens": self.total_tokens,
             "draft_n": self.draft_n, "draft_accepted": self.draft_accepted,
             "acceptance_rate": _num(self.acceptance_rate), "mean_accepted_length": _num(self.mean_accepted_length),
@@ -145,22 +179,26 @@ def _results(store: SpeedSource) -> Mapping[str, SampleResult]:
 def summarize(target: str, requests: dict[str, RequestSpeed], sessions: list[dict[str, Any]]) -> SpeedSummary:
     """Aggregate per-request speeds (and session counters) into a SpeedSummary."""
     reqs = list(requests.values())
-    timed = [r for r in reqs if math.isfinite(r.tokens_per_s)]
+    timed_all = [r for r in reqs if math.isfinite(r.tokens_per_s)]
+    flagged = mad_outliers([r.tokens_per_s for r in timed_all])
+    outliers = tuple(r.sample_id for r, bad in zip(timed_all, flagged) if bad)
+    timed = [r for r, bad in zip(timed_all, flagged) if not bad]
     sources = Counter(r.source for r in timed)
     source = DECODE_SOURCE_TEXT[sources.most_common(1)[0][0]] if sources else DECODE_SOURCE_TEXT["none"]
     if len(sources) > 1:
         source += " (mixed: " + ", ".join(f"{k} {v}" for k, v in sources.most_common()) + ")"
     decode_total = sum(r.decode_s for r in timed)
+    decode_all = sum(r.decode_s for r in timed_all)
     drafted = [r for r in reqs if r.draft_n is not None and r.draft_accepted is not None]
     lengths = [r.accept_length for r in reqs if math.isfinite(r.accept_length)]
     return SpeedSummary(
         target=target,
         n=len(reqs),
-        timed=len(timed),
+        timed=len(timed_all),
         decode_source=source,
         median_tokens_per_s=_median([r.tokens_per_s for r in timed]),
         mean_tokens_per_s=float(np.mean([r.tokens_per_s for r in timed])) if timed else math.nan,
-        aggregate_tokens_per_s=sum(r.tokens for r in timed) / decode_total if decode_total > 0 else math.nan,
+        aggregate_tokens_per_s=sum(r.decode_tokens for r in timed) / decode_total if decode_total > 0 else math.nan,
         median_ttft_s=_median([r.ttft_s for r in reqs]),
         median_latency_s=_median([r.latency_s for r in reqs]),
         total_tokens=sum(r.tokens for r in reqs),
@@ -170,6 +208,8 @@ def summarize(target: str, requests: dict[str, RequestSpeed], sessions: list[dic
         mean_accept_length_reported=float(np.mean(lengths)) if lengths else math.nan,
         counters=counter_deltas(sessions),
         requests=requests,
+        aggregate_all_tokens_per_s=sum(r.decode_tokens for r in timed_all) / decode_all if decode_all > 0 else math.nan,
+        outliers=outliers,
     )
 
 

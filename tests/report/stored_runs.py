@@ -107,7 +107,7 @@ def _arm_tokens(plan: Plan, i: int, rng: np.random.Generator) -> tuple[dict[str,
 
 def _completion(trace: TokenTrace, *, finish: str, tps: float, draft: tuple[int, int] | None) -> Completion:
     n = len(trace)
-    timings = {"prompt_n": 40.0, "prompt_ms": 20.0, "predicted_n": float(n), "predicted_ms": 1000.0 * n / tps}
+    timings = {"prompt_n": 40.0, "prompt_ms": 20.0, "predicted_n": float(n), "predicted_ms": 1000.0 * max(n - 1, 1) / tps}
     if draft is not None:
         timings["draft_n"], timings["draft_n_accepted"] = float(draft[0]), float(draft[1])
     text = "".join(trace.pieces)

@@ -19,9 +19,10 @@ needs_recordings = pytest.mark.skipif(not (recordings_dir() / "base_f16.json.gz"
 def test_decode_time_prefers_the_engine_then_latency_minus_ttft_then_latency() -> None:
     engine = request_speed("a", Completion("x", "stop", usage={"completion_tokens": 100},
                                            timings={"predicted_ms": 500.0}, latency_s=2.0, ttft_s=0.5))  # fmt: skip
-    assert (engine.source, engine.tokens_per_s) == ("engine", 200.0)
+    # the first token comes from the prompt pass: 99 decode tokens over the engine's 0.5 s
+    assert (engine.source, engine.tokens_per_s) == ("engine", 198.0)
     streamed = request_speed("b", Completion("x", "stop", usage={"completion_tokens": 100}, latency_s=2.5, ttft_s=0.5))
-    assert (streamed.source, streamed.tokens_per_s) == ("latency-ttft", 50.0)
+    assert (streamed.source, streamed.tokens_per_s) == ("latency-ttft", 49.5)
     plain = request_speed("c", Completion("x", "stop", usage={"completion_tokens": 100}, latency_s=4.0))
     assert (plain.source, plain.tokens_per_s) == ("latency", 25.0)
     untimed = request_speed("d", Completion("x", "stop", usage={"completion_tokens": 100}))
@@ -81,8 +82,9 @@ def _req(sid: str, tokens: int, decode: float) -> RequestSpeed:
 
 
 def test_speedup_is_a_geometric_mean_of_paired_ratios() -> None:
-    base = summarize("b", {"a": _req("a", 100, 1.0), "b": _req("b", 100, 1.0), "x": _req("x", 5, 1.0)}, [])
-    cand = summarize("c", {"a": _req("a", 100, 0.5), "b": _req("b", 1000, 20.0)}, [])
+    # decode rates count n - 1 tokens: 101 tokens over 1 s decode at 100 tokens/s
+    base = summarize("b", {"a": _req("a", 101, 1.0), "b": _req("b", 101, 1.0), "x": _req("x", 5, 1.0)}, [])
+    cand = summarize("c", {"a": _req("a", 101, 0.5), "b": _req("b", 1001, 20.0)}, [])
     s = paired_speedup(cand, base)
     assert s.n == 2  # "x" was not answered by the candidate
     assert s.geometric_mean == pytest.approx(1.0)  # 2x and 0.5x cancel

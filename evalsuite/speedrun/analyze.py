@@ -1,0 +1,149 @@
+"""Figures of a speed run: per cell (workload, concurrency, arm) and paired speedups per cell.
+
+Per cell: decode tokens/s per request (one definition, `speed.measure.
+TOKENS_PER_S_DEFINITION`), system output throughput (all output tokens over
+the wall time the cell's steps took: what a server with several slots
+delivers), TTFT, inter-token latency and the gaps between streamed chunks
+with p50/p90/p99, end-to-end latency, draft acceptance and mean accepted
+length from llama.cpp `timings` (or vLLM's `/metrics` counters read around
+each step), and the agreement of the client's decode
+rate with the engine's own.  Outliers (MAD rule on log tokens/s within the
+cell) are listed and left out of the figures; a pair with an outlier in
+either arm is left out of the speedup.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+
+from evalsuite.speed.measure import TOKENS_PER_S_DEFINITION
+from evalsuite.speed.robust import mad_outliers, percentiles, ratio_estimate
+from evalsuite.speed.summary import VLLM_ACCEPTED, VLLM_DRAFT_TOKENS, VLLM_DRAFTS
+from evalsuite.speedrun.client import Measurement
+
+VERSION = 1
+CellKey = tuple[str, int, str]
+
+
+def _num(x: float) -> float | None:
+    return float(x) if isinstance(x, (int, float)) and math.isfinite(x) else None
+
+
+def _clean(obj: Any) -> Any:
+    """NaN and infinities become None so the JSON is valid everywhere."""
+    if isinstance(obj, float):
+        return _num(obj)
+    if isinstance(obj, dict):
+        return {k: _clean(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_clean(v) for v in obj]
+    return obj
+
+
+def _median(values: Iterable[float]) -> float:
+    arr = np.asarray([v for v in values if math.isfinite(v)], dtype=np.float64)
+    return float(np.median(arr)) if len(arr) else math.nan
+
+
+def _wall(ms: Sequence[Measurement]) -> float:
+    """Wall time of the steps these requests belong to: per repetition, first send to last answer, summed."""
+    by_rep: dict[int, list[Measurement]] = defaultdict(list)
+    for m in ms:
+        by_rep[m.rep].append(m)
+    return sum(max(m.started_at + m.latency_s for m in g) - min(m.started_at for m in g) for g in by_rep.values())
+
+
+def split_outliers(ms: Sequence[Measurement]) -> tuple[list[Measurement], list[Measurement]]:
+    """(kept, outliers) by the MAD rule on decode tokens/s."""
+    flags = mad_outliers([m.tokens_per_s for m in ms])
+    return [m for m, f in zip(ms, flags) if not f], [m for m, f in zip(ms, flags) if f]
+
+
+def cell_figures(ms: Sequence[Measurement]) -> dict[str, Any]:
+    """Every figure of one cell from its successful requests."""
+    kept, out = split_outliers(ms)
+    drafted = sum(m.timings.get("draft_n", 0.0) for m in kept)
+    accepted = sum(m.timings.get("draft_n_accepted", 0.0) for m in kept)
+    predicted = sum(m.timings.get("predicted_n", 0.0) for m in kept if "draft_n" in m.timings)
+    acceptance = accepted / drafted if drafted > 0 else math.nan
+    tau = predicted / (predicted - accepted) if drafted > 0 and predicted > accepted else math.nan
+    source = "llama.cpp timings" if drafted > 0 else None
+    counters = [m.counters for m in ms if m.counters]  # vLLM: deltas over whole steps, outliers included
+    if drafted == 0 and counters:
+        steps = sum(c.get(VLLM_DRAFTS, 0.0) for c in counters)
+        tokens = sum(c.get(VLLM_DRAFT_TOKENS, 0.0) for c in counters)
+        accepted = sum(c.get(VLLM_ACCEPTED, 0.0) for c in counters)
+        acceptance = accepted / tokens if tokens > 0 else math.nan
+        tau = 1.0 + accepted / steps if steps > 0 else math.nan
+        drafted, source = tokens, "vLLM /metrics deltas"
+    engine = [(m.tokens_per_s, m.engine_tokens_per_s) for m in kept]
+    agree = [c / e for c, e in engine if math.isfinite(c) and math.isfinite(e) and e > 0]
+    wall = _wall(kept)
+    return {
+        "n": len(ms), "outliers": len(out),
+        "prompt_tokens": _median(m.prompt_tokens for m in kept),
+        "output_tokens": _median(m.output_tokens for m in kept),
+        "tokens_per_s": _median(m.tokens_per_s for m in kept),
+        "tokens_per_s_pct": percentiles(m.tokens_per_s for m in kept),
+        "engine_tokens_per_s": _median(e for _, e in engine),
+        "client_over_engine": _median(agree),
+        "system_tokens_per_s": sum(m.output_tokens for m in kept) / wall if wall > 0 else math.nan,
+        "ttft_s": percentiles(m.ttft_s for m in kept),
+        "itl_s": percentiles(m.itl_s for m in kept),
+        "chunk_gap_s": percentiles(g for m in kept for g in m.gaps_s),
+        "latency_s": percentiles(m.latency_s for m in kept),
+        "acceptance": acceptance, "mean_accepted_length": tau, "drafted": drafted, "acceptance_source": source,
+    }  # fmt: skip
+
+
+def analyze(record_plan: dict[str, Any], servers: dict[str, Any], notes: list[str], measurements: Sequence[Measurement],
+            *, seed: int = 0) -> dict[str, Any]:  # fmt: skip
+    """The speed run's summary as plain JSON-ready data (see the module docstring)."""
+    ok = [m for m in measurements if m.error is None and m.arm in ("baseline", "candidate")]
+    failed = [m for m in measurements if m.error is not None and m.arm in ("baseline", "candidate")]
+    cells: dict[CellKey, list[Measurement]] = defaultdict(list)
+    for m in ok:
+        cells[(m.workload, m.concurrency, m.arm)].append(m)
+    rows, outliers, speedups = [], [], []
+    flagged: set[tuple[str, tuple[str, int, int, int]]] = set()
+    for (workload, conc, arm), ms in sorted(cells.items(), key=lambda kv: (_order(kv[0][0]), kv[0][1], kv[0][2])):
+        rows.append({"workload": workload, "concurrency": conc, "arm": arm, **cell_figures(ms)})
+        for m in split_outliers(ms)[1]:
+            flagged.add((arm, m.key))
+            outliers.append({"workload": workload, "concurrency": conc, "arm": arm, "rep": m.rep, "slot": m.slot,
+                             "tokens_per_s": m.tokens_per_s, "cell_median": _median(x.tokens_per_s for x in ms)})  # fmt: skip
+    groups = sorted({(w, c) for w, c, _ in cells}, key=lambda wc: (_order(wc[0]), wc[1]))
+    for workload, conc in groups:
+        base = {m.key: m for m in cells.get((workload, conc, "baseline"), [])}
+        cand = {m.key: m for m in cells.get((workload, conc, "candidate"), [])}
+        keys = [k for k in sorted(base.keys() & cand.keys())
+                if ("baseline", k) not in flagged and ("candidate", k) not in flagged]  # fmt: skip
+        decode = ratio_estimate([cand[k].tokens_per_s / base[k].tokens_per_s for k in keys], seed=seed)
+        e2e = ratio_estimate([base[k].latency_s / cand[k].latency_s for k in keys], seed=seed)
+        ttft = ratio_estimate([base[k].ttft_s / cand[k].ttft_s for k in keys], seed=seed)
+        speedups.append({"workload": workload, "concurrency": conc,
+                         "input_tokens": _median(base[k].prompt_tokens for k in keys),
+                         "decode": decode.as_dict(), "latency": e2e.as_dict(), "ttft": ttft.as_dict(),
+                         "excluded": len(base.keys() & cand.keys()) - len(keys)})  # fmt: skip
+    return _clean({
+        "version": VERSION, "kind": "speed", "definition": TOKENS_PER_S_DEFINITION,
+        "speedup_definition": "geometric mean over paired requests (same prompt, both arms) of candidate over "
+                              "baseline decode tokens/s, with a 95 % BCa bootstrap interval (scipy.stats.bootstrap); "
+                              "latency and TTFT speedups are baseline over candidate time",
+        "outlier_rule": "modified z-score |0.6745 (log x - median) / MAD| > 3.5 within a cell (MAD floored at 0.05)",
+        "plan": record_plan, "servers": servers, "notes": notes,
+        "cells": rows, "speedups": speedups, "outliers": outliers,
+        "failed": [{"arm": m.arm, "workload": m.workload, "concurrency": m.concurrency, "rep": m.rep, "error": m.error}
+                   for m in failed],
+    })  # fmt: skip
+
+
+def _order(workload: str) -> tuple[int, int]:
+    """Length workloads by length, the tasks workload last."""
+    if workload.startswith("in-"):
+        return (0, int(workload[3:]))
+    return (1, 0)

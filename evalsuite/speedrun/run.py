@@ -1,0 +1,181 @@
+"""The speed run's design: warm-up, then baseline and candidate interleaved on identical prompts.
+
+Every step sends the same prompt(s) to both arms back to back, the order
+alternating from step to step (ABBA), so drift on a shared machine (another
+job starting, a thermal limit) falls on both arms alike and a paired ratio
+cancels it.  Steps cycle through every input length (concurrency 1), the
+concurrency sweep at one length (levels above the servers' slot count are
+skipped: there they would measure queueing, not batching), and the real
+tasks' prompts, one repetition at a time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import asdict, dataclass, field
+from typing import Any, Callable, Sequence
+
+import httpx
+
+from evalsuite.engines import Engine
+from evalsuite.records import GenerationParams, Sample
+from evalsuite.speedrun.client import Measurement, measure
+from evalsuite.speedrun.workload import PromptMaker, ServerInfo, Tokenizer, cap_lengths, server_info
+
+IGNORE_EOS_DIALECTS = ("llamacpp", "vllm", "sglang")
+"""Engines that take `ignore_eos`, so a fixed output length can be asked for."""
+
+
+@dataclass(frozen=True)
+class SpeedPlan:
+    """What to measure; the defaults are the issue's grid."""
+
+    lengths: tuple[int, ...] = (128, 1024, 4096, 16384)
+    output_tokens: int = 128
+    reps: int = 5
+    warmup: int = 2
+    concurrency: tuple[int, ...] = (1, 2, 4, 8)
+    sweep_length: int = 1024
+    task_prompts: int = 6
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class ArmEndpoint:
+    """One side of the comparison: its role, target name and engine adapter (already pointed at the server)."""
+
+    role: str
+    target: str
+    engine: Engine
+    info: ServerInfo | None = None
+    model: str = ""
+
+
+@dataclass
+class SpeedRecord:
+    """Everything a speed run measured: the plan actually run, the servers, notes and every request."""
+
+    plan: dict[str, Any]
+    servers: dict[str, dict[str, Any]]
+    notes: list[str]
+    measurements: list[Measurement] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Step:
+    workload: str
+    input_tokens: int
+    concurrency: int
+    rep: int
+    texts: tuple[str, ...]
+    fixed_output: bool
+
+
+def _body(arm: ArmEndpoint, text: str, plan: SpeedPlan, fixed: bool) -> dict[str, Any]:
+    params = GenerationParams(max_tokens=plan.output_tokens, top_logprobs=0)
+    sample = Sample("speed", "speed", ({"role": "user", "content": text},), None)
+    body = arm.engine.request_body(sample, params)
+    if fixed and arm.engine.dialect in IGNORE_EOS_DIALECTS:
+        body["ignore_eos"] = True
+    return body
+
+
+def _url(arm: ArmEndpoint) -> str:
+    return arm.engine.base_url + ("/chat/completions" if arm.engine.target.api == "chat" else "/completions")
+
+
+async def _step(client: httpx.AsyncClient, arm: ArmEndpoint, step: Step, plan: SpeedPlan) -> list[Measurement]:
+    """One arm's requests of a step, concurrently; vLLM's speculative counters are read around them."""
+    counted = arm.engine.dialect == "vllm"
+    before = await arm.engine.run_stats() if counted else {}
+    jobs = [measure(client, _url(arm), _body(arm, text, plan, step.fixed_output),
+                    Measurement(arm.role, step.workload, step.concurrency, step.rep, slot))
+            for slot, text in enumerate(step.texts)]  # fmt: skip
+    out = list(await asyncio.gather(*jobs))
+    if counted and out:
+        after = await arm.engine.run_stats()
+        out[0].counters = {k: max(0.0, v - before.get(k, 0.0)) for k, v in after.items()}
+    return out
+
+
+async def plan_steps(plan: SpeedPlan, maker: PromptMaker, lengths: Sequence[int], levels: Sequence[int],
+                     sweep_length: int, tasks: Sequence[str]) -> list[Step]:  # fmt: skip
+    """Every step in the order it runs: repetition by repetition, each through lengths, sweep and a task prompt."""
+    steps: list[Step] = []
+    for rep in range(max(plan.reps, len(tasks) if tasks else 0)):
+        if rep < plan.reps:
+            for length in lengths:
+                text, _ = await maker.window(length, 7919 * rep + 104729 * length)
+                steps.append(Step(f"in-{length}", length, 1, rep, (text,), True))
+            for c in levels:
+                if c == 1 and sweep_length in lengths:
+                    continue  # the length sweep already measured it
+                texts = tuple([(await maker.window(sweep_length, 7919 * (rep * 16 + s) + 104729 * sweep_length + 31 * c))[0]
+                               for s in range(c)])  # fmt: skip
+                steps.append(Step(f"in-{sweep_length}", sweep_length, c, rep, texts, True))
+        if rep < len(tasks):
+            steps.append(Step("tasks", 0, 1, rep, (tasks[rep],), False))
+    return steps
+
+
+async def run_speed(plan: SpeedPlan, arms: Sequence[ArmEndpoint], corpus: str, tasks: Sequence[str],
+                    say: Callable[[str], None] = lambda _m: None) -> SpeedRecord:  # fmt: skip
+    """Probe both servers, build the workloads, warm up, then run every step on both arms, interleaved."""
+    notes: list[str] = []
+    for arm in arms:
+        probe = await arm.engine.probe()
+        arm.model = str(probe.get("model") or arm.engine.model)
+        arm.info = await server_info(arm.engine.http, arm.engine.server_root, arm.engine.dialect)
+        say(f"{arm.role} '{arm.target}': {arm.info.describe()}")
+    infos = [a.info for a in arms if a.info is not None]
+    ctxs = [i.n_ctx for i in infos if i.n_ctx]
+    lengths, note = cap_lengths(plan.lengths, min(ctxs) if ctxs else None, plan.output_tokens)
+    if note:
+        notes.append(note)
+    slots = [i.slots for i in infos if i.slots]
+    levels = [c for c in sorted(set(plan.concurrency)) if not slots or c <= min(slots)]
+    if len(levels) < len(set(plan.concurrency)):
+        skipped = sorted(set(plan.concurrency) - set(levels))
+        notes.append(f"concurrency {', '.join(map(str, skipped))} skipped: the servers have {min(slots)} slot(s), "
+                     f"so more concurrent requests would only queue")  # fmt: skip
+    sweep = max([n for n in lengths if n <= plan.sweep_length] or lengths[:1])
+    if any(a.engine.dialect not in IGNORE_EOS_DIALECTS for a in arms):
+        notes.append("an engine here takes no ignore_eos: outputs stop where the model stops, not at a fixed length")
+    base = arms[0]
+    async with httpx.AsyncClient(timeout=httpx.Timeout(base.engine.target.timeout_s, connect=10.0),
+                                 limits=httpx.Limits(max_connections=32)) as client:  # fmt: skip
+        tokenizer = Tokenizer(client, base.engine.server_root, base.info.tokenizer if base.info else None, base.model)
+        maker = PromptMaker(tokenizer, corpus)
+        await maker.prepare()
+        if maker.tokens is None:
+            notes.append("the server has no tokenizer route: prompt lengths are estimated at 4 characters a token")
+        text, content = await maker.window(64, 0)
+        calib = await measure(client, _url(base), _body(base, text, plan, True), Measurement("warmup", "calibrate", 1, 0, 0))
+        if calib.error:
+            from evalsuite.errors import EndpointError
+
+            raise EndpointError(f"The baseline endpoint {_url(base)} failed the first speed request: {calib.error}")
+        maker.calibrate(content, calib.prompt_tokens)
+        say(f"chat template and instruction: {maker.overhead} tokens; input lengths {lengths}, concurrency {levels}")
+        for arm in arms:
+            for i in range(plan.warmup):
+                text, _ = await maker.window(lengths[0], 13 * i + 1)
+                await measure(client, _url(arm), _body(arm, text, plan, True), Measurement("warmup", "warmup", 1, i, 0))
+        steps = await plan_steps(plan, maker, lengths, levels, sweep, tasks[: plan.task_prompts])
+        record = SpeedRecord(
+            plan={**plan.as_dict(), "lengths_run": lengths, "concurrency_run": levels, "sweep_length_run": sweep,
+                  "template_tokens": maker.overhead},
+            servers={a.role: {"target": a.target, "model": a.model, "dialect": a.engine.dialect,
+                              "base_url": a.engine.base_url, **asdict(a.info or ServerInfo(None, None, None))}
+                     for a in arms},
+            notes=notes,
+        )  # fmt: skip
+        for i, step in enumerate(steps):
+            order = list(arms) if i % 2 == 0 else list(reversed(arms))
+            for arm in order:
+                record.measurements.extend(await _step(client, arm, step, plan))
+            if (i + 1) % max(len(steps) // 10, 1) == 0:
+                say(f"speed: {i + 1}/{len(steps)} steps")
+    return record

@@ -102,7 +102,12 @@ def leaves(options: LMEvalOptions, root: Path) -> list[Leaf]:
     if options.num_fewshot is not None:
         overrides["num_fewshot"] = options.num_fewshot
     out: list[Leaf] = []
-    _expand(manager, options.task, overrides, options.task, out, ())
+    try:
+        _expand(manager, options.task, overrides, options.task, out, ())
+    except ConfigError:
+        raise
+    except Exception as exc:  # a task's own module failed to import (a missing lm-eval extra, mostly)
+        raise ConfigError(f"lm-eval could not read task '{options.task}': {type(exc).__name__}: {exc}") from None
     if not out:
         raise ConfigError(f"lm-eval's '{options.task}' contains no tasks.")
     return out

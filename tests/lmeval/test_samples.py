@@ -109,3 +109,18 @@ def test_run_grade_and_strata_through_the_pipeline(project: Path, fake_server) -
     grades = grade_run(store, tasks_dir=project.parent / "tasks")
     assert len(grades) == 10 and all(g.status == "incorrect" for g in grades)  # the fake server never answers
     assert all(g.details["lmeval"]["strict-match"]["filtered"] == "[invalid]" for g in grades)
+
+
+def test_a_group_is_compared_with_one_accuracy_row_per_subtask(project: Path) -> None:
+    from evalsuite.workflow import RunOptions, compare_eval, eval_target
+
+    (project.parent / "tasks" / "hm.yaml").write_text(f"lmeval: {{task: hendrycks_math, max_gen_toks: 8, local: {MATH}}}\n")
+    config = load_config(project)
+    runs = eval_target(config, "spec", ["hm"], RunOptions(limit=None), repeat_baseline=False)
+    (comparison,) = compare_eval(config, runs)
+    assert comparison.token.label == "IDENTICAL"  # the scripted server answers the same prompt the same way
+    subtasks = {r.value for r in comparison.accuracy if r.stratum == "lmeval_task"}
+    assert len(subtasks) == 7 and "hendrycks_math_precalc" in subtasks
+    assert {r.value for r in comparison.accuracy if r.stratum == "lmeval_group"} == {"hendrycks_math"}
+    n_rows = len(read_local(MATH))
+    assert all(r.summary.n == n_rows for r in comparison.accuracy if r.stratum == "lmeval_task")

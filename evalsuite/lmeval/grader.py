@@ -53,7 +53,11 @@ def score(task: Any, docs: list[dict[str, Any]], texts: list[str]) -> list[dict[
     for doc, inst in zip(docs, instances):
         per: dict[str, dict[str, Any]] = {}
         for name, filtered in inst.filtered_resps.items():
-            metrics = task.process_results(doc, [filtered])
+            try:
+                metrics = task.process_results(doc, [filtered])
+            except Exception as exc:  # noqa: BLE001 - one bad sample must not stop a run
+                per[name] = {"filtered": _plain(filtered), "error": f"{type(exc).__name__}: {exc}"}
+                continue
             per[name] = {"filtered": _plain(filtered), **{k: _plain(v) for k, v in metrics.items()}}
         out.append(per)
     return out
@@ -73,6 +77,8 @@ def _plain(value: Any) -> Any:
 def _grade(item: GradeInput, scored: dict[str, dict[str, Any]]) -> Grade:
     details: dict[str, Any] = {"truncated": item.truncated, "lmeval": scored}
     primary = next(iter(scored))
+    if "error" in scored[primary]:
+        return Grade(item.sample.id, "ungraded", None, f"lm-eval scoring failed: {scored[primary]['error']}", 0.0, details)
     metrics = {k: v for k, v in scored[primary].items() if k != "filtered"}
     if not metrics:
         return Grade(item.sample.id, "ungraded", None, f"lm-eval filter '{primary}' gave no metric", 0.0, details)

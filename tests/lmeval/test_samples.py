@@ -124,3 +124,12 @@ def test_a_group_is_compared_with_one_accuracy_row_per_subtask(project: Path) ->
     assert {r.value for r in comparison.accuracy if r.stratum == "lmeval_group"} == {"hendrycks_math"}
     n_rows = len(read_local(MATH))
     assert all(r.summary.n == n_rows for r in comparison.accuracy if r.stratum == "lmeval_task")
+
+
+def test_a_sample_lm_eval_cannot_score_is_ungraded_not_fatal(tmp_path: Path) -> None:
+    spec = _spec(tmp_path, {"task": "gsm8k", "num_fewshot": 0})
+    good = _samples(spec, GSM8K)[0]
+    broken = type(good)(good.id + "x", good.task, good.messages, {"question": "q"}, good.strata)  # no answer field
+    grades = get_grader(spec.grader).grade_batch([GradeInput(good, "#### 18"), GradeInput(broken, "#### 18")])
+    assert grades[0].status == "correct"
+    assert grades[1].status == "ungraded" and "lm-eval scoring failed" in grades[1].reason

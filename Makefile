@@ -19,7 +19,7 @@ help:  ## list the targets
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev,rig]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,rig,lmeval]'
 	touch $(STAMP)
 
 setup: $(STAMP)  ## create .venv and install evalsuite with its test dependencies

@@ -41,6 +41,7 @@ _REGISTRY: dict[str, str] = {
     "gsm8k": "evalsuite.graders.gsm8k:GSM8KGrader",
     "gsm8k_lmeval": "evalsuite.graders.gsm8k:LMEvalGSM8KGrader",
     "code": "evalsuite.graders.code:CodeGrader",
+    "lmeval": "evalsuite.lmeval.grader:LMEvalGrader",
 }
 
 

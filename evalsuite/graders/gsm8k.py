@@ -4,15 +4,17 @@
 for, then fallbacks) and compares it with the reference's `#### N` line as an
 exact decimal: "1,000", "$1000.00" and "1000." all equal 1000.
 
-`LMEvalGSM8KGrader` reproduces the `gsm8k` task of lm-evaluation-harness so
-numbers can be set beside published ones (see its docstring for the exact
-source).  Both are pure regex work, so they grade in the calling process.
+`LMEvalGSM8KGrader` scores with the `gsm8k` task of lm-evaluation-harness
+itself (the lmeval extra), so numbers can be set beside published ones.  Both
+grade in the calling process.
 """
 
 from __future__ import annotations
 
 import re
 from decimal import Decimal
+from functools import lru_cache
+from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from evalsuite.graders import GradeInput
@@ -93,34 +95,11 @@ class GSM8KGrader:
         return grade_each(self.grade_one, items)
 
 
-# lm-evaluation-harness 0.4.13, lm_eval/tasks/gsm8k/gsm8k.yaml (task metadata version 3.0):
-# two filter pipelines, each "regex" then "take_first", scored by exact_match
-# with ignore_case and these regexes_to_ignore, under these stop sequences.
-LMEVAL_FILTERS: dict[str, tuple[str, int]] = {
-    "strict-match": (r"#### (\-?[0-9\.\,]+)", 0),
-    "flexible-extract": (r"(-?[$0-9.,]{2,})|(-?[0-9]+)", -1),
-}
-LMEVAL_IGNORE = (",", r"\$", r"(?s).*#### ", r"\.$")
+# lm-evaluation-harness's `gsm8k` task (lm_eval/tasks/gsm8k/gsm8k.yaml): its two
+# filter pipelines, scored by its exact_match, through the lm-eval adapter.
+LMEVAL_FILTER_NAMES = ("strict-match", "flexible-extract")
 LMEVAL_UNTIL = ("Question:", "</s>", "<|im_end|>")
 LMEVAL_FALLBACK = "[invalid]"
-
-
-def lmeval_filter(text: str, pattern: str, group_select: int) -> str:
-    """lm-eval's RegexFilter: the `group_select`-th match (first non-empty group of it), stripped."""
-    matches = re.findall(pattern, text)
-    if not matches:
-        return LMEVAL_FALLBACK
-    match = matches[group_select]
-    if isinstance(match, tuple):
-        match = next((m for m in match if m), LMEVAL_FALLBACK)
-    return match.strip()
-
-
-def lmeval_normalize(text: str) -> str:
-    """lm-eval's exact_match preprocessing: each ignore-regex removed in turn, then lower case."""
-    for pattern in LMEVAL_IGNORE:
-        text = re.sub(pattern, "", text)
-    return text.lower()
 
 
 def lmeval_cut(text: str, until: Sequence[str]) -> str:
@@ -133,17 +112,27 @@ def lmeval_cut(text: str, until: Sequence[str]) -> str:
     return text[:cut]
 
 
-class LMEvalGSM8KGrader:
-    """lm-evaluation-harness `gsm8k` scoring, reimplemented faithfully.
+@lru_cache(maxsize=1)
+def _gsm8k_task() -> tuple[Any, str]:
+    """lm-eval's own gsm8k task (filters and metric as it ships them) and its version; loaded once."""
+    from evalsuite.lmeval import version
+    from evalsuite.lmeval.grader import scoring_task
+    from evalsuite.lmeval.select import LMEvalOptions, leaves
 
-    Source: lm-eval 0.4.13 (PyPI), `lm_eval/tasks/gsm8k/gsm8k.yaml`, task
-    metadata version 3.0: filters "strict-match" (regex `#### (\\-?[0-9\\.\\,]+)`,
-    first match) and "flexible-extract" (regex `(-?[$0-9.,]{2,})|(-?[0-9]+)`,
-    last match), fallback "[invalid]"; metric exact_match with ignore_case and
-    regexes_to_ignore `,` `\\$` `(?s).*#### ` `\\.$` applied to prediction and
-    reference alike; generation stopped at "Question:", "</s>", "<|im_end|>".
-    Reimplemented instead of imported because lm-eval brings some thirty
-    packages (scikit-learn, nltk, sacrebleu...) for two regexes.
+    [leaf] = leaves(LMEvalOptions(task="gsm8k", num_fewshot=0), Path.cwd())
+    task_version = (leaf.config.get("metadata") or {}).get("version")
+    return scoring_task(leaf, [{"question": "", "answer": ""}]), f"lm-eval-{version()}-gsm8k-v{task_version}"
+
+
+class LMEvalGSM8KGrader:
+    """lm-evaluation-harness `gsm8k` scoring, by lm-eval itself.
+
+    Filters "strict-match" (the first `#### N`) and "flexible-extract" (the
+    last number), then exact_match after lm-eval's normalisation, exactly as
+    the installed lm-eval's gsm8k task configures them (the lmeval extra;
+    0.4.13 pinned).  The response is first cut at "Question:", "</s>",
+    "<|im_end|>", where lm-eval's requests stop.  One implementation of
+    lm-eval's scoring: lm-eval's, through `evalsuite.lmeval`.
 
     `extraction` lists the filters to score, both by default; the first sets
     the status and every one is recorded in `details`.  Option `until`
@@ -152,31 +141,44 @@ class LMEvalGSM8KGrader:
 
     name = "gsm8k_lmeval"
 
-    def __init__(self, extraction: Sequence[str] = ("strict-match", "flexible-extract"), **options: Any) -> None:
+    def __init__(self, extraction: Sequence[str] = LMEVAL_FILTER_NAMES, **options: Any) -> None:
         check_options(self.name, options, {"until": list})
-        self.filters = tuple(resolve_steps(extraction, self.name, tuple(LMEVAL_FILTERS)))
+        self.filters = tuple(resolve_steps(extraction, self.name, LMEVAL_FILTER_NAMES))
         self.until = tuple(str(s) for s in options.get("until", LMEVAL_UNTIL))
-        self.version = f"lm-eval-0.4.13-gsm8k-v3.0+{'.'.join(self.filters)}"
 
-    def grade_one(self, item: GradeInput) -> Grade:
-        """Score every configured filter; the first decides the status."""
-        reference = lmeval_normalize(str(item.sample.reference))
-        text = lmeval_cut(item.text or "", self.until)
+    @property
+    def version(self) -> str:
+        """lm-eval's version and the gsm8k task's, with the filters used (loads lm-eval's task)."""
+        return f"{_gsm8k_task()[1]}+{'.'.join(self.filters)}"
+
+    def _grade(self, item: GradeInput, scored: dict[str, dict[str, Any]]) -> Grade:
         details: dict[str, Any] = {"truncated": item.truncated, "primary": self.filters[0]}
         for name in self.filters:
-            pattern, group = LMEVAL_FILTERS[name]
-            got = lmeval_filter(text, pattern, group)
-            details[name] = {"extracted": got, "correct": lmeval_normalize(got) == reference}
+            got = scored[name]
+            details[name] = {"extracted": str(got["filtered"]), "correct": float(got["exact_match"]) == 1.0}
         first = details[self.filters[0]]
         extracted = None if first["extracted"] == LMEVAL_FALLBACK else first["extracted"]
         if extracted is None:
             reason = f"{self.filters[0]}: no match ({LMEVAL_FALLBACK})"
         else:
             verdict = "equal" if first["correct"] else "not equal"
-            reason = f"{self.filters[0]}: {verdict} after lm-eval normalisation ({lmeval_normalize(extracted)!r} vs {reference!r})"
+            reason = f"{self.filters[0]}: {verdict} to the reference after lm-eval's exact_match normalisation"
         status = "correct" if first["correct"] else "incorrect"
         return Grade(item.sample.id, status, extracted, reason, 1.0 if first["correct"] else 0.0, details)
 
     def grade_batch(self, items: Sequence[GradeInput], *, workers: int | None = None) -> list[Grade]:
-        """One Grade per item, in order.  `workers` is accepted for the protocol; regexes need none."""
-        return grade_each(self.grade_one, items)
+        """One Grade per item, in order, all scored by lm-eval in one pass.  `workers` is not needed."""
+        if not items:
+            return []
+        from evalsuite.lmeval.grader import score
+
+        task = _gsm8k_task()[0]
+        docs = [{"question": "", "answer": str(item.sample.reference)} for item in items]
+        texts = [lmeval_cut(item.text or "", self.until) for item in items]
+        out = []
+        for item, scored in zip(items, score(task, docs, texts)):
+            try:
+                out.append(self._grade(item, scored))
+            except Exception as exc:  # noqa: BLE001 - one bad sample must not stop a run
+                out.append(_ungraded(item, f"grader error: {type(exc).__name__}: {exc}"))
+        return out

@@ -35,6 +35,12 @@ def build_samples(spec: TaskSpec, rows: list[dict[str, Any]], *, source: str = "
     Duplicate ids, missing fields and templates that fail on a row are
     errors naming the row.
     """
+    if spec.dataset.adapter is not None:  # an adapter that builds its own prompts (lm-eval) builds its samples
+        import importlib
+
+        adapter = importlib.import_module(spec.dataset.adapter)
+        if hasattr(adapter, "build_samples"):
+            return adapter.build_samples(spec, rows, source=source)
     try:
         system = _ENV.from_string(spec.prompt.system) if spec.prompt.system else None
         user = _ENV.from_string(spec.prompt.user)

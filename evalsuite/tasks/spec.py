@@ -120,6 +120,8 @@ def load_task_spec(path: str | Path) -> TaskSpec:
     path = Path(path).resolve()
     raw = _read_yaml(path)
     raw.setdefault("name", path.stem)
+    if "lmeval" in raw:
+        return _lmeval_spec(raw, path)
     try:
         spec = TaskSpec.model_validate(raw)
     except ValidationError as exc:
@@ -149,8 +151,30 @@ def _check_spec(spec: TaskSpec, path: Path) -> None:
     check_generation({k: v for k, v in spec.generation.items() if k != "stop"}, f"{path}: generation")
 
 
+LMEVAL_PREFIX = "lmeval:"
+
+
+def _lmeval_spec(raw: dict[str, Any], path: Path) -> TaskSpec:
+    """A task file with an `lmeval:` key: lm-eval builds prompts and scores (evalsuite/lmeval/)."""
+    from evalsuite.lmeval.select import parse_options
+    from evalsuite.lmeval.taskspec import lmeval_task_spec
+
+    unknown = sorted(set(raw) - {"lmeval", "name", "description", "equivalence_margin"})
+    if unknown:
+        raise ConfigError(f"{path}: an lm-eval task file takes name, description, equivalence_margin and lmeval; "
+                          f"not {', '.join(unknown)}.")
+    options = parse_options(raw["lmeval"], str(path))
+    margin = raw.get("equivalence_margin", 0.02)
+    if not isinstance(margin, (int, float)) or not 0 < margin < 1:
+        raise ConfigError(f"{path}: equivalence_margin must be a proportion between 0 and 1, got {margin!r}.")
+    return lmeval_task_spec(str(raw["name"]), options, path.parent.parent, description=str(raw.get("description", "")),
+                            margin=float(margin))
+
+
 def find_task(name: str, tasks_dir: Path) -> TaskSpec:
-    """Look a task up by name (its file stem) in the tasks folder."""
+    """Look a task up by name (its file stem) in the tasks folder, or `lmeval:NAME` for any lm-eval task."""
+    if name.startswith(LMEVAL_PREFIX):
+        return _lmeval_spec({"name": name, "lmeval": name[len(LMEVAL_PREFIX):]}, tasks_dir / f"{name}.yaml")
     path = tasks_dir / f"{name}.yaml"
     if not path.exists():
         known = sorted(p.stem for p in tasks_dir.glob("*.yaml"))

@@ -7,12 +7,8 @@ from grader_helpers import item
 
 from evalsuite.errors import ConfigError
 from evalsuite.graders.gsm8k import (
-    LMEVAL_FILTERS,
-    LMEVAL_IGNORE,
     GSM8KGrader,
     LMEvalGSM8KGrader,
-    lmeval_filter,
-    lmeval_normalize,
     reference_number,
 )
 
@@ -73,6 +69,7 @@ LMEVAL_CASES = [
 
 @pytest.mark.parametrize(("response", "strict", "strict_ok", "flex", "flex_ok"), LMEVAL_CASES)
 def test_lmeval_scoring(response: str, strict: str, strict_ok: bool, flex: str, flex_ok: bool) -> None:
+    pytest.importorskip("lm_eval")
     [grade] = LMEvalGSM8KGrader().grade_batch([item(REF, response)])
     assert grade.details["strict-match"] == {"extracted": strict, "correct": strict_ok}
     assert grade.details["flexible-extract"] == {"extracted": flex, "correct": flex_ok}
@@ -81,6 +78,7 @@ def test_lmeval_scoring(response: str, strict: str, strict_ok: bool, flex: str, 
 
 
 def test_lmeval_primary_filter_and_until_option() -> None:
+    pytest.importorskip("lm_eval")
     grader = LMEvalGSM8KGrader(extraction=["flexible-extract"], until=[])
     [grade] = grader.grade_batch([item(REF, "#### 1018\nQuestion: next one? 7")])
     assert grade.status == "incorrect" and grade.extracted == "7"  # nothing cut, so the last number is 7
@@ -112,3 +110,24 @@ def test_numbers_inside_a_leftover_reasoning_block_are_not_the_answer() -> None:
     grades = grader.grade_batch([item(REF, after), item(REF, cut, truncated=True)])
     assert (grades[0].status, grades[0].details["step"]) == ("correct", "hash_line")
     assert grades[1].status == "incorrect" and grades[1].extracted is None  # cut inside the reasoning: no answer
+
+
+def test_gsm8k_lmeval_is_the_lmeval_adapters_gsm8k_scoring_per_sample() -> None:
+    """One implementation of lm-eval's scoring: the task file's grader and lm-eval's gsm8k task agree."""
+    pytest.importorskip("lm_eval")
+    from evalsuite.graders import GradeInput
+    from evalsuite.lmeval.grader import LMEvalGrader
+    from evalsuite.lmeval.select import LMEvalOptions
+    from evalsuite.records import Sample
+
+    options = LMEvalOptions(task="gsm8k", num_fewshot=0)
+    adapter = LMEvalGrader(lmeval=options.model_dump(), identity={})
+    responses = [c[0].split("Question:")[0] for c in LMEVAL_CASES] + ["-5 and -3.5", "$ 12", "1.2.3, 4,5", "##### 12"]
+    sample = Sample("s", "gsm8k", (), {"question": "q", "answer": REF}, {"lmeval_task": "gsm8k"})
+    theirs = adapter.grade_batch([GradeInput(sample, r) for r in responses])
+    ours = LMEvalGSM8KGrader().grade_batch([item(REF, r) for r in responses])
+    for response, a, b in zip(responses, ours, theirs):
+        for name in ("strict-match", "flexible-extract"):
+            got = b.details["lmeval"][name]
+            assert a.details[name] == {"extracted": got["filtered"], "correct": got["exact_match"] == 1.0}, response
+        assert a.status == b.status, response

@@ -1,0 +1,69 @@
+"""Per-document parity with lm-eval itself on one endpoint: same prompt, response, filtered answer, score.
+
+The scripted server answers deterministically from the prompt, so it checks
+prompts and scoring fast in every run; the reference rig's llama-server
+checks real greedy generations (marked rig).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import httpx
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from parity import differences, lmeval_side, lmeval_task_dir, suite_project, suite_side  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+CASES = {  # suite task file, lm-eval base task, fixture
+    "gsm8k": ("gsm8k", ROOT / "fixtures" / "gsm8k.jsonl"),
+    "math_algebra": ("hendrycks_math_algebra", ROOT / "fixtures" / "math500.jsonl"),
+}
+
+
+@pytest.fixture(scope="module")
+def task_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """lm-eval's own task files reading the fixtures (one include_path, so one task index per session)."""
+    folder = tmp_path_factory.mktemp("lmeval_tasks")
+    for base, data in CASES.values():
+        lmeval_task_dir(folder, f"{base}_local", base, data)
+    return folder
+
+
+def _check(tmp_path: Path, task_dir: Path, base_url: str, case: str, chat: bool, limit: int, max_gen_toks: int) -> None:
+    base, data = CASES[case]
+    model = httpx.get(f"{base_url}/v1/models", timeout=30).json()["data"][0]["id"]
+    theirs = lmeval_side(base_url, model, task_dir, f"{base}_local", chat=chat, limit=limit, max_gen_toks=max_gen_toks)
+    form = "true" if chat else "false"
+    text = (
+        f"lmeval: {{task: {base}, num_fewshot: 0, max_gen_toks: {max_gen_toks}, apply_chat_template: {form}, "
+        f"include_path: {task_dir}}}\n"
+    )
+    config = suite_project(tmp_path / "project", base_url, {case: text})
+    ours = suite_side(config, "chat" if chat else "completions", case, data, limit=limit)
+    assert len(ours) == limit
+    problems = differences(theirs, ours)
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.parametrize("chat", [True, False], ids=["local-chat-completions", "local-completions"])
+def test_parity_on_the_scripted_server(tmp_path: Path, task_dir: Path, fake_server, chat: bool) -> None:
+    _check(tmp_path, task_dir, fake_server.base_url.rstrip("/").removesuffix("/v1"), "gsm8k", chat, 8, 12)
+
+
+@pytest.fixture(scope="module")
+def rig_baseline():
+    from evalsuite.rig.launcher import serve
+
+    with serve(["baseline"]) as servers:
+        yield servers["baseline"].base_url
+
+
+@pytest.mark.rig
+@pytest.mark.parametrize("chat", [True, False], ids=["local-chat-completions", "local-completions"])
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_parity_on_the_rig(tmp_path: Path, task_dir: Path, rig_baseline: str, case: str, chat: bool) -> None:
+    _check(tmp_path, task_dir, rig_baseline, case, chat, limit=24, max_gen_toks=64)

@@ -123,6 +123,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("targets", help="list the configured targets")
     _common(p)
 
+    from evalsuite.cli.sample_test import add_parser as add_sample_test
+
+    add_sample_test(sub)
+
     p = sub.add_parser("rig", help="the reference llama-server rig (build, models, up, status)", add_help=False)
     p.add_argument("args", nargs=argparse.REMAINDER)
     return parser
@@ -143,7 +147,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from evalsuite.cli import commands
 
     try:
-        return getattr(commands, f"cmd_{args.command}")(args)
+        return (getattr(args, "handler", None) or getattr(commands, f"cmd_{args.command}"))(args)
     except EvalsuiteError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return exc.exit_code

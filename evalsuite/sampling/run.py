@@ -29,6 +29,15 @@ class Arm:
     draws: list[Draw]
     pieces: dict[int, str] = field(default_factory=dict)
     manifests: list[dict[str, Any]] = field(default_factory=list)
+    drafted: int = 0  # draft tokens proposed over all draws (llama.cpp `timings`; 0 when the engine gives none)
+    accepted: int = 0
+
+    def speculation(self) -> str | None:
+        """A sentence on how much drafting the draws went through, when the engine reported it."""
+        if not self.drafted:
+            return None
+        return (f"{self.target} drafted {self.drafted} tokens over its draws and accepted {self.accepted} "
+                f"({self.accepted / self.drafted:.0%}).")
 
 @dataclass
 class SampleTest:
@@ -53,7 +62,8 @@ class SampleTest:
     def as_dict(self) -> dict[str, Any]:
         out = self.verdict.as_dict()
         out["baseline"] = {"target": self.baseline.target, "runs": [str(f) for f in self.baseline.folders]}
-        out["candidate"] = {"target": self.candidate.target, "runs": [str(f) for f in self.candidate.folders]}
+        out["candidate"] = {"target": self.candidate.target, "runs": [str(f) for f in self.candidate.folders],
+                            "drafted": self.candidate.drafted, "accepted": self.candidate.accepted}
         for node in out["nodes"]:
             node["context"] = self.context(node["prefix"])
             node["tokens"] = [self.piece(t) for t in node["outcomes"]]
@@ -130,6 +140,8 @@ def _load_store(store: RunStore, arm: Arm, draws: int | None, prompts: int | Non
         for i, piece in zip(ids, tokens.pieces if tokens is not None else []):
             arm.pieces.setdefault(i, piece)
         ended = result.completion.finish_reason == "stop"
+        arm.drafted += int(result.completion.timings.get("draft_n", 0) or 0)
+        arm.accepted += int(result.completion.timings.get("draft_n_accepted", 0) or 0)
         arm.draws.append(Draw(f"{task.removesuffix(TASK_SUFFIX)}/{pid}", int(meta.get("draw_seed", k)), ids, ended))
 
 _MUST_MATCH = ("task", "prompt_template", "dataset")
@@ -161,6 +173,12 @@ def judge_arms(baseline: Arm, candidate: Arm, settings: JudgeSettings, prompts: 
     """Check the arms are comparable, build both prefix trees and judge them."""
     check_comparable(baseline, candidate)
     verdict = judge(build_tree(baseline.draws), build_tree(candidate.draws), settings)
+    speculation = candidate.speculation()
+    if speculation:
+        verdict.notes.append(speculation)
+    elif any("spec" in " ".join(m.get("server_args") or []) for m in candidate.manifests):
+        verdict.notes.append(f"{candidate.target} is a speculative server but reported no drafted tokens: "
+                             "the draws may not have gone through speculation at all.")  # fmt: skip
     return SampleTest(baseline, candidate, verdict, prompts or {})
 
 

@@ -42,6 +42,10 @@ eval: setup  ## baseline + TARGET on TASKS (comma list) [LIMIT=N], then compare
 gate: setup  ## token-identity gate: one pytest item per sample of TARGET [TASKS=a,b LIMIT=N]
 	$(BIN)/python -m pytest -q $(GATE_ARGS)
 
+.PHONY: sample-test
+sample-test: setup  ## is TARGET's output distribution under sampling the baseline's? [DRAWS=N PROMPTS=P]
+	$(BIN)/evalsuite sample-test $(TARGET) $(if $(TASKS),--task $(TASKS)) $(if $(DRAWS),--draws $(DRAWS)) $(if $(PROMPTS),--prompts $(PROMPTS))
+
 rig: setup  ## build the reference llama-server and its models (cached)
 	$(BIN)/evalsuite rig build
 	$(BIN)/evalsuite rig models

@@ -158,6 +158,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_speed_parser(sub, _common)
 
+    from evalsuite.cli.sample_test import add_parser as add_sample_test
+
+    add_sample_test(sub)
+
     p = sub.add_parser("rig", help="the reference llama-server rig (build, models, up, status)", add_help=False)
     p.add_argument("args", nargs=argparse.REMAINDER)
     return parser

@@ -1,0 +1,126 @@
+"""`evalsuite sample-test TARGET`: is the output distribution under sampling the baseline's own?
+
+Draws many short seeded continuations from the baseline and from TARGET with
+the same sampling settings (resumable runs), tests the two prefix trees node
+by node and prints the verdict with its power.  `--from-runs BASELINE_RUN
+CANDIDATE_RUN` re-tests stored draws without asking any endpoint.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+from evalsuite.errors import ConfigError
+
+EPILOG = """\
+examples:
+  evalsuite sample-test dflash                        baseline vs dflash, 4 prompts x 256 draws x 16 tokens
+  evalsuite sample-test draft --draws 400 --tokens 8  more draws per prompt: a smaller detectable TV
+  evalsuite sample-test baseline --baseline baseline  determinism check: the baseline against itself
+  evalsuite sample-test --from-runs BASE_RUN CAND_RUN re-test stored draws (no endpoint)
+
+The verdict is SAME (with the TV distance the draws could detect), DIFFERENT (with
+the nodes), or TOO FEW DRAWS. Exit 0 only for SAME; 1 for DIFFERENT or too few draws.
+Each draw is one stored sample with its own seed; re-running resumes, and more
+--draws extends the same runs. Method and power: docs/statistics.md.
+"""
+
+
+def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:  # type: ignore[type-arg]
+    """Register the command on the main parser's subcommands."""
+    p = sub.add_parser("sample-test", help="two-sample test of the output distribution at temperature > 0",
+                       formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EPILOG,
+                       description="Speculative decoding promises that sampled outputs follow the target model's "
+                       "own distribution. Draw many short continuations from TARGET's baseline and from TARGET with "
+                       "the same sampling settings, each with its own seed, and test the two distributions on the "
+                       "tree of sampled prefixes.")  # fmt: skip
+    p.add_argument("target", nargs="?", help="a target name from the config")
+    p.add_argument("--baseline", metavar="NAME", help="the reference target (default: TARGET's baseline)")
+    p.add_argument("--task", action="append", metavar="NAME", help="task(s) whose prompts are used (default: gsm8k)")
+    p.add_argument("--prompts", type=int, default=4, metavar="P", help="prompts per task (default 4)")
+    p.add_argument("--draws", type=int, default=256, metavar="N", help="draws per prompt and arm (default 256)")
+    p.add_argument("--tokens", type=int, default=16, metavar="L", help="tokens per draw (default 16)")
+    p.add_argument("--temperature", type=float, default=1.0, help="sampling temperature, > 0 (default 1.0)")
+    p.add_argument("--top-p", type=float, default=0.95, help="nucleus sampling (default 0.95)")
+    p.add_argument("--top-k", type=int, default=40, help="top-k sampling, 0 = no limit (default 40)")
+    p.add_argument("--seed", type=int, default=42, help="seed stream of the baseline arm; TARGET uses seed + 1 (default 42)")
+    p.add_argument("--alpha", type=float, default=0.05, help="family-wise level, Holm across nodes (default 0.05)")
+    p.add_argument("--min-count", type=int, default=20, metavar="K",
+                   help="test a node only when both arms reached it K times (default 20)")
+    p.add_argument("--max-tv", type=float, default=0.25,
+                   help="say SAME only when the draws would detect TV >= this (default 0.25); otherwise TOO FEW")
+    p.add_argument("--method", choices=["pearson", "g"], default="pearson", help="node statistic (default pearson)")
+    p.add_argument("--from-runs", nargs=2, metavar=("BASELINE_RUN", "CANDIDATE_RUN"),
+                   help="test stored draw runs (folders under <target>/<task>@sampling/) without drawing")
+    p.add_argument("--data", choices=["hf", "local", "fixture"], help="dataset source (default: defaults.data)")
+    p.add_argument("--data-path", metavar="FILE", help="local JSONL/JSON/Parquet file for --data local")
+    p.add_argument("--json", metavar="PATH", help="also write the verdict and nodes as JSON here")
+    p.add_argument("--no-report", action="store_true", help="print the verdict only")
+    p.add_argument("--config", metavar="PATH", help="config file (default: ./evalsuite.toml)")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress bars; only results and errors")
+    p.add_argument("-v", "--verbose", action="store_true", help="log retries and engine details")
+    p.set_defaults(handler=run)
+    return p
+
+
+def run(args: argparse.Namespace) -> int:
+    """Draw (or read) both arms, judge, print the verdict, write the report; 0 only for SAME."""
+    import json
+
+    from evalsuite.cli.commands import _optional_config, _progress, _say
+    from evalsuite.config import load_config
+    from evalsuite.sampling.plan import DrawSettings
+    from evalsuite.sampling.run import judge_arms, load_arm, prompt_texts, sample_test
+    from evalsuite.sampling.verdict import JudgeSettings
+
+    try:
+        judge_settings = JudgeSettings(alpha=args.alpha, min_count=args.min_count, max_tv=args.max_tv, method=args.method)
+    except ValueError as exc:
+        raise ConfigError(f"{exc}.") from None
+    say = _say(args)
+    if args.from_runs:
+        config = _optional_config(args)
+        base, cand = args.from_runs
+        test = judge_arms(load_arm([base]), load_arm([cand]), judge_settings, prompt_texts([base]))
+    else:
+        if not args.target:
+            raise ConfigError("Name a TARGET (or pass --from-runs BASELINE_RUN CANDIDATE_RUN).")
+        config = load_config(args.config)
+        settings = DrawSettings(draws=args.draws, prompts=args.prompts, max_tokens=args.tokens,
+                                temperature=args.temperature, top_p=args.top_p, top_k=args.top_k, seed=args.seed)  # fmt: skip
+        tasks = [n.strip() for arg in (args.task or ["gsm8k"]) for n in arg.split(",") if n.strip()]
+        say(_power_up_front(settings, judge_settings))
+        test = sample_test(config, args.target, tasks, settings, judge_settings, baseline=args.baseline,
+                           data=args.data, data_path=args.data_path, say=say, progress=_progress(args))  # fmt: skip
+    print(test.verdict.sentence)
+    for node in sorted(test.verdict.differing, key=lambda n: n.p_adjusted)[:10]:
+        print(f"  {node.prompt_id} depth {node.depth} after {test.context(node.prefix)!r}: adjusted p "
+              f"{node.p_adjusted:.2g}, TV {node.tv:.2f}, over-represented {test.piece(node.over_represented)!r}")  # fmt: skip
+    if args.json:
+        Path(args.json).write_text(json.dumps(test.as_dict(), indent=1, ensure_ascii=False, default=str))
+    if not args.no_report:
+        from evalsuite.report.folder import report_folder
+        from evalsuite.report.sampling import write_sampling_report
+
+        reports_dir = (config.root / config.defaults.reports_dir) if config else Path("reports")
+        folder = report_folder(reports_dir, f"{test.candidate.target}-sampling")
+        paths = write_sampling_report(test, folder, created=time.time())
+        print(f"report: {paths.markdown}\nreport: {paths.html}")
+    return 0 if test.verdict.outcome == "SAME" else 1
+
+
+def _power_up_front(settings: object, judge_settings: object) -> str:
+    """Before any draw: what a node reached by every draw could reveal (roots, one test per prompt)."""
+    from evalsuite.sampling.power import detectable_tv
+
+    draws, prompts = settings.draws, settings.prompts  # type: ignore[attr-defined]
+    alpha, power = judge_settings.alpha, judge_settings.power  # type: ignore[attr-defined]
+    tv = detectable_tv(draws, draws, df=1, level=alpha / prompts, power=power)
+    return (f"power: with {draws} draws per arm, a node every draw reaches reveals TV >= {tv:.3f} with {power:.0%} "
+            f"power (level {alpha:g}/{prompts}, one degree of freedom); deeper nodes, more tests and more outcomes "
+            "need more; the verdict restates it for the nodes actually tested.")  # fmt: skip
+
+
+__all__ = ["add_parser", "run"]

@@ -1,0 +1,118 @@
+"""The draw plan: many short seeded continuations per prompt, stored like any run.
+
+Each draw is one stored sample, id `<prompt id>#<k>`, with its own seed
+derived from (arm stream, prompt id, k).  The baseline arm draws from stream
+`seed`, the candidate arm from `seed + 1`, so the two arms' random numbers
+are independent even when both arms are the same server (the determinism
+check: the baseline against itself).  The sampling settings and the stream
+go into the run parameters, hence into the fingerprint; the draw count does
+not, so asking for more draws later extends the same run and re-running after
+an interruption asks only for the missing draws.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from dataclasses import dataclass, replace
+from typing import Any
+
+from evalsuite.config import Config
+from evalsuite.engines import Engine
+from evalsuite.errors import ConfigError
+from evalsuite.records import Completion, GenerationParams, Sample
+from evalsuite.runner import RunPlan, plan_run
+from evalsuite.tasks.data import DataChoice
+
+TASK_SUFFIX = "@sampling"
+"""Draw runs live under runs/<target>/<task>@sampling/, apart from the greedy runs of the task."""
+SEED_SCHEME = "sha256(stream/prompt/k) mod 2^31-1"
+
+
+@dataclass(frozen=True)
+class DrawSettings:
+    """How to sample: the same for both arms (temperature > 0; top-p, top-k as the server applies them)."""
+
+    draws: int = 256
+    prompts: int = 4
+    max_tokens: int = 16
+    temperature: float = 1.0
+    top_p: float = 0.95
+    top_k: int | None = 40
+    seed: int = 42
+
+    def __post_init__(self) -> None:
+        checks = [
+            (self.draws >= 2, f"--draws must be at least 2, got {self.draws}"),
+            (self.prompts >= 1, f"--prompts must be at least 1, got {self.prompts}"),
+            (1 <= self.max_tokens <= 512, f"--tokens must be between 1 and 512, got {self.max_tokens}"),
+            (math.isfinite(self.temperature) and self.temperature > 0,
+             f"--temperature must be above 0 (greedy decoding never exercises sampling), got {self.temperature}"),
+            (0 < self.top_p <= 1, f"--top-p must be in (0, 1], got {self.top_p}"),
+            (self.top_k is None or self.top_k != 1,
+             "--top-k 1 is greedy decoding; use 0 (no limit) or a value above 1"),
+            (self.top_k is None or self.top_k >= 0, f"--top-k must be 0 (no limit) or above 1, got {self.top_k}"),
+        ]  # fmt: skip
+        for ok, message in checks:
+            if not ok:
+                raise ConfigError(message + ".")
+
+
+def draw_seed(stream: int, prompt_id: str, k: int) -> int:
+    """The seed of draw k of a prompt in an arm's stream (fits llama.cpp's uint32 seed, never its -1)."""
+    digest = hashlib.sha256(f"{stream}/{prompt_id}/{k}".encode()).digest()
+    return int.from_bytes(digest[:8], "little") % (2**31 - 1)
+
+
+def draw_samples(prompts: list[Sample], draws: int, stream: int) -> list[Sample]:
+    """`draws` copies of every prompt, each carrying its prompt id, index and seed in its metadata."""
+    return [
+        replace(p, id=f"{p.id}#{k}",
+                metadata={**p.metadata, "prompt_id": p.id, "draw": k, "draw_seed": draw_seed(stream, p.id, k)})
+        for p in prompts
+        for k in range(draws)
+    ]  # fmt: skip
+
+
+def draw_params(base: GenerationParams, settings: DrawSettings, stream: int) -> GenerationParams:
+    """The task's generation parameters with the sampling settings; one top logprob (it carries the token ids)."""
+    return replace(base, max_tokens=settings.max_tokens, temperature=settings.temperature, top_p=settings.top_p,
+                   top_k=settings.top_k, seed=stream, n=1, top_logprobs=1)  # fmt: skip
+
+
+def plan_draws(
+    config: Config,
+    target_name: str,
+    task_name: str,
+    settings: DrawSettings,
+    *,
+    stream: int,
+    role: str,
+    data: DataChoice | None = None,
+    data_path: str | None = None,
+) -> RunPlan:
+    """A RunPlan whose samples are the draws of the first `settings.prompts` prompts of the task."""
+    plan = plan_run(config, target_name, task_name, data=data, data_path=data_path, limit=settings.prompts, role=role)
+    if len(plan.samples) < settings.prompts:
+        raise ConfigError(f"Task '{task_name}' has {len(plan.samples)} prompts in this dataset; --prompts asked "
+                          f"for {settings.prompts}.")  # fmt: skip
+    plan.task = plan.task.model_copy(update={"name": task_name + TASK_SUFFIX})
+    plan.params = draw_params(plan.params, settings, stream)
+    plan.samples = draw_samples(plan.samples, settings.draws, stream)
+    return plan
+
+
+class SeededDraws:
+    """An engine that sends each draw with its own seed; everything else goes to the wrapped engine."""
+
+    def __init__(self, inner: Engine):
+        self.inner = inner
+
+    async def generate(self, sample: Sample, params: GenerationParams) -> Completion:
+        seed = sample.metadata.get("draw_seed")
+        if not isinstance(seed, int):
+            raise ConfigError(f"Sample {sample.id} is not a draw (no draw_seed in its metadata).")
+        return await self.inner.generate(sample, replace(params, seed=seed))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)

@@ -1,0 +1,224 @@
+"""sample-test as library calls: draw both arms (resumable runs), load the draws, test, keep the evidence."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from evalsuite.config import Config
+from evalsuite.engines import make_engine
+from evalsuite.errors import ConfigError, NotComparableError
+from evalsuite.runner import RunOutcome, execute
+from evalsuite.sampling.plan import TASK_SUFFIX, DrawSettings, SeededDraws, plan_draws
+from evalsuite.sampling.tree import END, Draw, build_tree
+from evalsuite.sampling.verdict import JudgeSettings, SamplingVerdict, judge
+from evalsuite.store import RunStore, open_run
+from evalsuite.tasks.data import DataChoice
+
+Say = Callable[[str], None]
+ProgressFactory = Callable[[str], Callable[[int, int], Any]]
+
+@dataclass
+class Arm:
+    """One arm's stored draws: the run folders (one per task), the draws and the text of each token id."""
+
+    target: str
+    folders: list[Path]
+    draws: list[Draw]
+    pieces: dict[int, str] = field(default_factory=dict)
+    manifests: list[dict[str, Any]] = field(default_factory=list)
+    drafted: int = 0  # draft tokens proposed over all draws (llama.cpp `timings`; 0 when the engine gives none)
+    accepted: int = 0
+
+    def speculation(self) -> str | None:
+        """A sentence on how much drafting the draws went through, when the engine reported it."""
+        if not self.drafted:
+            return None
+        return (f"{self.target} drafted {self.drafted} tokens over its draws and accepted {self.accepted} "
+                f"({self.accepted / self.drafted:.0%}).")
+
+@dataclass
+class SampleTest:
+    """Both arms, the verdict and the context a report needs."""
+
+    baseline: Arm
+    candidate: Arm
+    verdict: SamplingVerdict
+    prompts: dict[str, str] = field(default_factory=dict)  # prompt id -> prompt text (shortened by the report)
+
+    def piece(self, token: int) -> str:
+        if token == END:
+            return "<end>"
+        if token == -3:
+            return "<other>"
+        return self.candidate.pieces.get(token, self.baseline.pieces.get(token, f"<{token}>"))
+
+    def context(self, prefix: Sequence[int], last: int = 12) -> str:
+        text = "".join(self.piece(t) for t in prefix[-last:])
+        return ("…" if len(prefix) > last else "") + text
+
+    def as_dict(self) -> dict[str, Any]:
+        out = self.verdict.as_dict()
+        out["baseline"] = {"target": self.baseline.target, "runs": [str(f) for f in self.baseline.folders]}
+        out["candidate"] = {"target": self.candidate.target, "runs": [str(f) for f in self.candidate.folders],
+                            "drafted": self.candidate.drafted, "accepted": self.candidate.accepted}
+        for node in out["nodes"]:
+            node["context"] = self.context(node["prefix"])
+            node["tokens"] = [self.piece(t) for t in node["outcomes"]]
+        return out
+
+def draw_arm(
+    config: Config,
+    target_name: str,
+    tasks: Sequence[str],
+    settings: DrawSettings,
+    *,
+    role: str,
+    stream: int,
+    data: DataChoice | None = None,
+    data_path: str | None = None,
+    say: Say = lambda _: None,
+    progress: ProgressFactory | None = None,
+) -> list[RunOutcome]:
+    """Draw (or finish drawing) one arm on every task with one server start; returns one run per task."""
+    from evalsuite.workflow import serving
+
+    target = config.target(target_name)
+    outcomes = []
+    with serving(target, say) as (base_url, server_args):
+        for task in tasks:
+            plan = plan_draws(config, target_name, task, settings, stream=stream, role=role, data=data,
+                              data_path=data_path)  # fmt: skip
+            plan.base_url, plan.server_args = base_url, server_args
+            label = f"{target_name}/{task} draws"
+            engine = SeededDraws(make_engine(plan.target, base_url=base_url))
+            outcome = asyncio.run(execute(plan, engine=engine, progress=progress(label) if progress else None,  # type: ignore[arg-type]
+                                          on_warning=lambda w: say(f"warning: {w}")))  # fmt: skip
+            say(f"{label}: {outcome.recorded} new, {outcome.skipped} already stored -> {outcome.folder}")
+            outcomes.append(outcome)
+    return outcomes
+
+def load_arm(folders: Sequence[str | Path], *, draws: int | None = None, prompts: int | None = None) -> Arm:
+    """Read the draws of stored draw runs (at most `draws` per prompt, the first `prompts` prompts of each)."""
+    stores = [open_run(f) for f in folders]
+    try:
+        targets = {str(s.manifest.get("target")) for s in stores}
+        arm = Arm(", ".join(sorted(targets)), [s.folder for s in stores], [], {}, [s.manifest for s in stores])
+        for store in stores:
+            _load_store(store, arm, draws, prompts)
+        return arm
+    finally:
+        for s in stores:
+            s.close()
+
+def _load_store(store: RunStore, arm: Arm, draws: int | None, prompts: int | None) -> None:
+    task = str(store.manifest.get("task"))
+    if not task.endswith(TASK_SUFFIX):
+        raise ConfigError(f"{store.folder} is not a draw run (its task is '{task}'); sample-test reads the runs "
+                          f"it stored under <target>/<task>{TASK_SUFFIX}/.")  # fmt: skip
+    samples = store.samples()
+    order: list[str] = []
+    for sample in samples.values():
+        pid = str(sample.metadata.get("prompt_id"))
+        if pid not in order:
+            order.append(pid)
+    keep = set(order[:prompts] if prompts else order)
+    for result in store.iter_results(strings="pieces"):
+        meta = samples[result.sample_id].metadata
+        pid, k = str(meta.get("prompt_id")), int(meta.get("draw", 0))
+        if pid not in keep or (draws is not None and k >= draws):
+            continue
+        tokens = result.completion.tokens
+        if tokens is None or not tokens.has_ids:
+            if tokens is None or len(tokens) or result.completion.text:
+                raise ConfigError(f"{store.folder}: draw {result.sample_id} came back without token ids; sample-test "
+                                  "needs them (llama-server, vLLM with logprobs; a plain OpenAI endpoint may not "
+                                  "give ids).")  # fmt: skip
+        ids = tuple(int(i) for i in tokens.ids) if tokens is not None else ()
+        for i, piece in zip(ids, tokens.pieces if tokens is not None else []):
+            arm.pieces.setdefault(i, piece)
+        ended = result.completion.finish_reason == "stop"
+        arm.drafted += int(result.completion.timings.get("draft_n", 0) or 0)
+        arm.accepted += int(result.completion.timings.get("draft_n_accepted", 0) or 0)
+        arm.draws.append(Draw(f"{task.removesuffix(TASK_SUFFIX)}/{pid}", int(meta.get("draw_seed", k)), ids, ended))
+
+_MUST_MATCH = ("task", "prompt_template", "dataset")
+
+def check_comparable(baseline: Arm, candidate: Arm) -> None:
+    """Both arms must have drawn the same prompts with the same settings; only the seed stream may differ."""
+    def key(m: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+        f = m.get("fingerprint_fields", {})
+        params = {k: v for k, v in f.get("params", {}).items() if k != "seed"}
+        return str(f.get("task")), {**{k: f.get(k) for k in _MUST_MATCH}, "params": params}
+
+    base = dict(key(m) for m in baseline.manifests)
+    cand = dict(key(m) for m in candidate.manifests)
+    if set(base) != set(cand):
+        raise NotComparableError(f"The arms drew different tasks: baseline {sorted(base)}, candidate {sorted(cand)}.")
+    for task in base:
+        diffs = [k for k in base[task] if base[task][k] != cand[task][k]]
+        if diffs:
+            raise NotComparableError(f"Task '{task}': the arms differ in {', '.join(diffs)} "
+                                     f"(baseline {[base[task][k] for k in diffs]}, candidate "
+                                     f"{[cand[task][k] for k in diffs]}); draw both with the same settings.")  # fmt: skip
+    same = [m.get("fingerprint") for m in baseline.manifests] == [m.get("fingerprint") for m in candidate.manifests]
+    if same:
+        raise NotComparableError("Both arms are the same stored runs (same target and seed stream): their draws are "
+                                 "identical, which tests nothing. Draw the second arm with another seed.")  # fmt: skip
+
+
+def judge_arms(baseline: Arm, candidate: Arm, settings: JudgeSettings, prompts: dict[str, str] | None = None) -> SampleTest:
+    """Check the arms are comparable, build both prefix trees and judge them."""
+    check_comparable(baseline, candidate)
+    verdict = judge(build_tree(baseline.draws), build_tree(candidate.draws), settings)
+    speculation = candidate.speculation()
+    if speculation:
+        verdict.notes.append(speculation)
+    elif any("spec" in " ".join(m.get("server_args") or []) for m in candidate.manifests):
+        verdict.notes.append(f"{candidate.target} is a speculative server but reported no drafted tokens: "
+                             "the draws may not have gone through speculation at all.")  # fmt: skip
+    return SampleTest(baseline, candidate, verdict, prompts or {})
+
+
+def prompt_texts(folders: Sequence[str | Path]) -> dict[str, str]:
+    """Prompt id (as the tree names it, task/prompt) -> the prompt's text, from stored runs."""
+    out: dict[str, str] = {}
+    for folder in folders:
+        store = open_run(folder)
+        task = str(store.manifest.get("task")).removesuffix(TASK_SUFFIX)
+        for sample in store.samples().values():
+            out.setdefault(f"{task}/{sample.metadata.get('prompt_id')}", sample.prompt_text)
+        store.close()
+    return out
+
+def sample_test(
+    config: Config,
+    target_name: str,
+    tasks: Sequence[str],
+    settings: DrawSettings,
+    judge_settings: JudgeSettings,
+    *,
+    baseline: str | None = None,
+    data: DataChoice | None = None,
+    data_path: str | None = None,
+    say: Say = lambda _: None,
+    progress: ProgressFactory | None = None,
+) -> SampleTest:
+    """Draw both arms (baseline from stream seed, target from seed + 1), then test them."""
+    target = config.target(target_name)
+    base_name = baseline or target.baseline
+    if base_name is None:
+        where = config.path or "the config"
+        raise ConfigError(f"Target '{target_name}' has no baseline; set targets.{target_name}.baseline in {where} "
+                          "or pass --baseline NAME (the baseline itself for a determinism check).")  # fmt: skip
+    config.target(base_name)
+    arms = {}
+    for role, name, stream in (("baseline", base_name, settings.seed), ("candidate", target_name, settings.seed + 1)):
+        outcomes = draw_arm(config, name, tasks, settings, role=role, stream=stream, data=data, data_path=data_path,
+                            say=say, progress=progress)  # fmt: skip
+        arms[role] = [o.folder for o in outcomes]
+    base = load_arm(arms["baseline"], draws=settings.draws, prompts=settings.prompts)
+    cand = load_arm(arms["candidate"], draws=settings.draws, prompts=settings.prompts)
+    return judge_arms(base, cand, judge_settings, prompt_texts(arms["baseline"]))

@@ -1,0 +1,162 @@
+"""Draw runs: one stored sample per (prompt, seed), resumable, fingerprinted; stored draws re-tested and reported."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from evalsuite.cli import main
+from evalsuite.errors import ConfigError, NotComparableError
+from evalsuite.records import Completion, GenerationParams, Sample, SampleResult, TokenTrace
+from evalsuite.report.sampling import write_sampling_report
+from evalsuite.sampling.plan import TASK_SUFFIX, DrawSettings, SeededDraws, draw_params, draw_samples, draw_seed
+from evalsuite.sampling.run import judge_arms, load_arm
+from evalsuite.sampling.verdict import JudgeSettings
+from evalsuite.store import RunStore
+from fake_server import FakeServer
+from sampling_sim import ToyModel
+
+
+class Recorder:
+    """An engine double that records the seed of every request."""
+
+    def __init__(self) -> None:
+        self.seeds: list[int] = []
+
+    async def generate(self, sample: Sample, params: GenerationParams) -> Completion:
+        self.seeds.append(params.seed)
+        return Completion("x", "stop")
+
+    async def aclose(self) -> None:
+        pass
+
+
+def test_each_draw_goes_out_with_its_own_seed() -> None:
+    prompt = Sample("q1", "echo", ({"role": "user", "content": "hi"},), None)
+    draws = draw_samples([prompt], 50, stream=7)
+    assert [d.id for d in draws[:2]] == ["q1#0", "q1#1"]
+    engine = Recorder()
+    wrapped = SeededDraws(engine)  # type: ignore[arg-type]
+    for d in draws:
+        asyncio.run(wrapped.generate(d, GenerationParams(seed=7)))
+    assert engine.seeds == [draw_seed(7, "q1", k) for k in range(50)]
+    assert len(set(engine.seeds)) == 50 and all(0 <= s < 2**31 - 1 for s in engine.seeds)
+    assert draw_seed(8, "q1", 0) != draw_seed(7, "q1", 0) and draw_seed(7, "q2", 0) != draw_seed(7, "q1", 0)
+    with pytest.raises(ConfigError, match="not a draw"):
+        asyncio.run(wrapped.generate(prompt, GenerationParams()))
+
+
+def test_draw_params_carry_the_sampling_settings_and_the_stream() -> None:
+    p = draw_params(GenerationParams(), DrawSettings(temperature=0.8, top_p=0.9, top_k=20, max_tokens=12), stream=43)
+    assert (p.temperature, p.top_p, p.top_k, p.max_tokens, p.seed, p.top_logprobs) == (0.8, 0.9, 20, 12, 43, 1)
+
+
+@pytest.mark.parametrize("kwargs, words", [
+    ({"temperature": 0.0}, "--temperature must be above 0"), ({"top_k": 1}, "greedy"), ({"draws": 1}, "--draws"),
+    ({"top_p": 1.5}, "--top-p"), ({"max_tokens": 0}, "--tokens"),
+])  # fmt: skip
+def test_bad_settings_are_refused_with_a_sentence(kwargs: dict[str, Any], words: str) -> None:
+    with pytest.raises(ConfigError, match=words):
+        DrawSettings(**kwargs)
+
+
+def _runs(project: Path) -> list[Path]:
+    return sorted(p.parent for p in (project.parent / "runs").glob(f"*/echo{TASK_SUFFIX}/*/manifest.json"))
+
+
+def test_sample_test_draws_resumes_extends_and_fingerprints_the_settings(
+    project: Path, fake_server: FakeServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def cli(draws: int = 5, *more: str) -> list[str]:
+        return ["sample-test", "spec", "--config", str(project), "--task", "echo", "--prompts", "2", "--draws",
+                str(draws), "--tokens", "4", "-q", "--no-report", *more]  # fmt: skip
+
+    args = cli()
+    assert main(args) == 1  # the scripted server answers the same for every seed: nothing to test
+    assert "TOO FEW DRAWS" in capsys.readouterr().out
+    assert fake_server.state.total == 20  # 2 prompts x 5 draws x 2 arms
+    runs = _runs(project)
+    assert len(runs) == 2
+    manifests = [json.loads((r / "manifest.json").read_text()) for r in runs]
+    assert sorted(m["fingerprint_fields"]["params"]["seed"] for m in manifests) == [42, 43]
+    assert {m["fingerprint_fields"]["params"]["temperature"] for m in manifests} == {1.0}
+    store = RunStore(runs[0], manifests[0])
+    assert len(store) == 10 and {s.metadata["draw"] for s in store.samples().values()} == set(range(5))
+    store.close()
+    assert main(args) == 1 and fake_server.state.total == 20  # resumed: nothing asked again
+    assert main(cli(8)) == 1
+    assert fake_server.state.total == 32 and _runs(project) == runs  # more draws extend the same runs
+    assert main(cli(5, "--temperature", "0.7")) == 1
+    assert len(_runs(project)) == 4  # other settings: other runs
+
+
+def test_sample_test_input_errors_exit_2(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["sample-test", "spec", "--config", str(project), "--temperature", "0", "-q"]) == 2
+    assert "greedy decoding never exercises sampling" in capsys.readouterr().err
+    assert main(["sample-test", "base", "--config", str(project), "--task", "echo", "-q"]) == 2
+    assert "no baseline" in capsys.readouterr().err
+    assert main(["sample-test", "spec", "--config", str(project), "--alpha", "2", "-q"]) == 2
+    assert "alpha" in capsys.readouterr().err
+
+
+def _store(folder: Path, model: ToyModel, n: int, stream: int, params: dict[str, Any] | None = None) -> Path:
+    """A draw run written the way sample-test writes one, from the simulated model."""
+    rng = np.random.default_rng(stream)
+    fields = {"task": "toy" + TASK_SUFFIX, "prompt_template": "t", "dataset": {"name": "toy"},
+              "params": {"temperature": 1.0, "top_p": 1.0, "top_k": 0, "max_tokens": 5, "seed": stream, **(params or {})}}  # fmt: skip
+    manifest = {"fingerprint": f"fp{stream}{folder.name}", "fingerprint_fields": fields, "target": folder.name,
+                "task": "toy" + TASK_SUFFIX}  # fmt: skip
+    store = RunStore.create(folder, manifest)
+    prompt = Sample(model.prompt, "toy", ({"role": "user", "content": f"prompt {model.prompt}"},), None)
+    samples = draw_samples([prompt], n, stream)
+    store.write_samples(samples)
+    writer = store.writer()
+    for sample, draw in zip(samples, model.draws(n, 5, rng)):
+        ids = np.array(draw.ids, np.int64)
+        trace = TokenTrace(ids, [f"t{i}" for i in draw.ids], [None] * len(ids), np.zeros(len(ids), np.float32),
+                           np.full((len(ids), 1), -1), np.full((len(ids), 1), np.nan, np.float32), [[] for _ in ids])  # fmt: skip
+        writer.put(SampleResult(sample.id, "toy" + TASK_SUFFIX, {}, Completion("", "stop" if draw.ended else "length", trace)))
+    writer.close()
+    store.close()
+    return folder
+
+
+def test_stored_draws_are_retested_and_reported_with_the_differing_nodes(tmp_path: Path) -> None:
+    base = ToyModel("q0")
+    first = int(np.argmax(np.diff([0.0, *base.probs(())])[:-1]))
+    lossy = ToyModel("q0", tilt={(first,): (3, 0.5)})
+    a = _store(tmp_path / "base", base, 300, 42)
+    b = _store(tmp_path / "lossy", lossy, 300, 43)
+    test = judge_arms(load_arm([a]), load_arm([b]), JudgeSettings())
+    assert test.verdict.outcome == "DIFFERENT"
+    strongest = min(test.verdict.differing, key=lambda n: n.p_adjusted)
+    assert strongest.prefix == (first,) and test.piece(strongest.over_represented) == "t3"
+    paths = write_sampling_report(test, tmp_path, created=0.0)
+    md, html = paths.markdown.read_text(), paths.html.read_text()
+    assert "DIFFERENT (here)" in md and f"`t{first}`" in md and "Holm" in md
+    assert html.count("<svg") == 2 and 'data-outcome="DIFFERENT"' in html
+    data = json.loads(paths.json.read_text())
+    assert data["outcome"] == "DIFFERENT" and data["nodes"][0]["tokens"]
+    loaded = load_arm([a], draws=100)
+    assert len(loaded.draws) == 100
+
+
+def test_arms_drawn_with_other_settings_are_not_compared(tmp_path: Path) -> None:
+    a = _store(tmp_path / "a", ToyModel("q0"), 30, 42)
+    b = _store(tmp_path / "b", ToyModel("q0"), 30, 43, {"temperature": 0.5})
+    with pytest.raises(NotComparableError, match="temperature"):
+        judge_arms(load_arm([a]), load_arm([b]), JudgeSettings())
+    with pytest.raises(NotComparableError, match="same stored runs"):
+        judge_arms(load_arm([a]), load_arm([a]), JudgeSettings())
+
+
+def test_help_explains_the_verdicts_and_exit_codes(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        main(["sample-test", "--help"])
+    out = capsys.readouterr().out
+    assert exit_.value.code == 0 and "examples:" in out and "TOO FEW DRAWS" in out and "--baseline baseline" in out

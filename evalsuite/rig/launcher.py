@@ -96,6 +96,10 @@ RIG_CONFIGS: dict[str, RigConfig] = {
             compare_to="learned-baseline",
         ),
         RigConfig(
+            "learned-ngram", "the trained model with ngram-simple drafts from its own context", "learned", None,
+            ("--spec-type", "ngram-simple", "--spec-draft-n-max", "4"), compare_to="learned-baseline",
+        ),
+        RigConfig(
             "learned-dflash", "draft-dflash with a DFlash drafter trained against the learned model (accepts)",
             "learned", "learned-dflash", ("--spec-type", "draft-dflash", "--spec-draft-n-max", "4"),
             compare_to="learned-baseline",
@@ -143,6 +147,7 @@ def server_args(config: RigConfig, assets: RigAssets, port: int | str, threads: 
         "--parallel", "1", "--ctx-size", str(CONTEXT_SIZE),
         "--threads", str(threads), "--threads-batch", str(threads),
         "--seed", "42", "--no-webui", "--jinja",
+        "--no-repack",  # no extra CPU buffer types: AMX kernels die with SIGILL where the OS denies AMX tiles
     ]  # fmt: skip
     if config.draft is not None:
         args += ["--spec-draft-model", str(assets.models[config.draft]), "--spec-draft-threads", str(threads)]

@@ -8,16 +8,46 @@ variable only; the key itself never enters a config, a run or a report.
 from __future__ import annotations
 
 import os
+import shlex
 import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 
 from evalsuite.errors import ConfigError, format_validation_error, reading
 from evalsuite.records import GenerationParams
 
 Engine = Literal["llamacpp", "vllm", "sglang", "openai"]
+
+
+class ServeConfig(BaseModel):
+    """A command that serves a target: `eval`/`run` start it on a free port, wait for health, stop it after.
+
+    `command` is an argv list or one string (split like a shell would, no
+    shell involved) with `{port}` where the port goes; `env` is added to the
+    environment; `cwd` (relative to the config file's folder) is where it runs.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+    command: list[str] | str
+    env: dict[str, str] = Field(default_factory=dict)
+    cwd: str | None = None
+    health_path: str = "/health"
+    startup_timeout_s: float = Field(600.0, gt=0)
+
+    @field_validator("command")
+    @classmethod
+    def _has_port(cls, value: list[str] | str) -> list[str] | str:
+        argv = shlex.split(value) if isinstance(value, str) else value
+        if not argv:
+            raise ValueError("is empty; give the server's command line")
+        if not any("{port}" in a for a in argv):
+            raise ValueError("needs a {port} placeholder where the server's port goes (e.g. --port {port})")
+        return value
+
+    def argv(self) -> list[str]:
+        return shlex.split(self.command) if isinstance(self.command, str) else list(self.command)
 
 
 class TargetConfig(BaseModel):
@@ -40,6 +70,7 @@ class TargetConfig(BaseModel):
     baseline: str | None = None
     control: str | None = None
     rig: str | None = Field(None, description="reference-rig configuration that serves this target")
+    serve: ServeConfig | None = Field(None, description="a command that serves this target (started by the suite)")
     allow_differences: list[str] = Field(
         default_factory=list,
         description="fingerprint fields this target differs in on purpose (e.g. server.model for a quantized target)",
@@ -48,8 +79,10 @@ class TargetConfig(BaseModel):
 
     @model_validator(mode="after")
     def _has_endpoint(self) -> TargetConfig:
-        if self.rig is None and not self.base_url:
-            raise ValueError("needs base_url (or rig = '<rig configuration>')")
+        if self.serve is not None and (self.base_url or self.rig is not None):
+            raise ValueError("has serve and also base_url or rig; a served target gets its URL from the server it starts")
+        if self.rig is None and self.serve is None and not self.base_url:
+            raise ValueError("needs base_url (or rig = '<rig configuration>', or a [serve] command)")
         if self.base_url and not self.base_url.startswith(("http://", "https://")):
             raise ValueError(f"base_url must start with http:// or https://, got {self.base_url!r}")
         return self

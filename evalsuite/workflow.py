@@ -45,8 +45,16 @@ class EvalRuns:
 
 
 @contextlib.contextmanager
-def serving(target: TargetConfig, say: Callable[[str], None]) -> Iterator[tuple[str | None, list[str] | None]]:
-    """Start the rig server a target needs (if any) for the duration of the block."""
+def serving(
+    target: TargetConfig, say: Callable[[str], None], root: Path | None = None
+) -> Iterator[tuple[str | None, list[str] | None]]:
+    """Start the server a target needs (its `serve` command or rig configuration) for the duration of the block."""
+    if target.serve is not None:
+        from evalsuite.serve.target import default_log_dir, serve_target
+
+        with serve_target(target, root or Path.cwd(), default_log_dir(), say) as server:
+            yield server.base_url, list(server.args)
+        return
     if target.rig is None:
         yield None, None
         return
@@ -71,10 +79,11 @@ def run_target(
 ) -> dict[tuple[str, int], RunOutcome]:
     """Generate (and grade) one target on tasks, one server start for all of them."""
     target = config.target(target_name)
+    preflight_targets(config, [target_name])
     outcomes: dict[tuple[str, int], RunOutcome] = {}
     plans = {(task, repeat): plan_checked(config, target_name, task, options, role=role, repeat=repeat)
              for task in tasks for repeat in repeats}  # fmt: skip
-    with serving(target, say) as (base_url, server_args):
+    with serving(target, say, config.root) as (base_url, server_args):
         for task in tasks:
             for repeat in repeats:
                 plan = plans[(task, repeat)]
@@ -139,6 +148,7 @@ def eval_target(
     _check_roles_differ(config, target)
     for _, name, _ in plan:
         config.target(name).api_key()  # a missing key stops the eval now, not after the baseline has run
+    preflight_targets(config, [name for _, name, _ in plan])
     for role, name, repeats in plan:
         outcomes = run_target(config, name, tasks, options, role=role, repeats=repeats, say=say, progress=progress)
         for (task, repeat), outcome in outcomes.items():
@@ -159,6 +169,14 @@ def _check_roles_differ(config: Config, target: TargetConfig) -> None:
         raise ConfigError(f"targets.{target.name}.control = '{target.control}' is the same endpoint, asked the same "
                           f"way, as '{target.name}' itself; a control that is the candidate always agrees with it. "
                           "Point the control at the speculative server drafting for itself.")  # fmt: skip
+
+
+def preflight_targets(config: Config, names: Sequence[str]) -> None:
+    """Check every served target's command (binary, model files, {port}) before anything runs."""
+    from evalsuite.serve.target import preflight
+
+    for name in dict.fromkeys(names):
+        preflight(config.target(name), config.root, str(config.path or "the config"))
 
 
 def compare_eval(config: Config, runs: EvalRuns, *, seed: int = 0) -> list[Any]:

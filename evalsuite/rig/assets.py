@@ -9,10 +9,11 @@ from pathlib import Path
 from evalsuite.rig.build import ensure_llama_server, rig_paths
 from evalsuite.rig.errors import RigError
 from evalsuite.rig.gguf_file import requantize
-from evalsuite.rig.learned import LEARNED_MODEL, verify_learned_checksum
+from evalsuite.rig.learned import LEARNED_DFLASH, LEARNED_MODEL, verify_learned_checksum
 from evalsuite.rig.models import generate_models
 
-ROLES = ("target", "draft", "quant", "dflash", "mtp", "learned", "learned-draft")
+ROLES = ("target", "draft", "quant", "dflash", "mtp", "learned", "learned-draft", "learned-dflash", "smollm2",
+         "smollm2-draft")  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -24,14 +25,21 @@ class RigAssets:
     models: dict[str, Path]
 
 
-def ensure_assets(progress: Callable[[str], None] = print, *, include_learned: bool = True) -> RigAssets:
+def ensure_assets(
+    progress: Callable[[str], None] = print, *, include_learned: bool = True, include_smollm2: bool = False
+) -> RigAssets:
     """Build llama-server and generate the models if needed (fast when everything is cached).
 
-    `include_learned=False` skips the committed trained model (used while retraining it).
+    `include_learned=False` skips the committed trained models (used while retraining them);
+    `include_smollm2=True` adds the real SmolLM2 model and its draft (a 93 MB download the first time).
     """
     binary = ensure_llama_server(progress)
     paths = rig_paths()
     models = generate_models(paths.vocab_dir, paths.models_dir, progress).as_dict()
+    if include_smollm2:
+        from evalsuite.rig.smollm2 import ensure_smollm2_models
+
+        models |= ensure_smollm2_models(paths.models_dir, progress)
     if not include_learned:
         return RigAssets(home=paths.home, binary=binary, models=models)
     if not LEARNED_MODEL.is_file():
@@ -46,4 +54,7 @@ def ensure_assets(progress: Callable[[str], None] = print, *, include_learned: b
         progress(f"Requantizing {LEARNED_MODEL.name} to Q4_0 as its draft model.")
         requantize(LEARNED_MODEL, learned_draft, "Q4_0")
     models["learned-draft"] = learned_draft
+    if LEARNED_DFLASH.is_file():
+        verify_learned_checksum(LEARNED_DFLASH)
+        models["learned-dflash"] = LEARNED_DFLASH
     return RigAssets(home=paths.home, binary=binary, models=models)

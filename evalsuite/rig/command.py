@@ -42,6 +42,8 @@ def _cmd_models(args: argparse.Namespace) -> int:
     from evalsuite.rig.build import rig_paths
     from evalsuite.rig.learned import LEARNED_CHECKSUM, LEARNED_MODEL, retrain, sha256_of
 
+    if args.train_dflash:
+        return _train_dflash(args)
     if args.retrain:
         out = Path(args.out) if args.out else rig_paths().models_dir / "rig-learned.rebuilt.gguf"
         digest = retrain(out, _print)
@@ -65,6 +67,28 @@ def _cmd_models(args: argparse.Namespace) -> int:
         _print(f"{role:14s} {path}")
     _print(f"learned sha256 {sha256_of(assets.models['learned'])}")
     return 0
+
+
+def _train_dflash(args: argparse.Namespace) -> int:
+    from evalsuite.rig.build import rig_paths
+    from evalsuite.rig.dflash_train import retrain_learned_dflash
+    from evalsuite.rig.learned import LEARNED_DFLASH
+
+    out = Path(args.out) if args.out else rig_paths().models_dir / "rig-learned-dflash.rebuilt.gguf"
+    digest, acc = retrain_learned_dflash(out, _print)
+    rate = acc.accepted / max(acc.drafted, 1)
+    _print(f"Replayed server loop: {acc.accepted}/{acc.drafted} drafted tokens accepted ({rate:.1%}), "
+           f"{(acc.accepted + acc.steps) / max(acc.steps, 1):.2f} tokens per verification.")  # fmt: skip
+    sidecar = LEARNED_DFLASH.with_name(LEARNED_DFLASH.name + ".sha256")
+    if args.update_checksum:
+        out.replace(LEARNED_DFLASH)
+        sidecar.write_text(f"{digest}  {LEARNED_DFLASH.name}\n")
+        _print(f"Wrote {LEARNED_DFLASH} and its checksum {digest}.")
+        return 0
+    expected = sidecar.read_text().split()[0] if sidecar.is_file() else None
+    same = "matches" if digest == expected else f"differs from the committed {expected}"
+    _print(f"Trained {out}: sha256 {digest} {same} (use --update-checksum to replace the committed drafter).")
+    return 0 if digest == expected else 1
 
 
 def _cmd_up(args: argparse.Namespace) -> int:
@@ -129,12 +153,15 @@ def build_parser() -> argparse.ArgumentParser:
                        "variants) and the learned model's Q4_0 draft into the cache; check the committed learned "
                        "model's checksum.\n\nexamples:\n  evalsuite rig models\n"
                        "  evalsuite rig models --retrain          # minutes; needs torch (CPU)\n"
-                       "  evalsuite rig models --retrain --update-checksum",
+                       "  evalsuite rig models --retrain --update-checksum\n"
+                       "  evalsuite rig models --train-dflash --update-checksum",
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--retrain", action="store_true", help="retrain the learned model and compare its checksum")
     p.add_argument("--out", help="where --retrain writes the model (default: <cache>/models/rig-learned.rebuilt.gguf)")
+    p.add_argument("--train-dflash", action="store_true",
+                   help="train the DFlash drafter against the learned model (minutes; needs torch)")
     p.add_argument("--update-checksum", action="store_true",
-                   help="with --retrain: replace the committed model and its recorded checksum")
+                   help="with --retrain or --train-dflash: replace the committed file and its recorded checksum")
     p.set_defaults(func=_cmd_models)
     p = sub.add_parser("up", help="serve rig configurations until Ctrl-C",
                        description="Start the named configurations on free loopback ports (one llama-server "

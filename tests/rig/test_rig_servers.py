@@ -133,7 +133,7 @@ def test_lossy_configs_diverge_where_baseline_was_confident(name: str, traces: d
 
 def test_rig_configs_are_all_startable_by_name() -> None:
     assert set(CONFIGS) <= set(RIG_CONFIGS)
-    assert {c.name for c in RIG_CONFIGS.values() if not c.lossless} == {"synthetic", "quant"}
+    assert {c.name for c in RIG_CONFIGS.values() if not c.lossless} == {"synthetic", "quant", "smollm2-synthetic"}
 
 
 def test_a_server_that_fails_to_start_reports_its_log(rig_assets: RigAssets, tmp_path: Path) -> None:
@@ -161,14 +161,14 @@ def test_a_port_taken_before_the_server_binds_it_is_retried(
 ) -> None:
     import socket
 
-    from evalsuite.rig import launcher
+    from evalsuite.serve import process
 
     with socket.socket() as squatter:
         squatter.bind(("127.0.0.1", 0))
         squatter.listen()
         taken = squatter.getsockname()[1]
-        ports = iter([taken, launcher.free_port()])
-        monkeypatch.setattr(launcher, "free_port", lambda: next(ports))
+        ports = iter([taken, process.free_port()])
+        monkeypatch.setattr(process, "free_port", lambda: next(ports))
         with serve_with_assets(["baseline"], rig_assets, log_dir=tmp_path) as running:
             assert not running["baseline"].base_url.endswith(f":{taken}")
             assert httpx.get(running["baseline"].base_url + "/health").status_code == 200

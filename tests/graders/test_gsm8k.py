@@ -87,22 +87,6 @@ def test_lmeval_primary_filter_and_until_option() -> None:
         LMEvalGSM8KGrader(extraction=["strict"])
 
 
-def test_lmeval_reimplementation_matches_lm_eval_itself() -> None:
-    """Runs only where lm-eval is installed: same extractions and scores on every case."""
-    extraction = pytest.importorskip("lm_eval.filters.extraction")
-    metrics = pytest.importorskip("lm_eval.api.metrics")
-    responses = [c[0] for c in LMEVAL_CASES] + ["-5 and -3.5", "$ 12", "1.2.3, 4,5", "x = -0.5.", "##### 12"]
-    for name, (pattern, group) in LMEVAL_FILTERS.items():
-        theirs = extraction.RegexFilter(regex_pattern=pattern, group_select=group).apply([[r] for r in responses], [])
-        ours = [lmeval_filter(r, pattern, group) for r in responses]
-        assert ours == [t[0] for t in theirs], name
-        for got in ours:
-            score = metrics.exact_match_hf_evaluate(
-                [got], [REF], regexes_to_ignore=list(LMEVAL_IGNORE), ignore_case=True
-            )["exact_match"]
-            assert (lmeval_normalize(got) == lmeval_normalize(REF)) == bool(score), got
-
-
 def test_numbers_inside_a_leftover_reasoning_block_are_not_the_answer() -> None:
     grader = GSM8KGrader(extraction=["hash_line", "last_boxed", "final_answer_is", "last_number"])
     after = "<think>Maybe #### 1017? No: 16 - 3 - 4 = 9 eggs, 9 * 2 = 18.</think>\nShe makes $1018.\n#### 1018"

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import argparse
 import time
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 from scipy.special import ndtr, ndtri
@@ -59,8 +59,8 @@ def main() -> None:
     args = parser.parse_args()
     x = (np.random.default_rng(1).random(args.items) < 0.8).astype(float)
     for method in ("percentile", "bca"):
-        ours = seconds(lambda: bootstrap_mean_interval(x, method=method), args.repeats)  # type: ignore[arg-type]
-        ref = seconds(lambda: reference(x, method), args.repeats)
+        ours = seconds(lambda m=method: bootstrap_mean_interval(x, method=m), args.repeats)  # type: ignore[arg-type]
+        ref = seconds(lambda m=method: reference(x, m), args.repeats)
         iv = bootstrap_mean_interval(x, method=method)  # type: ignore[arg-type]
         lo, hi = reference(x, method)
         print(f"{method:>10}: scipy {ours * 1e3:7.1f} ms  loop {ref * 1e3:7.1f} ms  ratio {ours / ref:4.2f}x  "

@@ -1,9 +1,10 @@
 """The code grader: extract the program from a completion and run it against the tests in the sandbox.
 
 The grader knows no dataset: the task's adapter, named in each sample's
-reference, turns that reference into `CodeTests` (see evalsuite/tasks/adapters.py
-and evalsuite/sandbox/cases.py), and the judge runs them.  A completion is
-correct when every test passes (pass@1 for one sample).  Per-test outcomes go into `Grade.details`: passed, wrong_answer,
+reference, turns that reference into `CodeTests` (see
+evalsuite/tasks/adapters.py and evalsuite/sandbox/cases.py), and the judge
+runs them.  A completion is correct when every test passes (pass@1 for one
+sample).  Per-test outcomes go into `Grade.details`: passed, wrong_answer,
 time_limit, memory_limit, runtime_error, or no_code when nothing could be
 extracted.  A failure of the sandbox itself, or a reference without tests,
 is `ungraded`, never `incorrect`.  `pass_at_k` gives the unbiased estimator

@@ -20,10 +20,12 @@ benchmarks whose test harness is code (HumanEval: the prompt before, its
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from evalsuite.errors import DatasetError
+
 
 @dataclass(frozen=True)
 class TestCase:
@@ -58,7 +60,7 @@ class CodeTests:
 
     @classmethod
     def from_mappings(cls, tests: Sequence[Mapping[str, Any]], fn_name: str | None = None,
-                      where: str = "tests") -> "CodeTests":
+                      where: str = "tests") -> CodeTests:
         """Cases from `{input, output}` mappings (the plain form datasets and tests write)."""
         cases = []
         for i, test in enumerate(tests):

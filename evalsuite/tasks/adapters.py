@@ -25,8 +25,9 @@ key, so a stored run is graded by the adapter that wrote it.
 from __future__ import annotations
 
 import importlib
+from collections.abc import Mapping
 from importlib.metadata import entry_points
-from typing import Any, Mapping
+from typing import Any
 
 from evalsuite.errors import DatasetError
 from evalsuite.sandbox.cases import CodeTests

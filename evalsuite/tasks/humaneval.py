@@ -18,7 +18,8 @@ other exception is a runtime error.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from evalsuite.errors import DatasetError
 from evalsuite.sandbox.cases import CodeTests, TestCase

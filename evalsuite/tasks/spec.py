@@ -36,8 +36,10 @@ class DataSources(BaseModel):
     local: str | None = Field(None, description="default local JSONL/Parquet path for offline use")
     adapter: str | None = Field(
         None,
-        description="module with prepare_rows(rows, options) run on every source's rows (decode, filter, derive "
-        "fields) and optionally load_hf(path, revision, options) for hub data `datasets` cannot load",
+        description="adapter name in the evalsuite.task_adapters entry points (or a module path): "
+        "prepare_rows(rows, options) run on every source's rows (decode, filter, derive fields), optionally "
+        "load_hf(path, revision, options) for hub data `datasets` cannot load and, for code tasks, "
+        "code_tests(reference, where); see evalsuite/tasks/adapters.py",
     )
     options: dict[str, Any] = Field(default_factory=dict, description="passed to the adapter; part of the identity")
 

@@ -2,15 +2,9 @@
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
+from projects import ROOT, shared_data_dir
 
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def shared_data_dir() -> Path:
-    """../shared/data beside the checkout (override: EVALSUITE_SHARED_DATA)."""
-    return Path(os.environ.get("EVALSUITE_SHARED_DATA", ROOT.parent / "shared" / "data"))
+__all__ = ["ROOT", "fenced", "shared_data_dir"]
 
 
 def fenced(code: str) -> str:

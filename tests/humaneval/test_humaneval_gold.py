@@ -26,6 +26,6 @@ def test_every_canonical_solution_passes(he_spec: TaskSpec, grader: CodeGrader) 
     rows, identity = load_rows(he_spec, "local", root=ROOT, path=str(path))
     assert len(rows) == 164 and identity.revision.startswith("sha256:b796127e635a67f9")
     samples = build_samples(he_spec, rows)
-    items = [GradeInput(s, fenced(r["canonical_solution"])) for s, r in zip(samples, rows)]
+    items = [GradeInput(s, fenced(r["canonical_solution"])) for s, r in zip(samples, rows, strict=True)]
     grades = grader.grade_batch(items, workers=2)
     assert {g.sample_id: g.reason for g in grades if g.status != "correct"} == {}

@@ -62,6 +62,8 @@ PRAGMA user_version = {STORE_SCHEMA};
 
 REQUIRED_KEYS = ("fingerprint", "target", "task")  # what listing, grading and reports need; comparing checks more
 _F = TypeVar("_F", bound=Callable[..., Any])
+# a damaged file, or a row whose JSON or token arrays no longer decode (a torn or edited record)
+_DAMAGE = (sqlite3.DatabaseError, ValueError, TypeError, KeyError)
 
 
 def _unreadable(folder: Path, exc: Exception) -> StoreError:
@@ -78,7 +80,7 @@ def _guarded(method: _F) -> _F:
     def wrapper(self: RunStore, *args: Any, **kwargs: Any) -> Any:
         try:
             return method(self, *args, **kwargs)
-        except sqlite3.DatabaseError as exc:
+        except _DAMAGE as exc:
             raise _unreadable(self.folder, exc) from None
 
     return wrapper  # type: ignore[return-value]
@@ -178,7 +180,7 @@ class RunStore:
         """Stored results in the order they finished (see `_iter_results`); a damaged database is a StoreError."""
         try:
             yield from self._iter_results(strings=strings, ids=ids)
-        except sqlite3.DatabaseError as exc:
+        except _DAMAGE as exc:
             raise _unreadable(self.folder, exc) from None
 
     def _iter_results(self, *, strings: Strings = "all", ids: Iterable[str] | None = None) -> Iterator[SampleResult]:

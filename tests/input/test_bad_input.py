@@ -226,3 +226,12 @@ def test_runs_with_no_sample_in_common_are_not_compared(project: Path, capsys: p
     spec = capsys.readouterr().out.strip()
     assert main(["compare", spec, str(base), "--no-report", "--allow", "dataset"]) == 2
     assert "no sample in common" in capsys.readouterr().err
+
+
+def test_a_stored_row_that_no_longer_decodes_is_named(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    folder = _stored_run(project, capsys)
+    with sqlite3.connect(folder / "records.sqlite") as conn:
+        conn.execute("UPDATE results SET ids = x'0102030405', usage = '{' WHERE rowid = 3")
+    assert main(["grade", str(folder)]) == 2
+    err = capsys.readouterr().err
+    assert f"{folder / 'records.sqlite'} is damaged" in err and "Traceback" not in err

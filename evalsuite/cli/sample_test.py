@@ -16,8 +16,9 @@ from evalsuite.errors import ConfigError
 
 EPILOG = """\
 examples:
-  evalsuite sample-test dflash                        baseline vs dflash, 4 prompts x 256 draws x 16 tokens
-  evalsuite sample-test draft --draws 400 --tokens 8  more draws per prompt: a smaller detectable TV
+  evalsuite sample-test dflash                        baseline vs dflash, 2 prompts x 256 draws x 8 tokens
+  evalsuite sample-test draft --draws 512             more draws per prompt: a smaller detectable TV
+  evalsuite sample-test my-spec --temperature 1 --top-p 0.95 --top-k 40   your deployment's settings
   evalsuite sample-test baseline --baseline baseline  determinism check: the baseline against itself
   evalsuite sample-test --from-runs BASE_RUN CAND_RUN re-test stored draws (no endpoint)
 
@@ -39,12 +40,13 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:  # t
     p.add_argument("target", nargs="?", help="a target name from the config")
     p.add_argument("--baseline", metavar="NAME", help="the reference target (default: TARGET's baseline)")
     p.add_argument("--task", action="append", metavar="NAME", help="task(s) whose prompts are used (default: gsm8k)")
-    p.add_argument("--prompts", type=int, default=4, metavar="P", help="prompts per task (default 4)")
+    p.add_argument("--prompts", type=int, default=2, metavar="P", help="prompts per task (default 2)")
     p.add_argument("--draws", type=int, default=256, metavar="N", help="draws per prompt and arm (default 256)")
-    p.add_argument("--tokens", type=int, default=16, metavar="L", help="tokens per draw (default 16)")
-    p.add_argument("--temperature", type=float, default=1.0, help="sampling temperature, > 0 (default 1.0)")
-    p.add_argument("--top-p", type=float, default=0.95, help="nucleus sampling (default 0.95)")
-    p.add_argument("--top-k", type=int, default=40, help="top-k sampling, 0 = no limit (default 40)")
+    p.add_argument("--tokens", type=int, default=8, metavar="L", help="tokens per draw (default 8)")
+    p.add_argument("--temperature", type=float, default=0.7, help="sampling temperature, > 0 (default 0.7)")
+    p.add_argument("--top-p", type=float, default=1.0, help="nucleus sampling (default 1.0: off)")
+    p.add_argument("--top-k", type=int, default=8,
+                   help="top-k sampling, 0 = no limit (default 8: a narrow tree, so deeper nodes get tested)")
     p.add_argument("--seed", type=int, default=42, help="seed stream of the baseline arm; TARGET uses seed + 1 (default 42)")
     p.add_argument("--alpha", type=float, default=0.05, help="family-wise level, Holm across nodes (default 0.05)")
     p.add_argument("--min-count", type=int, default=20, metavar="K",

@@ -31,14 +31,20 @@ SEED_SCHEME = "sha256(stream/prompt/k) mod 2^31-1"
 
 @dataclass(frozen=True)
 class DrawSettings:
-    """How to sample: the same for both arms (temperature > 0; top-p, top-k as the server applies them)."""
+    """How to sample: the same for both arms (temperature > 0; top-p, top-k as the server applies them).
+
+    The defaults keep the tree narrow (temperature 0.7, top-k 8): the test's
+    power is per node, and draws that share prefixes reach deeper nodes often
+    enough to test them.  Losslessness is promised for every setting, so run
+    your deployment's own settings as well.
+    """
 
     draws: int = 256
-    prompts: int = 4
-    max_tokens: int = 16
-    temperature: float = 1.0
-    top_p: float = 0.95
-    top_k: int | None = 40
+    prompts: int = 2
+    max_tokens: int = 8
+    temperature: float = 0.7
+    top_p: float = 1.0
+    top_k: int | None = 8
     seed: int = 42
 
     def __post_init__(self) -> None:

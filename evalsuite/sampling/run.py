@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
-from evalsuite.config import Config
+from evalsuite.config import Config, TargetConfig
 from evalsuite.engines import make_engine
 from evalsuite.errors import ConfigError, NotComparableError
 from evalsuite.runner import RunOutcome, execute
@@ -83,11 +84,9 @@ def draw_arm(
     progress: ProgressFactory | None = None,
 ) -> list[RunOutcome]:
     """Draw (or finish drawing) one arm on every task with one server start; returns one run per task."""
-    from evalsuite.workflow import serving
-
     target = config.target(target_name)
     outcomes = []
-    with serving(target, say) as (base_url, server_args):
+    with _serving(target, say) as (base_url, server_args):
         for task in tasks:
             plan = plan_draws(config, target_name, task, settings, stream=stream, role=role, data=data,
                               data_path=data_path)  # fmt: skip
@@ -99,6 +98,27 @@ def draw_arm(
             say(f"{label}: {outcome.recorded} new, {outcome.skipped} already stored -> {outcome.folder}")
             outcomes.append(outcome)
     return outcomes
+
+@contextlib.contextmanager
+def _serving(target: TargetConfig, say: Say) -> Iterator[tuple[str | None, list[str] | None]]:
+    """The target's rig server (if it has one) with ONE thread, for the duration of the block.
+
+    A draw is a handful of tokens from a tiny model: one thread does it in
+    tens of milliseconds, while ggml's spinning thread pool with two threads
+    on a loaded two-core machine took 140 times longer (68 ms against 9.6 s
+    per 8-token draw, measured on the CI-sized machine under load).  Both
+    arms get the same thread count, and it is part of the run's fingerprint.
+    """
+    if target.rig is None:
+        yield None, None
+        return
+    from evalsuite.rig.launcher import serve
+
+    say(f"starting rig server '{target.rig}' for target '{target.name}' (one thread)...")
+    with serve([target.rig], threads=1) as servers:
+        server = servers[target.rig]
+        yield server.base_url, list(server.args)
+
 
 def load_arm(folders: Sequence[str | Path], *, draws: int | None = None, prompts: int | None = None) -> Arm:
     """Read the draws of stored draw runs (at most `draws` per prompt, the first `prompts` prompts of each)."""

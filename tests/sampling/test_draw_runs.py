@@ -84,14 +84,14 @@ def test_sample_test_draws_resumes_extends_and_fingerprints_the_settings(
     assert len(runs) == 2
     manifests = [json.loads((r / "manifest.json").read_text()) for r in runs]
     assert sorted(m["fingerprint_fields"]["params"]["seed"] for m in manifests) == [42, 43]
-    assert {m["fingerprint_fields"]["params"]["temperature"] for m in manifests} == {1.0}
+    assert {m["fingerprint_fields"]["params"]["temperature"] for m in manifests} == {0.7}
     store = RunStore(runs[0], manifests[0])
     assert len(store) == 10 and {s.metadata["draw"] for s in store.samples().values()} == set(range(5))
     store.close()
     assert main(args) == 1 and fake_server.state.total == 20  # resumed: nothing asked again
     assert main(cli(8)) == 1
     assert fake_server.state.total == 32 and _runs(project) == runs  # more draws extend the same runs
-    assert main(cli(5, "--temperature", "0.7")) == 1
+    assert main(cli(5, "--temperature", "0.9")) == 1
     assert len(_runs(project)) == 4  # other settings: other runs
 
 

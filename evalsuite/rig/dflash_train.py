@@ -228,7 +228,8 @@ def retrain_learned_dflash(out: Path, progress: Callable[[str], None] = print) -
     from evalsuite.rig.learned import LEARNED_MODEL, REPO_ROOT, sha256_of
 
     assets = ensure_assets(progress)
-    with serve_with_assets(["learned-baseline"], assets) as servers:
+    # one thread: llama.cpp's threads spin at barriers, and on a busy 2-core machine two of them crawl
+    with serve_with_assets(["learned-baseline"], assets, threads=1) as servers:
         examples = greedy_examples(servers["learned-baseline"].base_url, fixture_messages(REPO_ROOT))
     config = DFlashTrainConfig()
     _, shape, arrays = read_model(LEARNED_MODEL)

@@ -24,7 +24,7 @@ K and V pass through f16 as in llama.cpp's default KV cache.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -189,6 +189,7 @@ def simulate_acceptance(
     embd: torch.Tensor,
     head: torch.Tensor,
     rows: torch.Tensor | None = None,
+    eog: Collection[int] = (),
 ) -> Acceptance:
     """Replay llama-server's draft/verify loop over a known greedy continuation `tokens[start:]`.
 
@@ -200,7 +201,8 @@ def simulate_acceptance(
     sequence), so every anchor's draft is computed in one batched pass.
     `rows` maps the rows of a reduced `head` to token ids; the tokens left
     out score exactly 0 (zero head rows), so a draft whose best row is
-    negative is one of them (-1 here: it never matches).
+    negative is one of them (-1 here: it never matches).  `eog` are the
+    end-of-generation ids (see `walk`).
     """
     torch = require_torch()
     ids = torch.tensor(list(tokens))
@@ -214,17 +216,24 @@ def simulate_acceptance(
     best = logits.argmax(-1)
     if rows is not None:
         best = torch.where(logits.max(-1).values < 0, -1, rows[best])
-    return walk(best.tolist(), list(tokens), start)
+    return walk(best.tolist(), list(tokens), start, eog)
 
 
-def walk(drafts: Sequence[Sequence[int]], tokens: Sequence[int], start: int) -> Acceptance:
-    """The greedy verify loop over per-anchor drafts (`drafts[n - start]` is drafted at anchor n)."""
+def walk(drafts: Sequence[Sequence[int]], tokens: Sequence[int], start: int, eog: Collection[int] = ()) -> Acceptance:
+    """The greedy verify loop over per-anchor drafts (`drafts[n - start]` is drafted at anchor n).
+
+    As `common_sampler_sample_and_accept_n` does, a drafted end-of-generation
+    token is not counted as accepted unless it is the block's last draft: the
+    target's own sample then ends the sequence.
+    """
     steps = drafted = accepted = 0
     n = start
     while n < len(tokens) - 1:
         draft = drafts[n - start]
         m = 0
         while m < len(draft) and n + 1 + m < len(tokens) and draft[m] == tokens[n + 1 + m]:
+            if draft[m] in eog and m + 1 < len(draft):
+                break
             m += 1
         steps, drafted, accepted = steps + 1, drafted + len(draft), accepted + m
         n += m + 1

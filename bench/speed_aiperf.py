@@ -50,10 +50,33 @@ def endpoint(url: str | None) -> Iterator[str]:
     if url:
         yield url.rstrip("/").removesuffix("/v1")
         return
-    from evalsuite.rig.launcher import serve
+    from evalsuite.speedrun.rigslots import serve_slots
 
-    with serve(["baseline"], threads=2) as servers:
-        yield servers["baseline"].base_url
+    with serve_slots(["baseline"], 1, threads=2, extra_args=["--metrics"]) as urls:
+        yield urls["baseline"]
+
+
+def server_clock(root: str) -> dict[str, float]:
+    """llama.cpp's Prometheus counters (`--metrics`): decode tokens and seconds, prompt seconds, so far."""
+    try:
+        text = httpx.get(root + "/metrics", timeout=10.0).text
+    except httpx.HTTPError:
+        return {}
+    out: dict[str, float] = {}
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) == 2 and parts[0].startswith("llamacpp:"):
+            out[parts[0].removeprefix("llamacpp:")] = float(parts[1])
+    return out
+
+
+def engine_itl_ms(before: dict[str, float], after: dict[str, float], requests: int) -> float:
+    """The server's mean inter-token latency over a window: decode seconds / (tokens - one per request)."""
+    if not before or not after:
+        return float("nan")
+    tokens = after["tokens_predicted_total"] - before["tokens_predicted_total"] - requests
+    seconds = after["tokens_predicted_seconds_total"] - before["tokens_predicted_seconds_total"]
+    return 1000 * seconds / tokens if tokens > 0 else float("nan")
 
 
 async def model_name(client: httpx.AsyncClient, root: str) -> str:
@@ -115,7 +138,7 @@ def aiperf_run(root: str, model: str, prompts: list[str], output_tokens: int, wa
     extra = [f"max_tokens:{output_tokens}", "ignore_eos:true", "cache_prompt:false", "top_k:1", "temperature:0", "seed:42"]
     args = [exe, "profile", "--model", model, "--url", root, "--endpoint-type", "chat", "--streaming",
             "--input-file", str(inputs), "--custom-dataset-type", "single_turn", "--request-count", str(len(prompts)),
-            "--concurrency", "1", "--warmup-request-count", str(warmup), "--tokenizer", str(placeholder_tokenizer(work / "tok")),
+            "--concurrency", "1", *(["--warmup-request-count", str(warmup)] if warmup else []), "--tokenizer", str(placeholder_tokenizer(work / "tok")),
             "--use-server-token-count", "--artifact-dir", str(work / "aiperf"), "--ui", "none",
             "--dataset-sampling-strategy", "sequential"]  # fmt: skip
     for e in extra:
@@ -172,10 +195,15 @@ def main() -> None:
         return
     with endpoint(args.url) as root, tempfile.TemporaryDirectory() as tmp:
         prompts = asyncio.run(make_prompts(root, args.requests, args.input_tokens))
-        first, wall1 = asyncio.run(suite_run(root, prompts, args.output_tokens, args.warmup))
+        asyncio.run(suite_run(prompts=prompts[: args.warmup], root=root, output_tokens=args.output_tokens, warmup=0))
+        clocks = [server_clock(root)]
+        first, wall1 = asyncio.run(suite_run(root, prompts, args.output_tokens, 0))
+        clocks.append(server_clock(root))
         model = asyncio.run(_model(root))
-        records = aiperf_run(root, model, prompts, args.output_tokens, args.warmup, Path(tmp))
+        records = aiperf_run(root, model, prompts, args.output_tokens, 0, Path(tmp))
+        clocks.append(server_clock(root))
         second, wall2 = asyncio.run(suite_run(root, prompts, args.output_tokens, 0))
+        clocks.append(server_clock(root))
     bad = [m.error for m in first + second if m.error]
     if bad or len(records) != len(prompts):
         sys.exit(f"incomplete runs: suite errors {bad[:3]}, aiperf {len(records)}/{len(prompts)} requests")
@@ -188,6 +216,14 @@ def main() -> None:
     for name in s1:
         mean_suite = (s1[name] + s2[name]) / 2
         print(f"{name:28s} {s1[name]:10.2f} {a[name]:10.2f} {s2[name]:10.2f} {a[name] / mean_suite:13.4f}")
+    n = len(prompts)
+    engine_itl = [engine_itl_ms(clocks[i], clocks[i + 1], n) for i in range(3)]
+    print("ITL against the server's own clock over the same requests (llama.cpp --metrics: decode seconds over "
+          "tokens after each request's first), which load cannot separate:")
+    for label, tool, eng in (("suite 1", s1, engine_itl[0]), ("aiperf", a, engine_itl[1]), ("suite 2", s2, engine_itl[2])):
+        print(f"  {label:8s} tool {tool['ITL mean (ms)']:9.3f} ms, server {eng:9.3f} ms, tool/server "
+              f"{tool['ITL mean (ms)'] / eng:.4f}")  # fmt: skip
+    figures["engine_itl_ms"] = engine_itl
     both = first + second
     engine = [m.tokens_per_s / m.engine_tokens_per_s for m in both]
     llama = [m.engine_tokens_per_s / m.timings["predicted_per_second"] for m in both if m.timings.get("predicted_per_second")]

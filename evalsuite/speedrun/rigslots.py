@@ -49,11 +49,11 @@ def with_slots(args: list[str], slots: int) -> list[str]:
 
 
 @contextlib.contextmanager
-def serve_slots(names: Sequence[str], slots: int, *, threads: int = 2,
+def serve_slots(names: Sequence[str], slots: int, *, threads: int = 2, extra_args: Sequence[str] = (),
                 progress: Callable[[str], None] = lambda _m: None) -> Iterator[dict[str, str]]:  # fmt: skip
-    """Base URLs of the named rig configurations, each with `slots` slots; all stopped on exit."""
+    """Base URLs of the named rig configurations, each with `slots` slots (and `extra_args`); all stopped on exit."""
     names = list(dict.fromkeys(names))
-    if slots <= 1:
+    if slots <= 1 and not extra_args:
         with serve(names, threads=threads, progress=progress) as running:
             yield {n: s.base_url for n, s in running.items()}
         return
@@ -64,7 +64,7 @@ def serve_slots(names: Sequence[str], slots: int, *, threads: int = 2,
     try:
         for name in names:
             port = free_port()
-            args = with_slots(server_args(RIG_CONFIGS[name], assets, port, threads), slots)
+            args = with_slots(server_args(RIG_CONFIGS[name], assets, port, threads), slots) + list(extra_args)
             log_path = log_dir / f"{name}-slots{slots}.log"
             with log_path.open("ab") as log:
                 process = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,

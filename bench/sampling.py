@@ -6,7 +6,7 @@ detectable TV, the tested nodes and the verdict at every N come from the same
 draws. Time is reported per draw and as a ratio against one greedy request of
 the same length to the same baseline server, measured in the same run.
 
-    .venv/bin/python bench/sampling.py                       # dflash, N = 32 64 128 256, 2 prompts, 16 tokens
+    .venv/bin/python bench/sampling.py                       # dflash, N = 32 64 128 256, 2 prompts, 8 tokens
     .venv/bin/python bench/sampling.py --target draft --draws 64 128 --prompts 1 --tokens 8
 """
 
@@ -33,10 +33,10 @@ from evalsuite.sampling.verdict import JudgeSettings  # noqa: E402
 
 
 def greedy_request_s(tokens: int, repeats: int = 20) -> float:
-    """Mean wall time of one greedy chat request of `tokens` tokens to the rig baseline (the reference)."""
+    """Mean wall time of one greedy chat request of `tokens` tokens to the one-thread rig baseline (the reference)."""
     body = {"messages": [{"role": "user", "content": "Natalia sold clips to 48 of her friends."}],
             "max_tokens": tokens, "temperature": 0.0, "cache_prompt": False, "logprobs": True, "top_logprobs": 1}  # fmt: skip
-    with serve(["baseline"], threads=2) as servers, httpx.Client(timeout=300) as client:
+    with serve(["baseline"], threads=1) as servers, httpx.Client(timeout=300) as client:
         url = servers["baseline"].base_url + "/v1/chat/completions"
         client.post(url, json=body).raise_for_status()
         started = time.perf_counter()
@@ -50,7 +50,7 @@ def main() -> None:
     parser.add_argument("--target", default="dflash")
     parser.add_argument("--draws", type=int, nargs="+", default=[32, 64, 128, 256])
     parser.add_argument("--prompts", type=int, default=2)
-    parser.add_argument("--tokens", type=int, default=16)
+    parser.add_argument("--tokens", type=int, default=8)
     args = parser.parse_args()
     top = max(args.draws)
     with tempfile.TemporaryDirectory() as tmp:

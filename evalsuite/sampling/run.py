@@ -21,6 +21,7 @@ from evalsuite.tasks.data import DataChoice
 Say = Callable[[str], None]
 ProgressFactory = Callable[[str], Callable[[int, int], Any]]
 
+
 @dataclass
 class Arm:
     """One arm's stored draws: the run folders (one per task), the draws and the text of each token id."""
@@ -39,6 +40,7 @@ class Arm:
             return None
         return (f"{self.target} drafted {self.drafted} tokens over its draws and accepted {self.accepted} "
                 f"({self.accepted / self.drafted:.0%}).")
+
 
 @dataclass
 class SampleTest:
@@ -70,6 +72,7 @@ class SampleTest:
             node["tokens"] = [self.piece(t) for t in node["outcomes"]]
         return out
 
+
 def draw_arm(
     config: Config,
     target_name: str,
@@ -98,6 +101,7 @@ def draw_arm(
             say(f"{label}: {outcome.recorded} new, {outcome.skipped} already stored -> {outcome.folder}")
             outcomes.append(outcome)
     return outcomes
+
 
 @contextlib.contextmanager
 def _serving(target: TargetConfig, say: Say) -> Iterator[tuple[str | None, list[str] | None]]:
@@ -133,6 +137,7 @@ def load_arm(folders: Sequence[str | Path], *, draws: int | None = None, prompts
         for s in stores:
             s.close()
 
+
 def _load_store(store: RunStore, arm: Arm, draws: int | None, prompts: int | None) -> None:
     task = str(store.manifest.get("task"))
     if not task.endswith(TASK_SUFFIX):
@@ -164,7 +169,9 @@ def _load_store(store: RunStore, arm: Arm, draws: int | None, prompts: int | Non
         arm.accepted += int(result.completion.timings.get("draft_n_accepted", 0) or 0)
         arm.draws.append(Draw(f"{task.removesuffix(TASK_SUFFIX)}/{pid}", int(meta.get("draw_seed", k)), ids, ended))
 
+
 _MUST_MATCH = ("task", "prompt_template", "dataset")
+
 
 def check_comparable(baseline: Arm, candidate: Arm) -> None:
     """Both arms must have drawn the same prompts with the same settings; only the seed stream may differ."""
@@ -212,6 +219,7 @@ def prompt_texts(folders: Sequence[str | Path]) -> dict[str, str]:
             out.setdefault(f"{task}/{sample.metadata.get('prompt_id')}", sample.prompt_text)
         store.close()
     return out
+
 
 def sample_test(
     config: Config,

@@ -17,6 +17,7 @@ Verdicts:
 from __future__ import annotations
 
 import math
+from collections import Counter
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
@@ -103,10 +104,14 @@ def _finite(x: float) -> float | None:
     return x if math.isfinite(x) else None
 
 
-def _over_represented(test: NodeTest) -> int:
-    n_a, n_b = max(test.n_a, 1), max(test.n_b, 1)
-    excess = [(b / n_b - a / n_a, label) for label, a, b in zip(test.outcomes, test.a, test.b)]
-    return max(excess)[1] if excess else -1
+def _over_represented(a: Counter[int], b: Counter[int]) -> int:
+    """The outcome whose share grew most from baseline to candidate, from the unpooled counts.
+
+    Unpooled, so a drafter that spreads its excess over many rare tokens still names one of them.
+    """
+    n_a, n_b = max(sum(a.values()), 1), max(sum(b.values()), 1)
+    excess = [(b[t] / n_b - a[t] / n_a, -t) for t in set(a) | set(b)]
+    return -max(excess)[1] if excess else -1
 
 
 def judge(baseline: PrefixTree, candidate: PrefixTree, settings: JudgeSettings = JudgeSettings()) -> SamplingVerdict:
@@ -120,7 +125,8 @@ def judge(baseline: PrefixTree, candidate: PrefixTree, settings: JudgeSettings =
     level = settings.alpha / max(family, 1)  # Holm's first step: power here is a lower bound for Holm's
     nodes = [
         NodeResult(k[0], k[1], t, adj, total_variation(baseline.counts[k], candidate.counts[k]),
-                   detectable_tv(t.n_a, t.n_b, df=t.df, level=level, power=settings.power), _over_represented(t))
+                   detectable_tv(t.n_a, t.n_b, df=t.df, level=level, power=settings.power),
+                   _over_represented(baseline.counts[k], candidate.counts[k]))
         for (k, t), adj in zip(tested, adjusted)
     ]  # fmt: skip
     prompts = sorted(set(baseline.draws) | set(candidate.draws))

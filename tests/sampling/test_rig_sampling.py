@@ -18,6 +18,7 @@ from evalsuite.config import load_config
 from evalsuite.rig.launcher import serve
 from evalsuite.sampling.plan import DrawSettings
 from evalsuite.sampling.run import SampleTest, draw_arm, judge_arms, load_arm
+from evalsuite.sampling.tree import build_tree
 from evalsuite.sampling.verdict import JudgeSettings
 from projects import copy_project, rig_target
 
@@ -75,7 +76,9 @@ def test_fake_acceptance_changes_the_distribution_at_named_nodes(tests: dict[str
     v = test.verdict
     assert v.outcome == "DIFFERENT", v.sentence
     strongest = min(v.differing, key=lambda n: n.p_adjusted)
-    t = strongest.test
-    over = t.outcomes.index(strongest.over_represented)
-    assert t.b[over] / t.n_b > t.a[over] / t.n_a  # the named token really is over-represented in the candidate
+    key = (strongest.prompt_id, strongest.prefix)
+    a, b = build_tree(test.baseline.draws).counts[key], build_tree(test.candidate.draws).counts[key]
+    token = strongest.over_represented
+    assert b[token] / sum(b.values()) > a[token] / sum(a.values())  # the named token really is over-represented
+    assert test.candidate.accepted > 0  # fake acceptance did accept drafts
     assert test.as_dict()["nodes"][0]["context"] is not None

@@ -179,3 +179,14 @@ def test_settings_reject_nonsense() -> None:
         JudgeSettings(alpha=1.5)
     with pytest.raises(ValueError, match="min_count"):
         JudgeSettings(min_count=1)
+
+
+def test_an_excess_spread_over_rare_tokens_is_still_named_by_one_token() -> None:
+    """Pooled columns hide which token grew; the over-represented token comes from the unpooled counts."""
+    base = [Draw("p", k, (1,), True) for k in range(60)] + [Draw("p", k, (2,), True) for k in range(60, 100)]
+    cand = [Draw("p", k, (1,), True) for k in range(30)] + [Draw("p", k, (2,), True) for k in range(30, 70)]
+    cand += [Draw("p", k, (10 + k % 9,), True) for k in range(70, 100)]  # 30 draws over nine rare tokens, 14 most
+    cand += [Draw("p", 200 + k, (14,), True) for k in range(3)]
+    v = judge(build_tree(base), build_tree(cand), JudgeSettings(min_count=20))
+    root = next(n for n in v.nodes if n.prefix == ())
+    assert OTHER in root.test.outcomes and root.over_represented == 14

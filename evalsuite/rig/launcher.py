@@ -9,6 +9,7 @@ stopped with SIGTERM, then SIGKILL, whatever happens in the `with` body
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -171,7 +172,9 @@ def serve(
     """Start the named configurations (building the rig if needed), yield them by name, stop them all.
 
     Threads default to 2 for a single server and 1 each when several share
-    the machine's cores.
+    the machine's cores; `EVALSUITE_RIG_THREADS` overrides that (1 on a busy
+    machine: llama.cpp's worker threads spin at barriers, and two of them on
+    an oversubscribed 2-core host decode at a small fraction of the speed).
     """
     unknown = [n for n in names if n not in RIG_CONFIGS]
     if unknown:
@@ -199,7 +202,7 @@ def serve_with_assets(
 ) -> Iterator[dict[str, RunningServer]]:
     """`serve` over already-resolved assets (no build or generation step)."""
     log_dir = log_dir or assets.home / "logs"
-    threads = threads or (2 if len(names) == 1 else 1)
+    threads = threads or int(os.environ.get("EVALSUITE_RIG_THREADS") or 0) or (2 if len(names) == 1 else 1)
     commands = [rig_command(RIG_CONFIGS[name], assets, threads) for name in dict.fromkeys(names)]
     stack = contextlib.ExitStack()
     try:

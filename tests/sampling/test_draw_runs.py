@@ -160,3 +160,17 @@ def test_help_explains_the_verdicts_and_exit_codes(capsys: pytest.CaptureFixture
         main(["sample-test", "--help"])
     out = capsys.readouterr().out
     assert exit_.value.code == 0 and "examples:" in out and "TOO FEW DRAWS" in out and "--baseline baseline" in out
+
+
+def test_stored_draws_are_retested_from_the_command_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    base = ToyModel("q0")
+    a = _store(tmp_path / "base", base, 200, 42)
+    b = _store(tmp_path / "same", base, 200, 43)
+    out = tmp_path / "verdict.json"
+    code = main(["sample-test", "--from-runs", str(a), str(b), "--json", str(out), "--max-tv", "0.5", "--no-report"])
+    assert code == 0 and capsys.readouterr().out.startswith("SAME DISTRIBUTION as far as 200 draws")
+    data = json.loads(out.read_text())
+    assert data["outcome"] == "SAME" and data["correction"] == "holm (step-down Bonferroni)" and data["family"] > 0
+    assert main(["sample-test", "--from-runs", str(a), str(b), "--max-tv", "0.01", "--no-report"]) == 1
+    assert "TOO FEW DRAWS" in capsys.readouterr().out
+    assert main(["sample-test", "--from-runs", str(a), str(tmp_path / "nowhere"), "--no-report"]) == 2

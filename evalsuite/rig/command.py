@@ -129,6 +129,12 @@ def _cmd_status(args: argparse.Namespace) -> int:
         _print(f"learned      {LEARNED_MODEL} ({'checksum ok' if ok else 'CHECKSUM MISMATCH'})")
     else:
         _print(f"learned      missing: {LEARNED_MODEL}")
+    from evalsuite.rig.learned import LEARNED_DFLASH
+
+    if LEARNED_DFLASH.is_file():
+        sidecar = LEARNED_DFLASH.with_name(LEARNED_DFLASH.name + ".sha256")
+        ok = sidecar.is_file() and sha256_of(LEARNED_DFLASH) == sidecar.read_text().split()[0]
+        _print(f"dflash       {LEARNED_DFLASH} ({'checksum ok' if ok else 'CHECKSUM MISMATCH'})")
     _print("configurations:")
     for config in RIG_CONFIGS.values():
         verdict = "lossless" if config.lossless else "LOSSY by design"

@@ -3,41 +3,21 @@
 The rig starts every configuration with `--parallel 1`, which comparisons of
 outputs need (batched kernels change logits).  Speed under concurrency needs
 the opposite: a server that batches several requests.  `serve_slots` starts
-the same configurations through the rig's own command line with
-`--parallel N` and N times the context, so each slot keeps the rig's
-context; with N = 1 it is the rig's plain `serve`.
+the same configurations as ordinary served commands with `--parallel N` and N
+times the context, so each slot keeps the rig's context; with N = 1 and no
+extra arguments it is the rig's plain `serve`.
 """
 
 from __future__ import annotations
 
 import contextlib
-import os
-import signal
-import subprocess
-import sys
+import dataclasses
 from collections.abc import Callable, Iterator, Sequence
 
 from evalsuite.rig.assets import ensure_assets
-from evalsuite.rig.launcher import (
-    CONTEXT_SIZE,
-    RIG_CONFIGS,
-    RunningServer,
-    free_port,
-    serve,
-    served_name,
-    server_args,
-    stop_server,
-    wait_healthy,
-)
-
-
-def _die_with_parent() -> None:  # runs in the child between fork and exec
-    """The server gets SIGTERM if this process dies, even by SIGKILL (Linux), and its own session."""
-    if sys.platform.startswith("linux"):
-        import ctypes
-
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-    os.setsid()
+from evalsuite.rig.errors import RigError
+from evalsuite.rig.launcher import CONTEXT_SIZE, RIG_CONFIGS, rig_command, serve
+from evalsuite.serve.process import ServeError, served
 
 
 def with_slots(args: list[str], slots: int) -> list[str]:
@@ -57,24 +37,23 @@ def serve_slots(names: Sequence[str], slots: int, *, threads: int = 2, extra_arg
         with serve(names, threads=threads, progress=progress) as running:
             yield {n: s.base_url for n, s in running.items()}
         return
-    assets = ensure_assets(progress, include_learned=any(RIG_CONFIGS[n].model.startswith("learned") for n in names))
-    log_dir = assets.home / "logs"
-    log_dir.mkdir(parents=True, exist_ok=True)
-    running: list[RunningServer] = []
+    unknown = [n for n in names if n not in RIG_CONFIGS]
+    if unknown:
+        raise RigError(f"Unknown rig configuration(s) {', '.join(unknown)}; known: {', '.join(RIG_CONFIGS)}.")
+    roles = {r for n in names for r in (RIG_CONFIGS[n].model, RIG_CONFIGS[n].draft) if r is not None}
+    assets = ensure_assets(progress, include_learned=any(r.startswith("learned") for r in roles),
+                           include_smollm2=any(r.startswith("smollm2") for r in roles))  # fmt: skip
+    commands = []
+    for name in names:
+        base = rig_command(RIG_CONFIGS[name], assets, threads)
+        argv = tuple(with_slots(list(base.argv), slots) + list(extra_args))
+        commands.append(dataclasses.replace(base, name=f"{name}-slots{slots}", argv=argv))
+    stack = contextlib.ExitStack()
     try:
-        for name in names:
-            port = free_port()
-            args = with_slots(server_args(RIG_CONFIGS[name], assets, port, threads), slots) + list(extra_args)
-            log_path = log_dir / f"{name}-slots{slots}.log"
-            with log_path.open("ab") as log:
-                process = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                                           preexec_fn=_die_with_parent)  # fmt: skip
-            server = RunningServer(name, f"http://127.0.0.1:{port}", served_name(RIG_CONFIGS[name], assets), args,
-                                   log_path, process)  # fmt: skip
-            running.append(server)
-            wait_healthy(server)
-            progress(f"rig '{name}' is up with {slots} slots at {server.base_url} (log: {log_path})")
-        yield {s.name: s.base_url for s in running}
-    finally:
-        for server in running:
-            stop_server(server.process)
+        running = stack.enter_context(served(commands, assets.home / "logs"))
+    except ServeError as exc:
+        raise RigError(str(exc)) from None
+    with stack:
+        for server in running.values():
+            progress(f"rig '{server.name}' is up at {server.base_url} (log: {server.log_path})")
+        yield {name: running[f"{name}-slots{slots}"].base_url for name in names}

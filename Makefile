@@ -9,9 +9,10 @@ TASKS  ?=
 LIMIT  ?=
 EVAL_ARGS := $(if $(TASKS),--task $(TASKS)) $(if $(LIMIT),--limit $(LIMIT))
 comma  := ,
+SPEED_ARGS ?=
 GATE_ARGS := --evalsuite-target $(TARGET) $(foreach t,$(subst $(comma), ,$(TASKS)),--evalsuite-task $(t)) $(if $(LIMIT),--evalsuite-limit $(LIMIT))
 
-.PHONY: setup browser test test-fast eval gate rig gold bench clean help
+.PHONY: setup browser test test-fast eval gate speed sample-test rig gold bench clean help
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -42,7 +43,9 @@ eval: setup  ## baseline + TARGET on TASKS (comma list) [LIMIT=N], then compare
 gate: setup  ## token-identity gate: one pytest item per sample of TARGET [TASKS=a,b LIMIT=N]
 	$(BIN)/python -m pytest -q $(GATE_ARGS)
 
-.PHONY: sample-test
+speed: setup  ## speed of TARGET against its baseline: input lengths, concurrency, tasks [SPEED_ARGS="--reps 3"]
+	$(BIN)/evalsuite speed $(TARGET) $(SPEED_ARGS)
+
 sample-test: setup  ## is TARGET's output distribution under sampling the baseline's? [DRAWS=N PROMPTS=P]
 	$(BIN)/evalsuite sample-test $(TARGET) $(if $(TASKS),--task $(TASKS)) $(if $(DRAWS),--draws $(DRAWS)) $(if $(PROMPTS),--prompts $(PROMPTS))
 
@@ -58,8 +61,3 @@ bench: setup  ## benchmarks, each as a ratio against a reference measured in the
 
 clean:  ## remove the virtualenv and caches (runs/ and reports/ are kept)
 	rm -rf $(VENV) .pytest_cache .hypothesis
-
-SPEED_ARGS ?=
-.PHONY: speed
-speed: setup  ## speed of TARGET against its baseline: input lengths, concurrency, tasks [SPEED_ARGS="--reps 3"]
-	$(BIN)/evalsuite speed $(TARGET) $(SPEED_ARGS)

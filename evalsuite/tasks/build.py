@@ -36,10 +36,10 @@ def build_samples(spec: TaskSpec, rows: list[dict[str, Any]], *, source: str = "
     errors naming the row.
     """
     if spec.dataset.adapter is not None:  # an adapter that builds its own prompts (lm-eval) builds its samples
-        import importlib
+        from evalsuite.tasks.adapters import find_adapter
 
-        adapter = importlib.import_module(spec.dataset.adapter)
-        if hasattr(adapter, "build_samples"):
+        adapter = find_adapter(spec.dataset.adapter)
+        if callable(getattr(adapter, "build_samples", None)):
             return adapter.build_samples(spec, rows, source=source)
     try:
         system = _ENV.from_string(spec.prompt.system) if spec.prompt.system else None

@@ -116,3 +116,15 @@ def test_malformed_json_array_dataset_is_named_by_file_and_line(tmp_path: Path) 
     scalars.write_text('[{"question": "q", "answer": "#### 1"}, 3]')
     with pytest.raises(DatasetError, match=r"scalars\.json: item 2 is a int, not a JSON object"):
         read_local(scalars)
+
+
+@pytest.mark.parametrize("path", sorted(TASKS.glob("*.yaml")), ids=lambda p: p.stem)
+def test_every_shipped_task_builds_its_fixture_samples(path: Path) -> None:
+    """Each task file, whatever adapter it names (by entry point or import path), gives samples offline."""
+    spec = find_task(path.stem, TASKS)
+    if spec.dataset.adapter and spec.dataset.adapter.startswith("evalsuite.lmeval"):
+        pytest.importorskip("lm_eval")
+    rows, _ = load_rows(spec, "fixture", root=REPO)
+    samples = build_samples(spec, rows)
+    assert samples and len({s.id for s in samples}) == len(samples)
+    assert all(s.messages for s in samples)

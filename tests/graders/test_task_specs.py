@@ -7,6 +7,8 @@ key or field, a malformed row, each one clear error naming where.
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -118,13 +120,32 @@ def test_malformed_json_array_dataset_is_named_by_file_and_line(tmp_path: Path) 
         read_local(scalars)
 
 
+
+_BUILD = """
+import sys
+from pathlib import Path
+from evalsuite.tasks.build import build_samples
+from evalsuite.tasks.data import load_rows
+from evalsuite.tasks.spec import find_task
+root = Path(sys.argv[1])
+spec = find_task(sys.argv[2], root / "tasks")
+rows, _ = load_rows(spec, "fixture", root=root)
+samples = build_samples(spec, rows)
+assert samples and all(s.messages for s in samples) and len({s.id for s in samples}) == len(samples)
+print(len(samples))
+"""
+
+
 @pytest.mark.parametrize("path", sorted(TASKS.glob("*.yaml")), ids=lambda p: p.stem)
-def test_every_shipped_task_builds_its_fixture_samples(path: Path) -> None:
-    """Each task file, whatever adapter it names (by entry point or import path), gives samples offline."""
-    spec = find_task(path.stem, TASKS)
-    if spec.dataset.adapter and spec.dataset.adapter.startswith("evalsuite.lmeval"):
+def test_every_shipped_task_builds_its_fixture_samples(path: Path, tmp_path: Path) -> None:
+    """Each task file, whatever adapter it names (entry point or import path), gives samples offline.
+
+    In a fresh interpreter outside the checkout: inside pytest, test folders named like an
+    adapter (tests/livecodebench) would stand in for it on sys.path.
+    """
+    if "lmeval" in path.read_text():
         pytest.importorskip("lm_eval")
-    rows, _ = load_rows(spec, "fixture", root=REPO)
-    samples = build_samples(spec, rows)
-    assert samples and len({s.id for s in samples}) == len(samples)
-    assert all(s.messages for s in samples)
+    done = subprocess.run([sys.executable, "-I", "-c", _BUILD, str(REPO), path.stem], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert int(done.stdout.split()[-1]) > 0

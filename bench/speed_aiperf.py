@@ -46,13 +46,13 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 @contextlib.contextmanager
-def endpoint(url: str | None) -> Iterator[str]:
+def endpoint(url: str | None, threads: int) -> Iterator[str]:
     if url:
         yield url.rstrip("/").removesuffix("/v1")
         return
     from evalsuite.speedrun.rigslots import serve_slots
 
-    with serve_slots(["baseline"], 1, threads=2, extra_args=["--metrics"]) as urls:
+    with serve_slots(["baseline"], 1, threads=threads, extra_args=["--metrics"]) as urls:
         yield urls["baseline"]
 
 
@@ -140,7 +140,10 @@ def aiperf_run(root: str, model: str, prompts: list[str], output_tokens: int, wa
             "--input-file", str(inputs), "--custom-dataset-type", "single_turn", "--request-count", str(len(prompts)),
             "--concurrency", "1", *(["--warmup-request-count", str(warmup)] if warmup else []), "--tokenizer", str(placeholder_tokenizer(work / "tok")),
             "--use-server-token-count", "--artifact-dir", str(work / "aiperf"), "--ui", "none",
-            "--dataset-sampling-strategy", "sequential"]  # fmt: skip
+            "--dataset-sampling-strategy", "sequential",
+            # llama-server drops idle keep-alive connections; aiperf's pool then reuses a closed one and
+            # records the request as a failure (it does not retry), so each request gets its own connection
+            "--connection-reuse-strategy", "never"]  # fmt: skip
     for e in extra:
         args += ["--extra-inputs", e]
     proc = subprocess.run(args, capture_output=True, text=True, timeout=1800)
@@ -189,11 +192,14 @@ def main() -> None:
     parser.add_argument("--output-tokens", type=int, default=128)
     parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--json", metavar="PATH", help="also write the figures here")
+    parser.add_argument("--threads", type=int, default=1,
+                        help="rig server threads (default 1: aiperf's worker processes need a core of their own, "
+                             "or on two cores they slow the server they measure)")
     args = parser.parse_args()
     if aiperf_executable() is None:
         print("skipped: aiperf is not installed (`.venv/bin/pip install -e '.[bench]'`; a bench-only tool).")
         return
-    with endpoint(args.url) as root, tempfile.TemporaryDirectory() as tmp:
+    with endpoint(args.url, args.threads) as root, tempfile.TemporaryDirectory() as tmp:
         prompts = asyncio.run(make_prompts(root, args.requests, args.input_tokens))
         asyncio.run(suite_run(prompts=prompts[: args.warmup], root=root, output_tokens=args.output_tokens, warmup=0))
         clocks = [server_clock(root)]

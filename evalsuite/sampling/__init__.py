@@ -8,12 +8,12 @@ arms at each shared node, `power` says what the draws can detect, and
 TOO_FEW.  See docs/statistics.md ("Lossless under sampling").
 """
 
-from evalsuite.sampling.nodetest import NodeTest, holm, node_test, pool, total_variation
+from evalsuite.sampling.nodetest import NodeTest, node_test, pool, total_variation
 from evalsuite.sampling.power import detectable_tv, draws_for_tv
 from evalsuite.sampling.tree import END, Draw, PrefixTree, build_tree, shared_nodes
 from evalsuite.sampling.verdict import NodeResult, SamplingVerdict, JudgeSettings, judge
 
 __all__ = [
     "END", "Draw", "NodeResult", "NodeTest", "PrefixTree", "SamplingVerdict", "JudgeSettings", "build_tree",
-    "detectable_tv", "draws_for_tv", "holm", "judge", "node_test", "pool", "shared_nodes", "total_variation",
+    "detectable_tv", "draws_for_tv", "judge", "node_test", "pool", "shared_nodes", "total_variation",
 ]  # fmt: skip

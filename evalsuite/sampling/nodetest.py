@@ -107,17 +107,3 @@ def total_variation(a: Counter[int], b: Counter[int]) -> float:
     if n_a == 0 or n_b == 0:
         return float("nan")
     return 0.5 * sum(abs(a[t] / n_a - b[t] / n_b) for t in set(a) | set(b))
-
-
-def holm(pvalues: list[float]) -> list[float]:
-    """Holm's step-down Bonferroni adjusted p-values (NaN entries stay NaN and are not counted)."""
-    p = np.asarray(pvalues, float)
-    out = np.full(p.shape, np.nan)
-    idx = np.flatnonzero(~np.isnan(p))
-    m = len(idx)
-    if m == 0:
-        return out.tolist()
-    order = idx[np.argsort(p[idx], kind="stable")]
-    adjusted = np.minimum(1.0, np.maximum.accumulate((m - np.arange(m)) * p[order]))
-    out[order] = adjusted
-    return out.tolist()

@@ -21,7 +21,8 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
-from evalsuite.sampling.nodetest import Method, NodeTest, holm, node_test, total_variation
+from evalsuite.sampling.nodetest import Method, NodeTest, node_test, total_variation
+from evalsuite.stats.significance import holm_adjust
 from evalsuite.sampling.power import detectable_tv
 from evalsuite.sampling.tree import PrefixTree, shared_nodes
 
@@ -121,7 +122,7 @@ def judge(baseline: PrefixTree, candidate: PrefixTree, settings: JudgeSettings =
                        min_expected=settings.min_expected) for k in keys]  # fmt: skip
     tested = [(k, t) for k, t in zip(keys, tests) if t.testable]
     family = len(tested)
-    adjusted = holm([t.p for _, t in tested])
+    adjusted = holm_adjust([t.p for _, t in tested])
     level = settings.alpha / max(family, 1)  # Holm's first step: power here is a lower bound for Holm's
     nodes = [
         NodeResult(k[0], k[1], t, adj, total_variation(baseline.counts[k], candidate.counts[k]),

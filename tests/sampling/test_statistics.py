@@ -10,9 +10,10 @@ import pytest
 from scipy import stats
 
 from evalsuite.sampling import (
-    END, Draw, JudgeSettings, build_tree, detectable_tv, draws_for_tv, holm, judge, node_test, pool, total_variation,
+    END, Draw, JudgeSettings, build_tree, detectable_tv, draws_for_tv, judge, node_test, pool, total_variation,
 )  # fmt: skip
 from evalsuite.sampling.nodetest import OTHER
+from evalsuite.stats.significance import holm_adjust as holm
 from sampling_sim import ToyModel, arm
 
 

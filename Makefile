@@ -12,7 +12,7 @@ comma  := ,
 SPEED_ARGS ?=
 GATE_ARGS := --evalsuite-target $(TARGET) $(foreach t,$(subst $(comma), ,$(TASKS)),--evalsuite-task $(t)) $(if $(LIMIT),--evalsuite-limit $(LIMIT))
 
-.PHONY: setup browser test test-fast eval gate speed sample-test rig gold bench clean help
+.PHONY: setup browser lint typecheck test test-fast eval gate speed sample-test rig gold bench clean help
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -30,6 +30,13 @@ browser:  ## Debian's chromium for the HTML report test (installed when missing 
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
 	  else echo "chromium not found and cannot be installed here: the browser test of the HTML report will skip"; fi; }
+
+lint: setup  ## ruff: lint and formatting (`ruff format` fixes the latter)
+	$(BIN)/ruff check evalsuite tests bench
+	$(BIN)/ruff format --check evalsuite tests bench
+
+typecheck: setup  ## mypy over the package (settings in pyproject.toml)
+	$(BIN)/mypy
 
 test: setup browser  ## every test, the reference-rig integration tests included
 	$(BIN)/python -m pytest -q

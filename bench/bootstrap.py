@@ -63,8 +63,10 @@ def main() -> None:
         ref = seconds(lambda m=method: reference(x, m), args.repeats)
         iv = bootstrap_mean_interval(x, method=method)  # type: ignore[arg-type]
         lo, hi = reference(x, method)
-        print(f"{method:>10}: scipy {ours * 1e3:7.1f} ms  loop {ref * 1e3:7.1f} ms  ratio {ours / ref:4.2f}x  "
-              f"interval [{iv.low:.4f}, {iv.high:.4f}] vs [{lo:.4f}, {hi:.4f}]")
+        print(
+            f"{method:>10}: scipy {ours * 1e3:7.1f} ms  loop {ref * 1e3:7.1f} ms  ratio {ours / ref:4.2f}x  "
+            f"interval [{iv.low:.4f}, {iv.high:.4f}] vs [{lo:.4f}, {hi:.4f}]"
+        )
 
 
 if __name__ == "__main__":

@@ -48,8 +48,13 @@ def _trace(ids: np.ndarray, rng: np.random.Generator, k: int = 5) -> TokenTrace:
     top_lp = np.sort(-rng.exponential(3.0, (n, k)).astype(np.float32), axis=1)[:, ::-1].copy()
     pieces = [VOCAB[i] for i in ids.tolist()]
     return TokenTrace(
-        ids=ids, pieces=pieces, raw=[p.encode() for p in pieces], logprobs=top_lp[:, 0].copy(),
-        top_ids=top_ids, top_logprobs=top_lp, top_pieces=[[VOCAB[j] for j in row] for row in top_ids.tolist()],
+        ids=ids,
+        pieces=pieces,
+        raw=[p.encode() for p in pieces],
+        logprobs=top_lp[:, 0].copy(),
+        top_ids=top_ids,
+        top_logprobs=top_lp,
+        top_pieces=[[VOCAB[j] for j in row] for row in top_ids.tolist()],
     )
 
 
@@ -100,8 +105,10 @@ def compare_stored(folder: str) -> None:
     # VmHWM, not ru_maxrss: after fork+exec Linux carries the parent's ru_maxrss over to the child
     hwm = next(line for line in Path("/proc/self/status").read_text().splitlines() if line.startswith("VmHWM"))
     rss = int(hwm.split()[1]) / 1024
-    print(f"compare_runs over stored run folders{' (+ control)' if controls else ''}: {elapsed:.3f} s, "
-          f"peak RSS {rss:.0f} MiB for the whole process (targets < 5 s, < 2048 MiB)")
+    print(
+        f"compare_runs over stored run folders{' (+ control)' if controls else ''}: {elapsed:.3f} s, "
+        f"peak RSS {rss:.0f} MiB for the whole process (targets < 5 s, < 2048 MiB)"
+    )
     print(f"verdict: {cmp.summary}")
 
 
@@ -155,14 +162,22 @@ def main() -> None:
     rss_peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
     tokens = args.samples * args.tokens
-    print(f"runs: {len(names)} x {args.samples} samples x {args.tokens} tokens, top-5 ({tokens:,} tokens per run), built in {built:.1f} s")
+    print(
+        f"runs: {len(names)} x {args.samples} samples x {args.tokens} tokens, top-5 ({tokens:,} tokens per run), built in {built:.1f} s"
+    )
     print(f"reference (python loop over ids, first divergences only): {naive_s:.3f} s")
-    print(f"diff_runs (first divergences, margins, ranks, windows):   {diff_s:.3f} s  "
-          f"({naive_s / diff_s:.1f}x faster than the reference)")
-    print(f"compare_runs (diff + verdicts + statistics{', + control diff' if rest else ''}): {compare_s:.3f} s  "
-          "(target < 5 s)")
-    print(f"peak RSS: {rss_peak:.0f} MiB in all (target < 2048 MiB); the runs' records alone took {rss_data:.0f} MiB, "
-          f"so comparing added {rss_peak - rss_data:.0f} MiB")
+    print(
+        f"diff_runs (first divergences, margins, ranks, windows):   {diff_s:.3f} s  "
+        f"({naive_s / diff_s:.1f}x faster than the reference)"
+    )
+    print(
+        f"compare_runs (diff + verdicts + statistics{', + control diff' if rest else ''}): {compare_s:.3f} s  "
+        "(target < 5 s)"
+    )
+    print(
+        f"peak RSS: {rss_peak:.0f} MiB in all (target < 2048 MiB); the runs' records alone took {rss_data:.0f} MiB, "
+        f"so comparing added {rss_peak - rss_data:.0f} MiB"
+    )
     print(f"verdict: {cmp.summary}")
     if args.stored:
         import subprocess

@@ -27,8 +27,9 @@ import logging
 import random
 import resource
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from math_verify import parse, verify
 from math_verify.parser import parse_expr_cached, parse_latex_cached
@@ -76,9 +77,15 @@ def _math_workload(name: str, pairs: list[tuple[str, str]], workers: int) -> Non
     our_s, our_ok, our_cpu = _timed(grader)
     n = len(pairs)
     print(f"MATH-500 {name} ({n} samples)")
-    print(f"  reference  math-verify, 1 process     {ref_s:7.2f} s  {n / ref_s:8.1f} samples/s  cpu {ref_cpu:6.2f} s  correct {ref_ok}")
-    print(f"  grader     MathGrader, {workers} workers      {our_s:7.2f} s  {n / our_s:8.1f} samples/s  cpu {our_cpu:6.2f} s  correct {our_ok}")
-    print(f"  ratio      grader / reference speed  {ref_s / our_s:6.2f}x   target < 10 s: {'met' if our_s < 10 else 'MISSED'}")
+    print(
+        f"  reference  math-verify, 1 process     {ref_s:7.2f} s  {n / ref_s:8.1f} samples/s  cpu {ref_cpu:6.2f} s  correct {ref_ok}"
+    )
+    print(
+        f"  grader     MathGrader, {workers} workers      {our_s:7.2f} s  {n / our_s:8.1f} samples/s  cpu {our_cpu:6.2f} s  correct {our_ok}"
+    )
+    print(
+        f"  ratio      grader / reference speed  {ref_s / our_s:6.2f}x   target < 10 s: {'met' if our_s < 10 else 'MISSED'}"
+    )
 
 
 def _unboxed(text: str) -> str:
@@ -106,7 +113,9 @@ def main() -> None:
     items = [GradeInput(Sample(str(i), "gsm8k", (), r["answer"]), r["answer"]) for i, r in enumerate(gsm_rows)]
     for grader in (GSM8KGrader(), LMEvalGSM8KGrader()):
         seconds, ok, _ = _timed(lambda g=grader: [x.correct for x in g.grade_batch(items)])
-        print(f"GSM8K gold solutions, {grader.name:13} {seconds:6.2f} s  {len(items) / seconds:9.0f} samples/s  correct {ok}")
+        print(
+            f"GSM8K gold solutions, {grader.name:13} {seconds:6.2f} s  {len(items) / seconds:9.0f} samples/s  correct {ok}"
+        )
 
 
 if __name__ == "__main__":

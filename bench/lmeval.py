@@ -27,8 +27,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -36,10 +37,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "lmeval"))
 
 import httpx  # noqa: E402
+from parity import differences, lmeval_side, lmeval_task_dir, suite_project, suite_side  # noqa: E402
 
 from evalsuite.lmeval.select import task_manager  # noqa: E402
 from evalsuite.tasks.data import read_local  # noqa: E402
-from parity import differences, lmeval_side, lmeval_task_dir, suite_project, suite_side  # noqa: E402
 
 
 def timed(fn: Callable[[], Any]) -> tuple[Any, float, float]:
@@ -61,8 +62,11 @@ def documents(folder: Path, n: int) -> Path:
 
 
 def start_server(tokens: int) -> tuple[subprocess.Popen, str]:
-    proc = subprocess.Popen([sys.executable, str(ROOT / "fixtures" / "fake_server.py"), "--port", "0",
-                             "--tokens", str(tokens)], stdout=subprocess.PIPE, text=True)  # fmt: skip
+    proc = subprocess.Popen(
+        [sys.executable, str(ROOT / "fixtures" / "fake_server.py"), "--port", "0", "--tokens", str(tokens)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     assert proc.stdout is not None
     line = proc.stdout.readline()
     assert line.startswith("ready"), line
@@ -91,7 +95,9 @@ def main() -> None:
             text = f"lmeval: {{task: gsm8k, num_fewshot: 0, max_gen_toks: {args.max_gen_toks}, include_path: {task_dir}}}\n"
             config = suite_project(folder / "project", url, {"lm": text})
             theirs, lm_wall, lm_cpu = timed(
-                lambda: lmeval_side(url, model, task_dir, "gsm8k_local", chat=True, limit=args.n, max_gen_toks=args.max_gen_toks)
+                lambda: lmeval_side(
+                    url, model, task_dir, "gsm8k_local", chat=True, limit=args.n, max_gen_toks=args.max_gen_toks
+                )
             )
             ours, su_wall, su_cpu = timed(lambda: suite_side(config, "chat", "lm", data, limit=args.n))
     finally:

@@ -23,8 +23,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import httpx
 
@@ -33,14 +33,18 @@ sys.path.insert(0, str(ROOT / "fixtures"))
 sys.path.insert(0, str(ROOT / "tests"))
 
 from projects import make_project  # noqa: E402
+
 from evalsuite.config import load_config  # noqa: E402
 from evalsuite.engines import make_engine  # noqa: E402
 from evalsuite.runner import execute, plan_run  # noqa: E402
 
 
 def start_server(port: int, tokens: int) -> subprocess.Popen:
-    proc = subprocess.Popen([sys.executable, str(ROOT / "fixtures" / "fake_server.py"), "--port", str(port),
-                             "--tokens", str(tokens)], stdout=subprocess.PIPE, text=True)  # fmt: skip
+    proc = subprocess.Popen(
+        [sys.executable, str(ROOT / "fixtures" / "fake_server.py"), "--port", str(port), "--tokens", str(tokens)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     assert proc.stdout is not None and proc.stdout.readline().startswith("ready")
     return proc
 
@@ -89,9 +93,13 @@ def main() -> None:
     server = start_server(args.port, args.tokens)
     url = f"http://127.0.0.1:{args.port}/v1"
     try:
-        print(f"{args.n} requests x {args.tokens} tokens with top-5 logprobs, instant endpoint; median of {args.repeats}")
-        print(f"{'concurrency':>11}  {'wall ms/req: reference':>22}  {'suite':>7}  {'ratio':>6}   "
-              f"{'client CPU ms/req: reference':>28}  {'suite':>7}  {'ratio':>6}")
+        print(
+            f"{args.n} requests x {args.tokens} tokens with top-5 logprobs, instant endpoint; median of {args.repeats}"
+        )
+        print(
+            f"{'concurrency':>11}  {'wall ms/req: reference':>22}  {'suite':>7}  {'ratio':>6}   "
+            f"{'client CPU ms/req: reference':>28}  {'suite':>7}  {'ratio':>6}"
+        )
         for concurrency in (1, 8):
             with tempfile.TemporaryDirectory() as tmp:
                 config = make_project(Path(tmp), url, n=args.n, target_extra=f"concurrency = {concurrency}")
@@ -105,8 +113,10 @@ def main() -> None:
                     ref.append(reference_loop(url, bodies, concurrency))
                     suite.append(suite_run(config, Path(tmp) / f"runs{r}"))
             row = [statistics.median(x[i] for x in arm) / args.n * 1e3 for i in (0, 1) for arm in (ref, suite)]
-            print(f"{concurrency:>11}  {row[0]:>22.3f}  {row[1]:>7.3f}  {row[1] / row[0]:>5.2f}x   "
-                  f"{row[2]:>28.3f}  {row[3]:>7.3f}  {row[3] / row[2]:>5.2f}x")
+            print(
+                f"{concurrency:>11}  {row[0]:>22.3f}  {row[1]:>7.3f}  {row[1] / row[0]:>5.2f}x   "
+                f"{row[2]:>28.3f}  {row[3]:>7.3f}  {row[3] / row[2]:>5.2f}x"
+            )
     finally:
         server.terminate()
         server.wait()

@@ -35,9 +35,17 @@ REPO = Path(__file__).resolve().parents[1]
 Messages = list[dict[str, str]]
 
 
-def _request(client: httpx.Client, url: str, messages: Messages, max_tokens: int, logprobs: bool = True) -> dict[str, Any]:
-    body: dict[str, Any] = {"messages": messages, "max_tokens": max_tokens, "temperature": 0.0, "seed": 42,
-                            "top_k": 1, "cache_prompt": False}  # fmt: skip
+def _request(
+    client: httpx.Client, url: str, messages: Messages, max_tokens: int, logprobs: bool = True
+) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "messages": messages,
+        "max_tokens": max_tokens,
+        "temperature": 0.0,
+        "seed": 42,
+        "top_k": 1,
+        "cache_prompt": False,
+    }
     if logprobs:
         body |= {"logprobs": True, "top_logprobs": 2}
     response = client.post(url + "/v1/chat/completions", json=body)
@@ -122,8 +130,12 @@ def main() -> None:
     parser.add_argument("--max-tokens", type=int, default=128)
     parser.add_argument("--prompts", type=int, default=10, help="prompts per configuration (default 10)")
     parser.add_argument("--smollm2", action="store_true", help="the SmolLM2 configurations")
-    parser.add_argument("--threads", type=int, default=2,
-                        help="threads per server (default 2; use 1 on a busy machine: llama.cpp's threads spin)")
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=2,
+        help="threads per server (default 2; use 1 on a busy machine: llama.cpp's threads spin)",
+    )
     parser.add_argument("--accuracy", action="store_true", help="grade learned-baseline on the fixture problems")
     args = parser.parse_args()
     names = args.names or [n for n in RIG_CONFIGS if n.startswith("smollm2") == args.smollm2]
@@ -137,22 +149,30 @@ def main() -> None:
     figures: dict[str, Figures] = {}
     for name in dict.fromkeys(ordered):
         figures[name] = measure(name, spread, args.max_tokens, args.threads)
-    print(f"{len(spread)} fixture prompts, {args.max_tokens} greedy tokens max, each configuration alone "
-          f"({args.threads} thread{'s' if args.threads > 1 else ''})")
-    print(f"{'config':18s} {'tok/s':>8s} {'x ref':>6s} {'accept':>7s} {'tau':>5s} {'drafted':>8s} {'tokens':>7s} "
-          f"{'identical':>9s}  divergences (token@ref margin, nats)")  # fmt: skip
+    print(
+        f"{len(spread)} fixture prompts, {args.max_tokens} greedy tokens max, each configuration alone "
+        f"({args.threads} thread{'s' if args.threads > 1 else ''})"
+    )
+    print(
+        f"{'config':18s} {'tok/s':>8s} {'x ref':>6s} {'accept':>7s} {'tau':>5s} {'drafted':>8s} {'tokens':>7s} "
+        f"{'identical':>9s}  divergences (token@ref margin, nats)"
+    )
     for name, f in figures.items():
         ref_name = RIG_CONFIGS[name].compare_to or name
         ref = figures[ref_name]
         same, notes = identity(ref, f)
         accept = "-" if f.drafted == 0 else f"{f.acceptance:.1%}"
         tau = "-" if f.drafted == 0 else f"{f.tau:.2f}"
-        print(f"{name:18s} {f.tok_s:8.1f} {f.tok_s / ref.tok_s:6.2f} {accept:>7s} {tau:>5s} {f.drafted:8d} "
-              f"{f.predicted:7d} {same:>4d}/{len(f.ids):<4d}  {' '.join(notes)}")  # fmt: skip
+        print(
+            f"{name:18s} {f.tok_s:8.1f} {f.tok_s / ref.tok_s:6.2f} {accept:>7s} {tau:>5s} {f.drafted:8d} "
+            f"{f.predicted:7d} {same:>4d}/{len(f.ids):<4d}  {' '.join(notes)}"
+        )
     if args.accuracy:
         correct, exact, total = learned_accuracy()
-        print(f"learned-baseline accuracy on the fixture problems: {correct}/{total} = {correct / total:.1%} "
-              f"({exact}/{total} answers reproduced exactly as trained)")
+        print(
+            f"learned-baseline accuracy on the fixture problems: {correct}/{total} = {correct / total:.1%} "
+            f"({exact}/{total} answers reproduced exactly as trained)"
+        )
 
 
 if __name__ == "__main__":

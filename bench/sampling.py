@@ -34,8 +34,14 @@ from evalsuite.sampling.verdict import JudgeSettings  # noqa: E402
 
 def greedy_request_s(tokens: int, repeats: int = 20) -> float:
     """Mean wall time of one greedy chat request of `tokens` tokens to the one-thread rig baseline (the reference)."""
-    body = {"messages": [{"role": "user", "content": "Natalia sold clips to 48 of her friends."}],
-            "max_tokens": tokens, "temperature": 0.0, "cache_prompt": False, "logprobs": True, "top_logprobs": 1}  # fmt: skip
+    body = {
+        "messages": [{"role": "user", "content": "Natalia sold clips to 48 of her friends."}],
+        "max_tokens": tokens,
+        "temperature": 0.0,
+        "cache_prompt": False,
+        "logprobs": True,
+        "top_logprobs": 1,
+    }
     with serve(["baseline"], threads=1) as servers, httpx.Client(timeout=300) as client:
         url = servers["baseline"].base_url + "/v1/chat/completions"
         client.post(url, json=body).raise_for_status()
@@ -54,8 +60,9 @@ def main() -> None:
     args = parser.parse_args()
     top = max(args.draws)
     with tempfile.TemporaryDirectory() as tmp:
-        config_path = copy_project(Path(tmp), rig_target("baseline", baseline=None, control=None)
-                                   + rig_target(args.target, control=None))  # fmt: skip
+        config_path = copy_project(
+            Path(tmp), rig_target("baseline", baseline=None, control=None) + rig_target(args.target, control=None)
+        )
         config = load_config(config_path)
         settings = DrawSettings(draws=top, prompts=args.prompts, max_tokens=args.tokens)
         reference = greedy_request_s(args.tokens)
@@ -67,15 +74,22 @@ def main() -> None:
         per_draw = {r: t / (top * args.prompts) for r, t in times.items()}
         print(f"reference: one greedy {args.tokens}-token request to the baseline: {reference * 1000:.1f} ms")
         for role, name in (("baseline", "baseline"), ("candidate", args.target)):
-            print(f"{role} ({name}): {per_draw[role] * 1000:.1f} ms per draw "
-                  f"({per_draw[role] / reference:.2f}x the reference; includes the server start)")  # fmt: skip
+            print(
+                f"{role} ({name}): {per_draw[role] * 1000:.1f} ms per draw "
+                f"({per_draw[role] / reference:.2f}x the reference; includes the server start)"
+            )
         print(f"\n{'N':>6} {'both arms, est.':>16} {'tested nodes':>13} {'detectable TV':>14}  verdict")
         for n in sorted(args.draws):
-            test = judge_arms(load_arm([folders["baseline"]], draws=n), load_arm([folders["candidate"]], draws=n),
-                              JudgeSettings(max_tv=1.0))  # fmt: skip
+            test = judge_arms(
+                load_arm([folders["baseline"]], draws=n),
+                load_arm([folders["candidate"]], draws=n),
+                JudgeSettings(max_tv=1.0),
+            )
             est = n * args.prompts * sum(per_draw.values())
-            print(f"{n:>6} {est:>15.0f}s {test.verdict.family:>13} {test.verdict.detectable:>14.3f}  "
-                  f"{test.verdict.outcome}")  # fmt: skip
+            print(
+                f"{n:>6} {est:>15.0f}s {test.verdict.family:>13} {test.verdict.detectable:>14.3f}  "
+                f"{test.verdict.outcome}"
+            )
 
 
 if __name__ == "__main__":

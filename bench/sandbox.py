@@ -28,8 +28,8 @@ sys.path.insert(0, str(ROOT))
 
 from evalsuite.sandbox import Program, Sandbox  # noqa: E402
 from evalsuite.sandbox.calls import CallDriver, default_cap, parse_reply  # noqa: E402
-from evalsuite.tasks.livecodebench import prepare_rows, tests_of  # noqa: E402
 from evalsuite.tasks.data import read_jsonl  # noqa: E402
+from evalsuite.tasks.livecodebench import prepare_rows, tests_of  # noqa: E402
 
 
 def fixture_programs() -> list[Program]:
@@ -90,19 +90,29 @@ def main() -> None:
     overhead = timed(sandbox, empty, 1) / len(empty)
     serial = timed(sandbox, programs, 1)
     pooled = timed(sandbox, programs, args.workers)
-    print(json.dumps({"isolation": sandbox.isolation, "cpus": os.cpu_count(), "workers": args.workers,
-                      "load_avg_1m": round(os.getloadavg()[0], 2)}))
+    print(
+        json.dumps(
+            {
+                "isolation": sandbox.isolation,
+                "cpus": os.cpu_count(),
+                "workers": args.workers,
+                "load_avg_1m": round(os.getloadavg()[0], 2),
+            }
+        )
+    )
     print(f"executions:            {len(programs)} ({args.rounds} rounds of the fixture tests)")
     print(f"empty program:         {overhead * 1000:.0f} ms per execution (sandbox fixed cost)")
     print(f"one at a time:         {len(programs) / serial:.2f} executions/s ({serial:.2f} s)")
     print(f"pool of {args.workers}:             {len(programs) / pooled:.2f} executions/s ({pooled:.2f} s)")
     print(f"speed-up pool/serial:  {serial / pooled:.2f}x")
     costs = reply_costs(args.elements)
-    print(f"reply of {args.elements} ints: refused by the cap {costs['refused'] * 1000:.2f} ms, "
-          f"parsed as tagged JSON {costs['parsed'] * 1000:.0f} ms, "
-          f"reference ast.literal_eval {costs['literal_eval'] * 1000:.0f} ms "
-          f"({costs['literal_eval'] / max(costs['parsed'], 1e-9):.1f}x the JSON parse, "
-          f"{costs['literal_eval'] / max(costs['refused'], 1e-9):.0f}x the refusal)")
+    print(
+        f"reply of {args.elements} ints: refused by the cap {costs['refused'] * 1000:.2f} ms, "
+        f"parsed as tagged JSON {costs['parsed'] * 1000:.0f} ms, "
+        f"reference ast.literal_eval {costs['literal_eval'] * 1000:.0f} ms "
+        f"({costs['literal_eval'] / max(costs['parsed'], 1e-9):.1f}x the JSON parse, "
+        f"{costs['literal_eval'] / max(costs['refused'], 1e-9):.0f}x the refusal)"
+    )
 
 
 if __name__ == "__main__":

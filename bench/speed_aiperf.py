@@ -32,8 +32,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import httpx
 
@@ -95,8 +96,16 @@ async def make_prompts(root: str, n: int, length: int) -> list[str]:
 
 
 def body(model: str, text: str, output_tokens: int) -> dict[str, Any]:
-    return {"model": model, "messages": [{"role": "user", "content": text}], "max_tokens": output_tokens,
-            "temperature": 0.0, "top_k": 1, "seed": 42, "cache_prompt": False, "ignore_eos": True}  # fmt: skip
+    return {
+        "model": model,
+        "messages": [{"role": "user", "content": text}],
+        "max_tokens": output_tokens,
+        "temperature": 0.0,
+        "top_k": 1,
+        "seed": 42,
+        "cache_prompt": False,
+        "ignore_eos": True,
+    }
 
 
 async def suite_run(root: str, prompts: list[str], output_tokens: int, warmup: int) -> tuple[list[Measurement], float]:
@@ -104,10 +113,14 @@ async def suite_run(root: str, prompts: list[str], output_tokens: int, warmup: i
         model = await model_name(client, root)
         url = root + "/v1/chat/completions"
         for i in range(warmup):
-            await measure(client, url, body(model, prompts[i % len(prompts)], output_tokens), Measurement("w", "w", 1, i, 0))
+            await measure(
+                client, url, body(model, prompts[i % len(prompts)], output_tokens), Measurement("w", "w", 1, i, 0)
+            )
         start = time.perf_counter()
-        out = [await measure(client, url, body(model, p, output_tokens), Measurement("suite", "parity", 1, i, 0))
-               for i, p in enumerate(prompts)]  # fmt: skip
+        out = [
+            await measure(client, url, body(model, p, output_tokens), Measurement("suite", "parity", 1, i, 0))
+            for i, p in enumerate(prompts)
+        ]
         return out, time.perf_counter() - start
 
 
@@ -120,8 +133,9 @@ def placeholder_tokenizer(folder: Path) -> Path:
     tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
     folder.mkdir(parents=True, exist_ok=True)
     tok.save(str(folder / "tokenizer.json"))
-    (folder / "tokenizer_config.json").write_text(json.dumps(
-        {"tokenizer_class": "PreTrainedTokenizerFast", "unk_token": "[UNK]", "model_max_length": 10**7}))  # fmt: skip
+    (folder / "tokenizer_config.json").write_text(
+        json.dumps({"tokenizer_class": "PreTrainedTokenizerFast", "unk_token": "[UNK]", "model_max_length": 10**7})
+    )
     return folder
 
 
@@ -130,20 +144,54 @@ def aiperf_executable() -> str | None:
     return str(exe) if exe.exists() else shutil.which("aiperf")
 
 
-def aiperf_run(root: str, model: str, prompts: list[str], output_tokens: int, warmup: int, work: Path) -> list[dict[str, Any]]:
+def aiperf_run(
+    root: str, model: str, prompts: list[str], output_tokens: int, warmup: int, work: Path
+) -> list[dict[str, Any]]:
     exe = aiperf_executable()
     assert exe is not None
     inputs = work / "prompts.jsonl"
     inputs.write_text("".join(json.dumps({"text": p}) + "\n" for p in prompts))
-    extra = [f"max_tokens:{output_tokens}", "ignore_eos:true", "cache_prompt:false", "top_k:1", "temperature:0", "seed:42"]
-    args = [exe, "profile", "--model", model, "--url", root, "--endpoint-type", "chat", "--streaming",
-            "--input-file", str(inputs), "--custom-dataset-type", "single_turn", "--request-count", str(len(prompts)),
-            "--concurrency", "1", *(["--warmup-request-count", str(warmup)] if warmup else []), "--tokenizer", str(placeholder_tokenizer(work / "tok")),
-            "--use-server-token-count", "--artifact-dir", str(work / "aiperf"), "--ui", "none",
-            "--dataset-sampling-strategy", "sequential",
-            # llama-server drops idle keep-alive connections; aiperf's pool then reuses a closed one and
-            # records the request as a failure (it does not retry), so each request gets its own connection
-            "--connection-reuse-strategy", "never"]  # fmt: skip
+    extra = [
+        f"max_tokens:{output_tokens}",
+        "ignore_eos:true",
+        "cache_prompt:false",
+        "top_k:1",
+        "temperature:0",
+        "seed:42",
+    ]
+    args = [
+        exe,
+        "profile",
+        "--model",
+        model,
+        "--url",
+        root,
+        "--endpoint-type",
+        "chat",
+        "--streaming",
+        "--input-file",
+        str(inputs),
+        "--custom-dataset-type",
+        "single_turn",
+        "--request-count",
+        str(len(prompts)),
+        "--concurrency",
+        "1",
+        *(["--warmup-request-count", str(warmup)] if warmup else []),
+        "--tokenizer",
+        str(placeholder_tokenizer(work / "tok")),
+        "--use-server-token-count",
+        "--artifact-dir",
+        str(work / "aiperf"),
+        "--ui",
+        "none",
+        "--dataset-sampling-strategy",
+        "sequential",
+        # llama-server drops idle keep-alive connections; aiperf's pool then reuses a closed one and
+        # records the request as a failure (it does not retry), so each request gets its own connection
+        "--connection-reuse-strategy",
+        "never",
+    ]
     for e in extra:
         args += ["--extra-inputs", e]
     proc = subprocess.run(args, capture_output=True, text=True, timeout=1800)
@@ -192,9 +240,13 @@ def main() -> None:
     parser.add_argument("--output-tokens", type=int, default=128)
     parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--json", metavar="PATH", help="also write the figures here")
-    parser.add_argument("--threads", type=int, default=1,
-                        help="rig server threads (default 1: aiperf's worker processes need a core of their own, "
-                             "or on two cores they slow the server they measure)")
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=1,
+        help="rig server threads (default 1: aiperf's worker processes need a core of their own, "
+        "or on two cores they slow the server they measure)",
+    )
     args = parser.parse_args()
     if aiperf_executable() is None:
         print("skipped: aiperf is not installed (`.venv/bin/pip install -e '.[bench]'`; a bench-only tool).")
@@ -214,9 +266,11 @@ def main() -> None:
     if bad or len(records) != len(prompts):
         sys.exit(f"incomplete runs: suite errors {bad[:3]}, aiperf {len(records)}/{len(prompts)} requests")
     s1, s2, a = summarize_suite(first, wall1), summarize_suite(second, wall2), summarize_aiperf(records)
-    print(f"workload: {len(prompts)} requests, ~{args.input_tokens} input tokens "
-          f"(median server count {statistics.median(m.prompt_tokens for m in first):.0f}), "
-          f"{args.output_tokens} output tokens, concurrency 1")  # fmt: skip
+    print(
+        f"workload: {len(prompts)} requests, ~{args.input_tokens} input tokens "
+        f"(median server count {statistics.median(m.prompt_tokens for m in first):.0f}), "
+        f"{args.output_tokens} output tokens, concurrency 1"
+    )
     print(f"{'figure':28s} {'suite 1':>10s} {'aiperf':>10s} {'suite 2':>10s} {'aiperf/suite':>13s}")
     figures: dict[str, Any] = {"suite_1": s1, "aiperf": a, "suite_2": s2}
     for name in s1:
@@ -224,22 +278,39 @@ def main() -> None:
         print(f"{name:28s} {s1[name]:10.2f} {a[name]:10.2f} {s2[name]:10.2f} {a[name] / mean_suite:13.4f}")
     n = len(prompts)
     engine_itl = [engine_itl_ms(clocks[i], clocks[i + 1], n) for i in range(3)]
-    print("ITL against the server's own clock over the same requests (llama.cpp --metrics: decode seconds over "
-          "tokens after each request's first), which load cannot separate:")
-    for label, tool, eng in (("suite 1", s1, engine_itl[0]), ("aiperf", a, engine_itl[1]), ("suite 2", s2, engine_itl[2])):
-        print(f"  {label:8s} tool {tool['ITL mean (ms)']:9.3f} ms, server {eng:9.3f} ms, tool/server "
-              f"{tool['ITL mean (ms)'] / eng:.4f}")  # fmt: skip
+    print(
+        "ITL against the server's own clock over the same requests (llama.cpp --metrics: decode seconds over "
+        "tokens after each request's first), which load cannot separate:"
+    )
+    for label, tool, eng in (
+        ("suite 1", s1, engine_itl[0]),
+        ("aiperf", a, engine_itl[1]),
+        ("suite 2", s2, engine_itl[2]),
+    ):
+        print(
+            f"  {label:8s} tool {tool['ITL mean (ms)']:9.3f} ms, server {eng:9.3f} ms, tool/server "
+            f"{tool['ITL mean (ms)'] / eng:.4f}"
+        )
     figures["engine_itl_ms"] = engine_itl
     both = first + second
     engine = [m.tokens_per_s / m.engine_tokens_per_s for m in both]
-    llama = [m.engine_tokens_per_s / m.timings["predicted_per_second"] for m in both if m.timings.get("predicted_per_second")]
-    old = [(m.timings["predicted_n"] / m.timings["predicted_ms"] * 1000) / m.timings["predicted_per_second"] for m in both
-           if m.timings.get("predicted_per_second")]  # fmt: skip
-    print(f"suite decode tokens/s over llama.cpp's (predicted_n - 1) / predicted_ms, per request: median "
-          f"{statistics.median(engine):.4f}, range {min(engine):.4f}-{max(engine):.4f}")
+    llama = [
+        m.engine_tokens_per_s / m.timings["predicted_per_second"] for m in both if m.timings.get("predicted_per_second")
+    ]
+    old = [
+        (m.timings["predicted_n"] / m.timings["predicted_ms"] * 1000) / m.timings["predicted_per_second"]
+        for m in both
+        if m.timings.get("predicted_per_second")
+    ]
+    print(
+        f"suite decode tokens/s over llama.cpp's (predicted_n - 1) / predicted_ms, per request: median "
+        f"{statistics.median(engine):.4f}, range {min(engine):.4f}-{max(engine):.4f}"
+    )
     if llama:
-        print(f"(predicted_n - 1) / predicted_ms over llama.cpp's predicted_per_second: median {statistics.median(llama):.6f}; "
-              f"the old predicted_n / predicted_ms was {statistics.median(old):.4f}x it")  # fmt: skip
+        print(
+            f"(predicted_n - 1) / predicted_ms over llama.cpp's predicted_per_second: median {statistics.median(llama):.6f}; "
+            f"the old predicted_n / predicted_ms was {statistics.median(old):.4f}x it"
+        )
     figures["client_over_engine"] = {"median": statistics.median(engine), "min": min(engine), "max": max(engine)}
     if args.json:
         Path(args.json).write_text(json.dumps(figures, indent=1))

@@ -65,7 +65,9 @@ class TargetConfig(BaseModel):
     timeout_s: float = Field(600.0, gt=0)
     max_retries: int = Field(5, ge=0, le=50)
     stream: bool = False
-    max_response_mb: float = Field(64.0, gt=0, le=4096, description="cap on one response body, before and after decompression")
+    max_response_mb: float = Field(
+        64.0, gt=0, le=4096, description="cap on one response body, before and after decompression"
+    )
     max_tokens: int | None = Field(None, ge=1, description="cap on the tasks' max_tokens (small-context servers)")
     baseline: str | None = None
     control: str | None = None
@@ -80,7 +82,9 @@ class TargetConfig(BaseModel):
     @model_validator(mode="after")
     def _has_endpoint(self) -> TargetConfig:
         if self.serve is not None and (self.base_url or self.rig is not None):
-            raise ValueError("has serve and also base_url or rig; a served target gets its URL from the server it starts")
+            raise ValueError(
+                "has serve and also base_url or rig; a served target gets its URL from the server it starts"
+            )
         if self.rig is None and self.serve is None and not self.base_url:
             raise ValueError("needs base_url (or rig = '<rig configuration>', or a [serve] command)")
         if self.base_url and not self.base_url.startswith(("http://", "https://")):
@@ -143,7 +147,9 @@ def check_generation(values: dict[str, Any], source: str) -> None:
     unknown = [k for k in values if k not in fields or k in _NOT_GENERATION]
     if unknown:
         known = ", ".join(k for k in fields if k not in _NOT_GENERATION)
-        raise ConfigError(f"{source}: unknown generation key(s) {', '.join(map(repr, unknown))} (known: {known}, stop).")
+        raise ConfigError(
+            f"{source}: unknown generation key(s) {', '.join(map(repr, unknown))} (known: {known}, stop)."
+        )
     try:
         Defaults.model_validate(values)
     except ValidationError as exc:
@@ -168,11 +174,15 @@ class Config(BaseModel):
                 if other is not None and other not in self.targets:
                     raise ValueError(f"targets.{name}.{link} = {other!r} names no target")
                 if other == name:
-                    raise ValueError(f"targets.{name}.{link} = {other!r} names the target itself; a target compared "
-                                     "with itself always looks lossless, so name another target")  # fmt: skip
+                    raise ValueError(
+                        f"targets.{name}.{link} = {other!r} names the target itself; a target compared "
+                        "with itself always looks lossless, so name another target"
+                    )
             if target.control is not None and target.control == target.baseline:
-                raise ValueError(f"targets.{name}.control = {target.control!r} is also its baseline; the numerics "
-                                 "control must be another target (the speculative server drafting for itself)")  # fmt: skip
+                raise ValueError(
+                    f"targets.{name}.control = {target.control!r} is also its baseline; the numerics "
+                    "control must be another target (the speculative server drafting for itself)"
+                )
         return self
 
     @property

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 from pydantic import ValidationError
 
@@ -65,8 +65,10 @@ def describe_read_error(path: str | Path, exc: BaseException) -> str:
     if isinstance(exc, PermissionError):
         return f"{path} cannot be read (permission denied)."
     if isinstance(exc, UnicodeDecodeError):
-        return (f"{path} is not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset {exc.start} "
-                "cannot be decoded); save it as UTF-8.")  # fmt: skip
+        return (
+            f"{path} is not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset {exc.start} "
+            "cannot be decoded); save it as UTF-8."
+        )
     if isinstance(exc, OSError):
         return f"{path} cannot be read ({exc.strerror or exc})."
     return f"{path} cannot be read ({type(exc).__name__}: {exc})."

@@ -13,9 +13,10 @@ import logging
 import platform
 import sys
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from evalsuite import __version__
 from evalsuite.config import Config, TargetConfig
@@ -190,8 +191,12 @@ async def execute(
             raise
         finally:
             after = await _safe_stats(engine)
-            info = {"engine_stats_before": before, "engine_stats_after": after, "requested_ids": len(todo),
-                    "server_identity": engine.identity.known}  # fmt: skip
+            info = {
+                "engine_stats_before": before,
+                "engine_stats_after": after,
+                "requested_ids": len(todo),
+                "server_identity": engine.identity.known,
+            }
             store.record_session(started, len(todo), outcome.recorded, status, info)
         return outcome
     finally:
@@ -233,7 +238,7 @@ async def _generate_all(
         for sample in queue:  # a shared iterator: each sample is taken by exactly one worker
             try:
                 completion, attempts = await with_retries(
-                    lambda: engine.generate(sample, plan.params), policy, on_retry=on_retry
+                    lambda sample=sample: engine.generate(sample, plan.params), policy, on_retry=on_retry
                 )
             except RequestFailed as failure:
                 raise EndpointError(

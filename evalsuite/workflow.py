@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Any
 
 from evalsuite.config import Config, TargetConfig
 from evalsuite.errors import ConfigError, DatasetError
@@ -81,8 +82,11 @@ def run_target(
     target = config.target(target_name)
     preflight_targets(config, [target_name])
     outcomes: dict[tuple[str, int], RunOutcome] = {}
-    plans = {(task, repeat): plan_checked(config, target_name, task, options, role=role, repeat=repeat)
-             for task in tasks for repeat in repeats}  # fmt: skip
+    plans = {
+        (task, repeat): plan_checked(config, target_name, task, options, role=role, repeat=repeat)
+        for task in tasks
+        for repeat in repeats
+    }
     with serving(target, say, config.root) as (base_url, server_args):
         for task in tasks:
             for repeat in repeats:
@@ -101,8 +105,9 @@ def run_target(
     return outcomes
 
 
-def plan_checked(config: Config, target_name: str, task: str, options: RunOptions, *, role: str = "candidate",
-                 repeat: int = 0) -> RunPlan:  # fmt: skip
+def plan_checked(
+    config: Config, target_name: str, task: str, options: RunOptions, *, role: str = "candidate", repeat: int = 0
+) -> RunPlan:
     """A run plan with everything that could fail later checked now, before any server starts or request goes out.
 
     The dataset is read and every prompt rendered (plan_run), the generation
@@ -114,8 +119,17 @@ def plan_checked(config: Config, target_name: str, task: str, options: RunOption
         raise ConfigError(f"--limit must be a positive number of samples, got {options.limit}.")
     if options.max_tokens is not None and options.max_tokens < 1:
         raise ConfigError(f"--max-tokens must be a positive number of tokens, got {options.max_tokens}.")
-    plan = plan_run(config, target_name, task, data=options.data, data_path=options.data_path, limit=options.limit,
-                    max_tokens=options.max_tokens, role=role, repeat=repeat)  # fmt: skip
+    plan = plan_run(
+        config,
+        target_name,
+        task,
+        data=options.data,
+        data_path=options.data_path,
+        limit=options.limit,
+        max_tokens=options.max_tokens,
+        role=role,
+        repeat=repeat,
+    )
     if not plan.samples:
         raise DatasetError(f"Task '{task}' has no samples to run ({plan.data.location}); nothing to evaluate.")
     from evalsuite.graders import get_grader
@@ -159,16 +173,18 @@ def eval_target(
 def _same_endpoint(a: TargetConfig, b: TargetConfig) -> bool:
     from evalsuite.compare.distinct import normal_url
 
-    where = (lambda t: ("rig", t.rig) if t.rig else ("url", normal_url(t.base_url)))  # noqa: E731
+    where = lambda t: ("rig", t.rig) if t.rig else ("url", normal_url(t.base_url))  # noqa: E731
     return where(a) == where(b) and (a.engine, a.api, a.extra, a.model) == (b.engine, b.api, b.extra, b.model)
 
 
 def _check_roles_differ(config: Config, target: TargetConfig) -> None:
     """Refuse before anything runs a control that is the candidate's own endpoint under another name."""
     if target.control and _same_endpoint(config.target(target.control), target):
-        raise ConfigError(f"targets.{target.name}.control = '{target.control}' is the same endpoint, asked the same "
-                          f"way, as '{target.name}' itself; a control that is the candidate always agrees with it. "
-                          "Point the control at the speculative server drafting for itself.")  # fmt: skip
+        raise ConfigError(
+            f"targets.{target.name}.control = '{target.control}' is the same endpoint, asked the same "
+            f"way, as '{target.name}' itself; a control that is the candidate always agrees with it. "
+            "Point the control at the speculative server drafting for itself."
+        )
 
 
 def preflight_targets(config: Config, names: Sequence[str]) -> None:
@@ -182,8 +198,9 @@ def preflight_targets(config: Config, names: Sequence[str]) -> None:
 def compare_eval(config: Config, runs: EvalRuns, *, seed: int = 0) -> list[Any]:
     """One Comparison per task (candidate vs baseline, with whatever controls ran), Holm across tasks."""
     target = config.target(runs.target)
-    return compare_folders(runs.folders, margins=task_margins(config, runs.folders), allow=target.allow_differences,
-                           seed=seed)  # fmt: skip
+    return compare_folders(
+        runs.folders, margins=task_margins(config, runs.folders), allow=target.allow_differences, seed=seed
+    )
 
 
 def task_margins(config: Config | None, tasks: Iterable[str]) -> dict[str, float]:
@@ -208,11 +225,17 @@ def compare_folders(
 
     comparisons = []
     for task, roles in folders.items():
-        controls = {kind: roles[role] for kind, role in (("determinism", "determinism"), ("numerics", "control"))
-                    if role in roles}  # fmt: skip
+        controls = {
+            kind: roles[role]
+            for kind, role in (("determinism", "determinism"), ("numerics", "control"))
+            if role in roles
+        }
         margin = (margins or {}).get(task, 0.02)
-        comparisons.append(compare_runs(roles["candidate"], roles["baseline"], controls=controls, delta=margin,
-                                        seed=seed, allow=list(allow)))  # fmt: skip
+        comparisons.append(
+            compare_runs(
+                roles["candidate"], roles["baseline"], controls=controls, delta=margin, seed=seed, allow=list(allow)
+            )
+        )
     if len(comparisons) > 1:
         from evalsuite.compare.accuracy import OVERALL
         from evalsuite.verdict.summary import summary_line
@@ -220,12 +243,16 @@ def compare_folders(
         rows = iter(readjust([r for c in comparisons for r in c.accuracy]))
         for c in comparisons:
             c.accuracy = [next(rows) for _ in c.accuracy]
-            c.summary = summary_line(c.token, [(r.task, r.summary, r.verdict) for r in c.accuracy if r.stratum == OVERALL])
+            c.summary = summary_line(
+                c.token, [(r.task, r.summary, r.verdict) for r in c.accuracy if r.stratum == OVERALL]
+            )
     return comparisons
 
 
-def folders_by_role(paths: Sequence[str | Path], explicit: Mapping[str, Sequence[str | Path]] | None = None,
-                    ) -> dict[str, dict[str, Path]]:  # fmt: skip
+def folders_by_role(
+    paths: Sequence[str | Path],
+    explicit: Mapping[str, Sequence[str | Path]] | None = None,
+) -> dict[str, dict[str, Path]]:
     """Group stored runs by task and by the role each plays in this comparison.
 
     Roles given in `explicit` ("baseline", "control", "determinism" -> folders)

@@ -42,8 +42,17 @@ def make_project(folder: Path, base_url: str, *, n: int = 10, target_extra: str 
     (folder / "tasks" / "echo.yaml").write_text(ECHO_TASK)
     with (folder / "data.jsonl").open("w") as fh:
         for i in range(n):
-            fh.write(json.dumps({"qid": f"q{i:04d}", "question": f"what is {i}+1?", "answer": f"#### {i + 1}",
-                                 "group": "even" if i % 2 == 0 else "odd"}) + "\n")  # fmt: skip
+            fh.write(
+                json.dumps(
+                    {
+                        "qid": f"q{i:04d}",
+                        "question": f"what is {i}+1?",
+                        "answer": f"#### {i + 1}",
+                        "group": "even" if i % 2 == 0 else "odd",
+                    }
+                )
+                + "\n"
+            )
     config = folder / "evalsuite.toml"
     config.write_text(
         f"""[defaults]
@@ -78,7 +87,9 @@ def copy_project(folder: Path, targets: str, *, tasks: str = '["gsm8k"]') -> Pat
     return config
 
 
-def rig_target(name: str, *, baseline: str | None = "baseline", control: str | None = "control", extra: str = "") -> str:
+def rig_target(
+    name: str, *, baseline: str | None = "baseline", control: str | None = "control", extra: str = ""
+) -> str:
     """A config table for a reference-rig target."""
     text = f'[targets.{name}]\nengine = "llamacpp"\nrig = "{name}"\n'
     text += f'baseline = "{baseline}"\n' if baseline else ""

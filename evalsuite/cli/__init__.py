@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
-from typing import Sequence
+from collections.abc import Sequence
 
 from evalsuite import __version__
 from evalsuite.cli.failures import INPUT_ERRORS, input_error
@@ -56,9 +56,12 @@ def proportion(text: str) -> float:
 
 
 def _data_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--data", choices=["hf", "local", "fixture"],
-                   help="dataset source: the pinned hub revision, a local file, or the bundled subset "
-                        "(default: defaults.data in the config)")  # fmt: skip
+    p.add_argument(
+        "--data",
+        choices=["hf", "local", "fixture"],
+        help="dataset source: the pinned hub revision, a local file, or the bundled subset "
+        "(default: defaults.data in the config)",
+    )
     p.add_argument("--data-path", metavar="FILE", help="local JSONL/JSON/Parquet file for --data local")
     p.add_argument("--limit", type=positive_int, metavar="N", help="only the first N samples of each task (N >= 1)")
     p.add_argument("--max-tokens", type=positive_int, metavar="N", help="override the task's max_tokens")
@@ -75,74 +78,110 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"evalsuite {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
-    p = sub.add_parser("run", help="generate (and grade) one target on tasks; resumable",
-                       formatter_class=argparse.RawDescriptionHelpFormatter,
-                       description="Ask TARGET for every sample of each task that is not stored yet, then grade.\n"
-                       "Re-running the same command after Ctrl-C or a crash resumes: nothing is asked twice.",
-                       epilog="examples:\n  evalsuite run baseline --task math500 --limit 50\n"
-                       "  evalsuite run my-vllm --task gsm8k --data local --data-path gsm8k_test.jsonl")  # fmt: skip
+    p = sub.add_parser(
+        "run",
+        help="generate (and grade) one target on tasks; resumable",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Ask TARGET for every sample of each task that is not stored yet, then grade.\n"
+        "Re-running the same command after Ctrl-C or a crash resumes: nothing is asked twice.",
+        epilog="examples:\n  evalsuite run baseline --task math500 --limit 50\n"
+        "  evalsuite run my-vllm --task gsm8k --data local --data-path gsm8k_test.jsonl",
+    )
     p.add_argument("target", help="a target name from the config")
-    p.add_argument("--task", action="append", metavar="NAME", help="task(s) to run (repeatable; default: defaults.tasks)")
+    p.add_argument(
+        "--task", action="append", metavar="NAME", help="task(s) to run (repeatable; default: defaults.tasks)"
+    )
     p.add_argument("--role", default="candidate", choices=["baseline", "candidate", "control"], help=argparse.SUPPRESS)
     p.add_argument("--no-grade", action="store_true", help="only generate; grade later with `evalsuite grade`")
     _data_options(p)
     _common(p)
 
-    p = sub.add_parser("eval", help="baseline + target (+ control) on tasks, then compare",
-                       formatter_class=argparse.RawDescriptionHelpFormatter,
-                       description="Run TARGET's baseline, its numerics control (if configured) and TARGET on the "
-                       "tasks, grade all of them, then compare and report.",
-                       epilog="examples:\n  evalsuite eval dflash\n  evalsuite eval draft --task gsm8k --limit 20")  # fmt: skip
+    p = sub.add_parser(
+        "eval",
+        help="baseline + target (+ control) on tasks, then compare",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Run TARGET's baseline, its numerics control (if configured) and TARGET on the "
+        "tasks, grade all of them, then compare and report.",
+        epilog="examples:\n  evalsuite eval dflash\n  evalsuite eval draft --task gsm8k --limit 20",
+    )
     p.add_argument("target")
     p.add_argument("--task", action="append", metavar="NAME", help="task(s) (repeatable; default: defaults.tasks)")
-    p.add_argument("--repeat-baseline", action=argparse.BooleanOptionalAction, default=None,
-                   help="run the baseline twice as a determinism control (default: defaults.repeat_baseline)")
+    p.add_argument(
+        "--repeat-baseline",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="run the baseline twice as a determinism control (default: defaults.repeat_baseline)",
+    )
     p.add_argument("--no-report", action="store_true", help="print the verdicts only")
     _data_options(p)
     _common(p)
 
-    p = sub.add_parser("compare", help="diff, statistics and verdict for two stored runs",
-                       formatter_class=argparse.RawDescriptionHelpFormatter,
-                       description="Compare CANDIDATE with BASELINE from stored runs only. Runs that differ in "
-                       "anything that changes outputs (task, prompt, parameters, data, model) are refused, "
-                       "naming the fields. Exit 1 when the verdict is LOSSY or accuracy DIFFERENT.",
-                       epilog="examples:\n  evalsuite compare runs/draft/gsm8k/<id> runs/baseline/gsm8k/<id>\n"
-                       "  evalsuite compare CAND BASE --control runs/control/gsm8k/<id> --json verdict.json")  # fmt: skip
+    p = sub.add_parser(
+        "compare",
+        help="diff, statistics and verdict for two stored runs",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Compare CANDIDATE with BASELINE from stored runs only. Runs that differ in "
+        "anything that changes outputs (task, prompt, parameters, data, model) are refused, "
+        "naming the fields. Exit 1 when the verdict is LOSSY or accuracy DIFFERENT.",
+        epilog="examples:\n  evalsuite compare runs/draft/gsm8k/<id> runs/baseline/gsm8k/<id>\n"
+        "  evalsuite compare CAND BASE --control runs/control/gsm8k/<id> --json verdict.json",
+    )
     p.add_argument("candidate", metavar="CANDIDATE_RUN")
     p.add_argument("baseline", metavar="BASELINE_RUN")
-    p.add_argument("--control", metavar="RUN", help="numerics control: the speculative server with the target as its own drafter")
+    p.add_argument(
+        "--control", metavar="RUN", help="numerics control: the speculative server with the target as its own drafter"
+    )
     p.add_argument("--determinism", metavar="RUN", help="the baseline run a second time")
-    p.add_argument("--delta", type=proportion, default=None,
-                   help="equivalence margin as a proportion, 0.02 = 2 points (default: the task spec's margin, else 0.02)")
+    p.add_argument(
+        "--delta",
+        type=proportion,
+        default=None,
+        help="equivalence margin as a proportion, 0.02 = 2 points (default: the task spec's margin, else 0.02)",
+    )
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
-    p.add_argument("--allow", action="append", metavar="FIELD", help="waive a must-match field on purpose, e.g. server.model")
+    p.add_argument(
+        "--allow", action="append", metavar="FIELD", help="waive a must-match field on purpose, e.g. server.model"
+    )
     p.add_argument("--json", metavar="PATH", help="also write the versioned JSON summary here")
     p.add_argument("--no-report", action="store_true", help="print the verdict only")
     _common(p)
 
-    p = sub.add_parser("report", help="compare stored runs and write the Markdown and HTML reports",
-                       formatter_class=argparse.RawDescriptionHelpFormatter,
-                       description="Compare stored runs and write report.md, report.html and comparison.json to "
-                       "reports/<target>/<timestamp>/. Roles belong to the comparison, not to a run: name them with "
-                       "--baseline/--control/--determinism, or pass the folders `evalsuite eval` printed in any order "
-                       "and each is placed by its target's configured baseline and control (a repeat of the "
-                       "baseline is the determinism control), for one task or several. Exit 1 when a verdict is "
-                       "LOSSY or DIFFERENT.",
-                       epilog="examples:\n  evalsuite report runs/baseline/gsm8k/<id> runs/control/gsm8k/<id> "
-                       "runs/dflash/gsm8k/<id>\n  evalsuite report runs/dflash/gsm8k/<id> --baseline "
-                       "runs/baseline/gsm8k/<id> --control runs/control/gsm8k/<id>")  # fmt: skip
-    p.add_argument("runs", nargs="+", metavar="RUN", help="run folders (any order): candidates, and any runs whose role "
-                   "follows from the candidates' configured baseline and control")  # fmt: skip
+    p = sub.add_parser(
+        "report",
+        help="compare stored runs and write the Markdown and HTML reports",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Compare stored runs and write report.md, report.html and comparison.json to "
+        "reports/<target>/<timestamp>/. Roles belong to the comparison, not to a run: name them with "
+        "--baseline/--control/--determinism, or pass the folders `evalsuite eval` printed in any order "
+        "and each is placed by its target's configured baseline and control (a repeat of the "
+        "baseline is the determinism control), for one task or several. Exit 1 when a verdict is "
+        "LOSSY or DIFFERENT.",
+        epilog="examples:\n  evalsuite report runs/baseline/gsm8k/<id> runs/control/gsm8k/<id> "
+        "runs/dflash/gsm8k/<id>\n  evalsuite report runs/dflash/gsm8k/<id> --baseline "
+        "runs/baseline/gsm8k/<id> --control runs/control/gsm8k/<id>",
+    )
+    p.add_argument(
+        "runs",
+        nargs="+",
+        metavar="RUN",
+        help="run folders (any order): candidates, and any runs whose role "
+        "follows from the candidates' configured baseline and control",
+    )
     p.add_argument("--baseline", action="append", metavar="RUN", help="the baseline run (one per task)")
     p.add_argument("--control", action="append", metavar="RUN", help="the numerics control run (one per task)")
-    p.add_argument("--determinism", action="append", metavar="RUN", help="the baseline run a second time (one per task)")
+    p.add_argument(
+        "--determinism", action="append", metavar="RUN", help="the baseline run a second time (one per task)"
+    )
     p.add_argument("--allow", action="append", metavar="FIELD", help="waive a must-match field on purpose")
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
     _common(p)
 
-    p = sub.add_parser("grade", help="re-grade stored runs without asking the endpoint",
-                       formatter_class=argparse.RawDescriptionHelpFormatter,
-                       epilog="example:\n  evalsuite grade runs/baseline/math500/*")  # fmt: skip
+    p = sub.add_parser(
+        "grade",
+        help="re-grade stored runs without asking the endpoint",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="example:\n  evalsuite grade runs/baseline/math500/*",
+    )
     p.add_argument("runs", nargs="+", metavar="RUN", help="run folders")
     p.add_argument("--workers", type=positive_int, help="grading processes (default: all cores)")
     _common(p)

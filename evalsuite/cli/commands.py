@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from evalsuite.config import Config, load_config
 from evalsuite.grading import grade_run
@@ -32,8 +33,9 @@ class _Bar:
             from tqdm import tqdm
 
             interval = 0.1 if sys.stderr.isatty() else 30.0  # a log file gets a line every 30 s, not every sample
-            self.bar = tqdm(total=total, desc=self.label, unit="sample", dynamic_ncols=True, file=sys.stderr,
-                            mininterval=interval)  # fmt: skip
+            self.bar = tqdm(
+                total=total, desc=self.label, unit="sample", dynamic_ncols=True, file=sys.stderr, mininterval=interval
+            )
         self.bar.update(done - self.bar.n)
         if done >= total:
             self.bar.close()
@@ -44,7 +46,9 @@ def _progress(args: argparse.Namespace) -> Callable[[str], Any] | None:
 
 
 def _options(args: argparse.Namespace) -> RunOptions:
-    return RunOptions(args.data, args.data_path, args.limit, args.max_tokens, grade=not getattr(args, "no_grade", False))
+    return RunOptions(
+        args.data, args.data_path, args.limit, args.max_tokens, grade=not getattr(args, "no_grade", False)
+    )
 
 
 def _optional_config(args: argparse.Namespace) -> Config | None:
@@ -60,8 +64,15 @@ def _tasks(args: argparse.Namespace, config: Config) -> list[str]:
 
 def cmd_run(args: argparse.Namespace) -> int:
     config = load_config(args.config)
-    outcomes = run_target(config, args.target, _tasks(args, config), _options(args), role=args.role,
-                          say=_say(args), progress=_progress(args))  # fmt: skip
+    outcomes = run_target(
+        config,
+        args.target,
+        _tasks(args, config),
+        _options(args),
+        role=args.role,
+        say=_say(args),
+        progress=_progress(args),
+    )
     for outcome in outcomes.values():
         print(outcome.folder)
     return 0
@@ -69,8 +80,15 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def cmd_eval(args: argparse.Namespace) -> int:
     config = load_config(args.config)
-    runs = eval_target(config, args.target, _tasks(args, config), _options(args),
-                       repeat_baseline=args.repeat_baseline, say=_say(args), progress=_progress(args))  # fmt: skip
+    runs = eval_target(
+        config,
+        args.target,
+        _tasks(args, config),
+        _options(args),
+        repeat_baseline=args.repeat_baseline,
+        say=_say(args),
+        progress=_progress(args),
+    )
     for task, roles in runs.folders.items():
         for role, folder in roles.items():
             print(f"{task}\t{role}\t{folder}")
@@ -90,8 +108,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
     delta = args.delta if args.delta is not None else task_margins(config, [task]).get(task, 0.02)
     controls = {k: v for k, v in (("determinism", args.determinism), ("numerics", args.control)) if v}
     allow = _allowed(args.allow, stores["candidate"].manifest)
-    comparison = compare_runs(args.candidate, args.baseline, controls=controls, delta=delta, seed=args.seed,
-                              allow=allow)  # fmt: skip
+    comparison = compare_runs(
+        args.candidate, args.baseline, controls=controls, delta=delta, seed=args.seed, allow=allow
+    )
     if args.json:
         comparison.to_json(args.json)
     return _finish(args, config, [comparison], {task: stores}, comparison.candidate.get("target", "compare"))
@@ -107,7 +126,9 @@ def _finish(args: argparse.Namespace, config: Config | None, comparisons: list[A
         reports_dir = (config.root / config.defaults.reports_dir) if config else Path("reports")
         paths = write_reports(comparisons, report_folder(reports_dir, target), runs=stores)
         print(f"report: {paths.markdown}\nreport: {paths.html}")
-    failed = any(c.token.label == "LOSSY" or any(r.verdict.label == "DIFFERENT" for r in c.overall()) for c in comparisons)
+    failed = any(
+        c.token.label == "LOSSY" or any(r.verdict.label == "DIFFERENT" for r in c.overall()) for c in comparisons
+    )
     return 1 if failed else 0
 
 
@@ -125,8 +146,9 @@ def cmd_report(args: argparse.Namespace) -> int:
     folders = folders_by_role(args.runs, {role: runs for role, runs in explicit.items() if runs})
     stores = {task: {role: open_run(path) for role, path in roles.items()} for task, roles in folders.items()}
     allow = [f for roles in stores.values() for f in _allowed(args.allow, roles["candidate"].manifest)]
-    comparisons = compare_folders(folders, margins=task_margins(config, folders), allow=list(dict.fromkeys(allow)),
-                                  seed=args.seed)  # fmt: skip
+    comparisons = compare_folders(
+        folders, margins=task_margins(config, folders), allow=list(dict.fromkeys(allow)), seed=args.seed
+    )
     target = str(comparisons[0].candidate.get("target", "report"))
     return _finish(args, config, comparisons, stores, target)
 
@@ -158,8 +180,9 @@ def cmd_runs(args: argparse.Namespace) -> int:
             try:
                 if args.target and store.manifest["target"] != args.target:
                     continue
-                rows.append((store.manifest["target"], store.manifest["task"], len(store), len(store.grades()),
-                             store.folder))  # fmt: skip
+                rows.append(
+                    (store.manifest["target"], store.manifest["task"], len(store), len(store.grades()), store.folder)
+                )
             finally:
                 store.close()
         except EvalsuiteError as exc:

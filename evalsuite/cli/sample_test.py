@@ -31,12 +31,16 @@ Each draw is one stored sample with its own seed; re-running resumes, and more
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:  # type: ignore[type-arg]
     """Register the command on the main parser's subcommands."""
-    p = sub.add_parser("sample-test", help="two-sample test of the output distribution at temperature > 0",
-                       formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EPILOG,
-                       description="Speculative decoding promises that sampled outputs follow the target model's "
-                       "own distribution. Draw many short continuations from TARGET's baseline and from TARGET with "
-                       "the same sampling settings, each with its own seed, and test the two distributions on the "
-                       "tree of sampled prefixes.")  # fmt: skip
+    p = sub.add_parser(
+        "sample-test",
+        help="two-sample test of the output distribution at temperature > 0",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=EPILOG,
+        description="Speculative decoding promises that sampled outputs follow the target model's "
+        "own distribution. Draw many short continuations from TARGET's baseline and from TARGET with "
+        "the same sampling settings, each with its own seed, and test the two distributions on the "
+        "tree of sampled prefixes.",
+    )
     p.add_argument("target", nargs="?", help="a target name from the config")
     p.add_argument("--baseline", metavar="NAME", help="the reference target (default: TARGET's baseline)")
     p.add_argument("--task", action="append", metavar="NAME", help="task(s) whose prompts are used (default: gsm8k)")
@@ -45,17 +49,36 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:  # t
     p.add_argument("--tokens", type=int, default=8, metavar="L", help="tokens per draw (default 8)")
     p.add_argument("--temperature", type=float, default=0.7, help="sampling temperature, > 0 (default 0.7)")
     p.add_argument("--top-p", type=float, default=1.0, help="nucleus sampling (default 1.0: off)")
-    p.add_argument("--top-k", type=int, default=8,
-                   help="top-k sampling, 0 = no limit (default 8: a narrow tree, so deeper nodes get tested)")
-    p.add_argument("--seed", type=int, default=42, help="seed stream of the baseline arm; TARGET uses seed + 1 (default 42)")
+    p.add_argument(
+        "--top-k",
+        type=int,
+        default=8,
+        help="top-k sampling, 0 = no limit (default 8: a narrow tree, so deeper nodes get tested)",
+    )
+    p.add_argument(
+        "--seed", type=int, default=42, help="seed stream of the baseline arm; TARGET uses seed + 1 (default 42)"
+    )
     p.add_argument("--alpha", type=float, default=0.05, help="family-wise level, Holm across nodes (default 0.05)")
-    p.add_argument("--min-count", type=int, default=20, metavar="K",
-                   help="test a node only when both arms reached it K times (default 20)")
-    p.add_argument("--max-tv", type=float, default=0.25,
-                   help="say SAME only when the draws would detect TV >= this (default 0.25); otherwise TOO FEW")
+    p.add_argument(
+        "--min-count",
+        type=int,
+        default=20,
+        metavar="K",
+        help="test a node only when both arms reached it K times (default 20)",
+    )
+    p.add_argument(
+        "--max-tv",
+        type=float,
+        default=0.25,
+        help="say SAME only when the draws would detect TV >= this (default 0.25); otherwise TOO FEW",
+    )
     p.add_argument("--method", choices=["pearson", "g"], default="pearson", help="node statistic (default pearson)")
-    p.add_argument("--from-runs", nargs=2, metavar=("BASELINE_RUN", "CANDIDATE_RUN"),
-                   help="test stored draw runs (folders under <target>/<task>@sampling/) without drawing")
+    p.add_argument(
+        "--from-runs",
+        nargs=2,
+        metavar=("BASELINE_RUN", "CANDIDATE_RUN"),
+        help="test stored draw runs (folders under <target>/<task>@sampling/) without drawing",
+    )
     p.add_argument("--data", choices=["hf", "local", "fixture"], help="dataset source (default: defaults.data)")
     p.add_argument("--data-path", metavar="FILE", help="local JSONL/JSON/Parquet file for --data local")
     p.add_argument("--json", metavar="PATH", help="also write the verdict and nodes as JSON here")
@@ -78,7 +101,9 @@ def run(args: argparse.Namespace) -> int:
     from evalsuite.sampling.verdict import JudgeSettings
 
     try:
-        judge_settings = JudgeSettings(alpha=args.alpha, min_count=args.min_count, max_tv=args.max_tv, method=args.method)
+        judge_settings = JudgeSettings(
+            alpha=args.alpha, min_count=args.min_count, max_tv=args.max_tv, method=args.method
+        )
     except ValueError as exc:
         raise ConfigError(f"{exc}.") from None
     say = _say(args)
@@ -90,16 +115,35 @@ def run(args: argparse.Namespace) -> int:
         if not args.target:
             raise ConfigError("Name a TARGET (or pass --from-runs BASELINE_RUN CANDIDATE_RUN).")
         config = load_config(args.config)
-        settings = DrawSettings(draws=args.draws, prompts=args.prompts, max_tokens=args.tokens,
-                                temperature=args.temperature, top_p=args.top_p, top_k=args.top_k, seed=args.seed)  # fmt: skip
+        settings = DrawSettings(
+            draws=args.draws,
+            prompts=args.prompts,
+            max_tokens=args.tokens,
+            temperature=args.temperature,
+            top_p=args.top_p,
+            top_k=args.top_k,
+            seed=args.seed,
+        )
         tasks = [n.strip() for arg in (args.task or ["gsm8k"]) for n in arg.split(",") if n.strip()]
         say(_power_up_front(settings, judge_settings))
-        test = sample_test(config, args.target, tasks, settings, judge_settings, baseline=args.baseline,
-                           data=args.data, data_path=args.data_path, say=say, progress=_progress(args))  # fmt: skip
+        test = sample_test(
+            config,
+            args.target,
+            tasks,
+            settings,
+            judge_settings,
+            baseline=args.baseline,
+            data=args.data,
+            data_path=args.data_path,
+            say=say,
+            progress=_progress(args),
+        )
     print(test.verdict.sentence)
     for node in sorted(test.verdict.differing, key=lambda n: n.p_adjusted)[:10]:
-        print(f"  {node.prompt_id} depth {node.depth} after {test.context(node.prefix)!r}: adjusted p "
-              f"{node.p_adjusted:.2g}, TV {node.tv:.2f}, over-represented {test.piece(node.over_represented)!r}")  # fmt: skip
+        print(
+            f"  {node.prompt_id} depth {node.depth} after {test.context(node.prefix)!r}: adjusted p "
+            f"{node.p_adjusted:.2g}, TV {node.tv:.2f}, over-represented {test.piece(node.over_represented)!r}"
+        )
     if args.json:
         Path(args.json).write_text(json.dumps(test.as_dict(), indent=1, ensure_ascii=False, default=str))
     if not args.no_report:
@@ -120,9 +164,11 @@ def _power_up_front(settings: object, judge_settings: object) -> str:
     draws, prompts = settings.draws, settings.prompts  # type: ignore[attr-defined]
     alpha, power = judge_settings.alpha, judge_settings.power  # type: ignore[attr-defined]
     tv = detectable_tv(draws, draws, df=1, level=alpha / prompts, power=power)
-    return (f"power: with {draws} draws per arm, a node every draw reaches reveals TV >= {tv:.3f} with {power:.0%} "
-            f"power (level {alpha:g}/{prompts}, one degree of freedom); deeper nodes, more tests and more outcomes "
-            "need more; the verdict restates it for the nodes actually tested.")  # fmt: skip
+    return (
+        f"power: with {draws} draws per arm, a node every draw reaches reveals TV >= {tv:.3f} with {power:.0%} "
+        f"power (level {alpha:g}/{prompts}, one degree of freedom); deeper nodes, more tests and more outcomes "
+        "need more; the verdict restates it for the nodes actually tested."
+    )
 
 
 __all__ = ["add_parser", "run"]

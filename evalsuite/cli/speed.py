@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from evalsuite.errors import ConfigError
 
@@ -31,28 +32,61 @@ def _ints(text: str) -> tuple[int, ...]:
 
 def add_parser(sub: Any, common: Callable[[argparse.ArgumentParser], None]) -> None:
     """Register `speed` on the CLI's subparsers."""
-    p = sub.add_parser("speed", help="speed of a target against its baseline: input lengths, concurrency, tasks",
-                       formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EPILOG,
-                       description="Measure TARGET against its baseline on prompts of controlled input lengths cut "
-                       "from the tasks' real text (fixed output length), a concurrency sweep, and the tasks' own "
-                       "prompts; warm-up first, then both arms interleaved on identical prompts. Reports decode "
-                       "tokens/s, TTFT, inter-token latency p50/p90/p99, draft acceptance and the paired speedup "
-                       "with a bootstrap interval per input length and concurrency.")  # fmt: skip
+    p = sub.add_parser(
+        "speed",
+        help="speed of a target against its baseline: input lengths, concurrency, tasks",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=EPILOG,
+        description="Measure TARGET against its baseline on prompts of controlled input lengths cut "
+        "from the tasks' real text (fixed output length), a concurrency sweep, and the tasks' own "
+        "prompts; warm-up first, then both arms interleaved on identical prompts. Reports decode "
+        "tokens/s, TTFT, inter-token latency p50/p90/p99, draft acceptance and the paired speedup "
+        "with a bootstrap interval per input length and concurrency.",
+    )
     p.add_argument("target", help="a target with a baseline in the config")
-    p.add_argument("--lengths", type=_ints, default=(128, 1024, 4096, 16384), metavar="N,N",
-                   help="input lengths in tokens, capped at the server's context (default 128,1024,4096,16384)")
-    p.add_argument("--output-tokens", type=int, default=128, metavar="N", help="output tokens per request (default 128)")
+    p.add_argument(
+        "--lengths",
+        type=_ints,
+        default=(128, 1024, 4096, 16384),
+        metavar="N,N",
+        help="input lengths in tokens, capped at the server's context (default 128,1024,4096,16384)",
+    )
+    p.add_argument(
+        "--output-tokens", type=int, default=128, metavar="N", help="output tokens per request (default 128)"
+    )
     p.add_argument("--reps", type=int, default=5, metavar="N", help="repetitions per cell (default 5)")
     p.add_argument("--warmup", type=int, default=2, metavar="N", help="warm-up requests per arm (default 2)")
-    p.add_argument("--concurrency", type=_ints, default=(1, 2, 4, 8), metavar="N,N",
-                   help="concurrency levels, up to the servers' slots (default 1,2,4,8)")
-    p.add_argument("--sweep-length", type=int, default=1024, metavar="N",
-                   help="input length of the concurrency sweep (default 1024)")
-    p.add_argument("--task-prompts", type=int, default=6, metavar="N",
-                   help="prompts of the configured tasks measured as their own workload (default 6; 0 = none)")
-    p.add_argument("--rig-slots", type=int, default=1, metavar="N",
-                   help="start rig targets with N slots (--parallel N) so the concurrency sweep can batch (default 1)")
-    p.add_argument("--data", choices=["hf", "local", "fixture"], help="where the task text comes from (default: the config's)")
+    p.add_argument(
+        "--concurrency",
+        type=_ints,
+        default=(1, 2, 4, 8),
+        metavar="N,N",
+        help="concurrency levels, up to the servers' slots (default 1,2,4,8)",
+    )
+    p.add_argument(
+        "--sweep-length",
+        type=int,
+        default=1024,
+        metavar="N",
+        help="input length of the concurrency sweep (default 1024)",
+    )
+    p.add_argument(
+        "--task-prompts",
+        type=int,
+        default=6,
+        metavar="N",
+        help="prompts of the configured tasks measured as their own workload (default 6; 0 = none)",
+    )
+    p.add_argument(
+        "--rig-slots",
+        type=int,
+        default=1,
+        metavar="N",
+        help="start rig targets with N slots (--parallel N) so the concurrency sweep can batch (default 1)",
+    )
+    p.add_argument(
+        "--data", choices=["hf", "local", "fixture"], help="where the task text comes from (default: the config's)"
+    )
     p.add_argument("--out", metavar="DIR", help="write the report here instead of reports/<target>-speed/<timestamp>/")
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
     p.set_defaults(handler=cmd_speed)
@@ -71,21 +105,38 @@ def cmd_speed(args: argparse.Namespace) -> int:
     if args.warmup < 0 or args.task_prompts < 0:
         raise ConfigError("--warmup and --task-prompts cannot be negative.")
     config = load_config(args.config)
-    plan = SpeedPlan(lengths=args.lengths, output_tokens=args.output_tokens, reps=args.reps, warmup=args.warmup,
-                     concurrency=args.concurrency, sweep_length=args.sweep_length, task_prompts=args.task_prompts)  # fmt: skip
+    plan = SpeedPlan(
+        lengths=args.lengths,
+        output_tokens=args.output_tokens,
+        reps=args.reps,
+        warmup=args.warmup,
+        concurrency=args.concurrency,
+        sweep_length=args.sweep_length,
+        task_prompts=args.task_prompts,
+    )
 
     def say(message: str) -> None:
         if not args.quiet:
             print(message, file=sys.stderr)
 
-    paths, summary = speed_target(config, args.target, plan, data=args.data, seed=args.seed, rig_slots=args.rig_slots,
-                                  out_dir=Path(args.out) if args.out else None, say=say)  # fmt: skip
+    paths, summary = speed_target(
+        config,
+        args.target,
+        plan,
+        data=args.data,
+        seed=args.seed,
+        rig_slots=args.rig_slots,
+        out_dir=Path(args.out) if args.out else None,
+        say=say,
+    )
     for s in summary["speedups"]:
         d = s["decode"]
         if d["geometric_mean"] is not None:
             iv = f" [{d['low95']:.2f}, {d['high95']:.2f}]" if d["low95"] is not None else ""
-            print(f"{s['workload']:>10s} c={s['concurrency']}: decode speedup {d['geometric_mean']:.2f}x{iv} "
-                  f"over {d['n']} pairs")  # fmt: skip
+            print(
+                f"{s['workload']:>10s} c={s['concurrency']}: decode speedup {d['geometric_mean']:.2f}x{iv} "
+                f"over {d['n']} pairs"
+            )
     print(paths.folder)
     failed = len(summary["failed"])
     if failed:

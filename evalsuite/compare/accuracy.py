@@ -7,8 +7,9 @@ reference) is excluded and counted, never scored as wrong.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -74,8 +75,20 @@ def accuracy_rows(
         base = np.array([1.0 if baseline_grades[s].correct else 0.0 for s in ids])
         d = delta[key[0]] if isinstance(delta, Mapping) else delta
         label = f"{key[0]} {key[1]}" if key[1] == OVERALL else f"{key[0]} {key[1]}={key[2]}"
-        rows.append((key, paired_summary(cand, base, delta=d, label=label, seed=seed,
-                                         bootstrap_method=bootstrap_method, n_resamples=n_resamples)))
+        rows.append(
+            (
+                key,
+                paired_summary(
+                    cand,
+                    base,
+                    delta=d,
+                    label=label,
+                    seed=seed,
+                    bootstrap_method=bootstrap_method,
+                    n_resamples=n_resamples,
+                ),
+            )
+        )
     adjusted = holm_adjust([s.p_value for _, s in rows])
     out = []
     for (key, s), p in zip(rows, adjusted):

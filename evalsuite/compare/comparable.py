@@ -10,8 +10,9 @@ differs (`params.max_tokens: 2048 vs 8192`).
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from evalsuite.errors import NotComparableError
 

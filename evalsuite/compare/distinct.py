@@ -18,8 +18,9 @@ same run: comparing them is exactly how determinism is measured.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from evalsuite.errors import NotComparableError
 
@@ -79,8 +80,10 @@ def _same_run(a: tuple[str, Any], b: tuple[str, Any]) -> str | None:
         return f"{_label(role_a, run_a)} and {ROLE_NAMES.get(role_b, role_b)} are the same run folder"
     fp_a, fp_b = run_a.manifest.get("fingerprint"), run_b.manifest.get("fingerprint")
     if fp_a and fp_a == fp_b:
-        return (f"{_label(role_a, run_a)} and {_label(role_b, run_b)} are the same run (fingerprint "
-                f"{str(fp_a)[:16]}), one folder being a copy of the other")  # fmt: skip
+        return (
+            f"{_label(role_a, run_a)} and {_label(role_b, run_b)} are the same run (fingerprint "
+            f"{str(fp_a)[:16]}), one folder being a copy of the other"
+        )
     return None
 
 
@@ -119,11 +122,15 @@ def _role_problem(role: str, run: Any, items: list[tuple[str, Any]]) -> str | No
             return f"the numerics control is a run of the candidate target '{name}' itself"
         identity = endpoint_identity(run)
         if identity is not None and identity == endpoint_identity(cand):
-            return (f"the numerics control ({name}) asks the same endpoint the same way as the candidate "
-                    f"({cand.manifest.get('target')}), so it is the candidate under another name")  # fmt: skip
+            return (
+                f"the numerics control ({name}) asks the same endpoint the same way as the candidate "
+                f"({cand.manifest.get('target')}), so it is the candidate under another name"
+            )
     if role == "numerics" and base is not None and name == base.manifest.get("target"):
-        return (f"the numerics control is a run of the baseline target '{name}' itself, not the speculative "
-                "server drafting for itself")  # fmt: skip
+        return (
+            f"the numerics control is a run of the baseline target '{name}' itself, not the speculative "
+            "server drafting for itself"
+        )
     if role == "determinism" and cand is not None and name == cand.manifest.get("target"):
         return f"the determinism run is a run of the candidate target '{name}', not the baseline again"
     return None

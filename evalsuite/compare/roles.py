@@ -12,15 +12,18 @@ repeat of a run is the determinism control).
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from evalsuite.errors import ConfigError
 
 ROLES = ("candidate", "baseline", "control", "determinism")
-_HINT = ("Name the roles explicitly: `evalsuite report CANDIDATE_RUN --baseline RUN [--control RUN] "
-         "[--determinism RUN]` (once per task).")  # fmt: skip
+_HINT = (
+    "Name the roles explicitly: `evalsuite report CANDIDATE_RUN --baseline RUN [--control RUN] "
+    "[--determinism RUN]` (once per task)."
+)
 
 
 @dataclass(frozen=True)
@@ -66,8 +69,10 @@ def assign_roles(
     for run in positional:
         key = run.folder.resolve()
         if key in once:
-            raise ConfigError(f"{run.folder} is given twice; a run compared with itself always looks lossless, so "
-                              "give each role its own run.")  # fmt: skip
+            raise ConfigError(
+                f"{run.folder} is given twice; a run compared with itself always looks lossless, so "
+                "give each role its own run."
+            )
         once.add(key)
         by_task.setdefault(run.task, []).append(run)
     for task, runs in by_task.items():
@@ -83,8 +88,10 @@ def _place(folders: dict[str, dict[str, Path]], seen: dict[Path, str], run: Stor
     roles = folders.setdefault(run.task, {})
     key = run.folder.resolve()
     if key in seen:
-        raise ConfigError(f"{run.folder} is given twice (as {seen[key]} and as {role}); a run compared with "
-                          "itself always looks lossless, so give each role its own run.")  # fmt: skip
+        raise ConfigError(
+            f"{run.folder} is given twice (as {seen[key]} and as {role}); a run compared with "
+            "itself always looks lossless, so give each role its own run."
+        )
     if role in roles:
         raise ConfigError(f"Two {role} runs for task '{run.task}': {roles[role]} and {run.folder}; give one per task.")
     roles[role] = run.folder
@@ -106,11 +113,15 @@ def _infer(roles: dict[str, Path], runs: list[StoredRun], seen: dict[Path, str],
         if "baseline" not in roles:
             base = [r for r in plain if r.target == cand.baseline_of_target]
             if not base and (cand.baseline_of_target is None or not plain):
-                raise ConfigError(f"Task '{task}' has no baseline run among the folders given for the candidate "
-                                  f"{cand.folder} ({cand.target}). {_HINT}")  # fmt: skip
+                raise ConfigError(
+                    f"Task '{task}' has no baseline run among the folders given for the candidate "
+                    f"{cand.folder} ({cand.target}). {_HINT}"
+                )
             if len(base) != 1:
-                raise ConfigError(f"Task '{task}': {len(base)} runs of '{cand.target}''s baseline target "
-                                  f"'{cand.baseline_of_target}' were given; give exactly one. {_HINT}")  # fmt: skip
+                raise ConfigError(
+                    f"Task '{task}': {len(base)} runs of '{cand.target}''s baseline target "
+                    f"'{cand.baseline_of_target}' were given; give exactly one. {_HINT}"
+                )
             _place(folders, seen, base[0], "baseline")
             plain.remove(base[0])
         ctl = [r for r in plain if cand.control_of_target and r.target == cand.control_of_target]
@@ -143,5 +154,7 @@ def _pick_candidate(plain: list[StoredRun], present: set[str], task: str) -> Sto
         return found[0]
     names = ", ".join(f"{r.folder} ({r.target})" for r in plain)
     what = "none" if not found else f"{len(found)} ({', '.join(r.target for r in found)})"
-    raise ConfigError(f"Task '{task}': cannot tell the candidate among {names}: {what} of them is a target whose "
-                      f"configured baseline was given. {_HINT}")  # fmt: skip
+    raise ConfigError(
+        f"Task '{task}': cannot tell the candidate among {names}: {what} of them is a target whose "
+        f"configured baseline was given. {_HINT}"
+    )

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Protocol, Sequence, Union
+from typing import Any, Protocol
 
 import pandas as pd
 
@@ -49,7 +50,7 @@ class RunLike(Protocol):
     def grades(self) -> dict[str, Grade]: ...
 
 
-RunSource = Union[RunLike, str, Path]
+RunSource = RunLike | str | Path
 
 
 def _open(source: RunSource) -> RunLike:
@@ -124,25 +125,52 @@ class Comparison:
         rows = []
         for r in self.accuracy:
             s = r.summary
-            rows.append({
-                "task": r.task, "stratum": r.stratum, "value": r.value, "n": s.n,
-                "candidate": s.candidate.accuracy, "baseline": s.baseline.accuracy,
-                "difference": s.difference, "low95": s.interval95.low, "high95": s.interval95.high,
-                "low90": s.interval90.low, "high90": s.interval90.high, "discordance": s.discordance,
-                "p": s.p_value, "p_holm": s.p_adjusted, "verdict": r.verdict.label, "reason": r.verdict.reason,
-                "n_to_settle": r.verdict.n_to_settle, "ungraded_excluded": r.ungraded,
-            })
+            rows.append(
+                {
+                    "task": r.task,
+                    "stratum": r.stratum,
+                    "value": r.value,
+                    "n": s.n,
+                    "candidate": s.candidate.accuracy,
+                    "baseline": s.baseline.accuracy,
+                    "difference": s.difference,
+                    "low95": s.interval95.low,
+                    "high95": s.interval95.high,
+                    "low90": s.interval90.low,
+                    "high90": s.interval90.high,
+                    "discordance": s.discordance,
+                    "p": s.p_value,
+                    "p_holm": s.p_adjusted,
+                    "verdict": r.verdict.label,
+                    "reason": r.verdict.reason,
+                    "n_to_settle": r.verdict.n_to_settle,
+                    "ungraded_excluded": r.ungraded,
+                }
+            )
         return pd.DataFrame(rows)
 
 
 def _diff_record(d: SampleDiff) -> dict[str, Any]:
     return {
-        "sample_id": d.sample_id, "level": d.level, "identical": d.identical, "kind": d.kind,
-        "explained_by": d.explained_by, "first_divergence": d.first_divergence, "common_prefix": d.common_prefix,
-        "baseline_length": d.baseline_length, "candidate_length": d.candidate_length, "char_offset": d.char_offset,
-        "margin": d.margin, "margin_source": d.margin_source, "baseline_logprob": d.baseline_logprob,
-        "candidate_rank": d.candidate_rank, "candidate_logprob": d.candidate_logprob, "ended": d.ended,
-        "answer_changed": d.answer_changed, "correctness_flipped": d.correctness_flipped, "window": d.window,
+        "sample_id": d.sample_id,
+        "level": d.level,
+        "identical": d.identical,
+        "kind": d.kind,
+        "explained_by": d.explained_by,
+        "first_divergence": d.first_divergence,
+        "common_prefix": d.common_prefix,
+        "baseline_length": d.baseline_length,
+        "candidate_length": d.candidate_length,
+        "char_offset": d.char_offset,
+        "margin": d.margin,
+        "margin_source": d.margin_source,
+        "baseline_logprob": d.baseline_logprob,
+        "candidate_rank": d.candidate_rank,
+        "candidate_logprob": d.candidate_logprob,
+        "ended": d.ended,
+        "answer_changed": d.answer_changed,
+        "correctness_flipped": d.correctness_flipped,
+        "window": d.window,
     }
 
 
@@ -164,7 +192,10 @@ def _lean_results(run: RunLike) -> dict[str, SampleResult]:
 
 
 def _with_windows(
-    diffs: list[SampleDiff], cand_run: RunLike, base_run: RunLike, cand_grades: Mapping[str, Grade],
+    diffs: list[SampleDiff],
+    cand_run: RunLike,
+    base_run: RunLike,
+    cand_grades: Mapping[str, Grade],
     base_grades: Mapping[str, Grade],
 ) -> list[SampleDiff]:
     """Redo the divergent id-level diffs with token strings loaded, for their readable text windows."""
@@ -173,9 +204,16 @@ def _with_windows(
         return diffs
     cand = cand_run.results(ids=ids, strings="pieces")  # type: ignore[call-arg]
     base = base_run.results(ids=ids, strings="pieces")  # type: ignore[call-arg]
-    redone = {sid: diff_completions(sid, cand[sid].completion, base[sid].completion,
-                                    candidate_grade=cand_grades.get(sid), baseline_grade=base_grades.get(sid))
-              for sid in ids}  # fmt: skip
+    redone = {
+        sid: diff_completions(
+            sid,
+            cand[sid].completion,
+            base[sid].completion,
+            candidate_grade=cand_grades.get(sid),
+            baseline_grade=base_grades.get(sid),
+        )
+        for sid in ids
+    }
     return [redone.get(d.sample_id, d) for d in diffs]
 
 
@@ -227,21 +265,34 @@ def compare_runs(
         if kind not in CONTROL_KINDS:
             raise NotComparableError(f"Unknown control kind '{kind}'; use one of {', '.join(CONTROL_KINDS)}.")
         name = f"{kind}:{run.manifest.get('target', '?')}"
-        control_diffs[name] = check_comparable(base_run.manifest, run.manifest, other_name=f"{kind} control",
-                                               must_match=must_match, allow=allow)
+        control_diffs[name] = check_comparable(
+            base_run.manifest, run.manifest, other_name=f"{kind} control", must_match=must_match, allow=allow
+        )
         diffs = diff_runs(_completions(_lean_results(run)), _completions(base_results))
         profiles.append(ControlProfile.from_diffs(name, kind, diffs))
 
     thresholds = calibrate(profiles, near_tie=near_tie, slack=control_slack)
-    raw = diff_runs(_completions(cand_results), _completions(base_results),
-                    candidate_grades=cand_grades, baseline_grades=base_grades)
+    raw = diff_runs(
+        _completions(cand_results),
+        _completions(base_results),
+        candidate_grades=cand_grades,
+        baseline_grades=base_grades,
+    )
     raw = _with_windows(raw, cand_run, base_run, cand_grades, base_grades)
     diffs = classify_all(raw, thresholds, profiles)
     token = token_verdict(diffs, thresholds, profiles)
     rows: list[AccuracyRow] = []
     if cand_grades and base_grades:
-        rows = accuracy_rows(cand_results, base_results, cand_grades, base_grades, delta=delta, seed=seed,
-                             bootstrap_method=bootstrap_method, n_resamples=n_resamples)
+        rows = accuracy_rows(
+            cand_results,
+            base_results,
+            cand_grades,
+            base_grades,
+            delta=delta,
+            seed=seed,
+            bootstrap_method=bootstrap_method,
+            n_resamples=n_resamples,
+        )
     overall = [(r.task, r.summary, r.verdict) for r in rows if r.stratum == OVERALL]
     return Comparison(
         candidate=_identity(cand_run),

@@ -10,8 +10,9 @@ the text character by character.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Literal, Mapping
+from typing import Literal
 
 import numpy as np
 
@@ -166,8 +167,9 @@ def diff_completions(
     else:
         i = _first_mismatch_seq(_token_keys(bt), _token_keys(ct))
     if i is None:
-        return SampleDiff(sample_id, level, True, None, len(bt), len(bt), len(ct), answer_changed=changed,
-                          correctness_flipped=flipped)
+        return SampleDiff(
+            sample_id, level, True, None, len(bt), len(bt), len(ct), answer_changed=changed, correctness_flipped=flipped
+        )
     margin, source = _margin_at(bt, i), "baseline"
     if math.isnan(margin):
         margin, source = _margin_at(ct, i), "candidate"
@@ -201,8 +203,17 @@ def diff_completions(
 def _diff_text(sample_id: str, cand: str, base: str, changed: bool | None, flipped: bool | None) -> SampleDiff:
     i = _first_mismatch_text(base, cand)
     if i is None:
-        return SampleDiff(sample_id, "text", True, None, len(base), len(base), len(cand), answer_changed=changed,
-                          correctness_flipped=flipped)
+        return SampleDiff(
+            sample_id,
+            "text",
+            True,
+            None,
+            len(base),
+            len(base),
+            len(cand),
+            answer_changed=changed,
+            correctness_flipped=flipped,
+        )
     return SampleDiff(
         sample_id=sample_id,
         level="text",

@@ -17,8 +17,9 @@ why a control run raises the threshold to `slack` times its largest margin.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
-from typing import Iterable, Literal, Sequence
+from typing import Literal
 
 import numpy as np
 
@@ -105,7 +106,12 @@ def calibrate(
             note += f" (control '{best[1]}' diverged at margins up to {best[0]:.3g} nats)"
         return Thresholds(near_tie, slack, near_tie, note)
     eff = slack * best[0]
-    return Thresholds(near_tie, slack, eff, f"{slack:g} x the largest margin at a divergence of control '{best[1]}' ({best[0]:.3g} nats)")
+    return Thresholds(
+        near_tie,
+        slack,
+        eff,
+        f"{slack:g} x the largest margin at a divergence of control '{best[1]}' ({best[0]:.3g} nats)",
+    )
 
 
 def classify(diff: SampleDiff, thresholds: Thresholds, controls: Sequence[ControlProfile] = ()) -> SampleDiff:

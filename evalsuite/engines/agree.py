@@ -12,7 +12,8 @@ stop string or end-of-turn token that ended the generation.
 from __future__ import annotations
 
 import re
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from evalsuite.engines.validate import Malformed
 
@@ -66,8 +67,8 @@ def check_agreement(
     at = next((i for i, (a, b) in enumerate(zip(said, tokens)) if a != b), min(len(said), len(tokens)))
     raise Malformed(
         f"the returned text does not match its {len(entries)} returned tokens "
-        f"(from character {at} of the text without spaces: text {said[at:at + 40]!r}, "
-        f"tokens {tokens[at:at + 40]!r})"
+        f"(from character {at} of the text without spaces: text {said[at : at + 40]!r}, "
+        f"tokens {tokens[at : at + 40]!r})"
     )
 
 

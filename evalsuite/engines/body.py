@@ -10,7 +10,7 @@ Only the encodings we ask for (gzip, deflate) are accepted.
 from __future__ import annotations
 
 import zlib
-from typing import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator
 
 import httpx
 
@@ -39,7 +39,7 @@ class _Inflater:
         self._obj = self._new()
         self._first = True
 
-    def _new(self, raw_deflate: bool = False) -> "zlib._Decompress":
+    def _new(self, raw_deflate: bool = False) -> zlib._Decompress:
         if self.coding in ("gzip", "x-gzip"):
             return zlib.decompressobj(zlib.MAX_WBITS | 16)
         return zlib.decompressobj(-zlib.MAX_WBITS if raw_deflate else zlib.MAX_WBITS)

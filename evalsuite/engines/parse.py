@@ -85,9 +85,7 @@ def _id_array(values: list[Any], tokens: list[str]) -> np.ndarray:
     try:
         return np.array(values, np.int64)
     except (TypeError, ValueError):
-        return np.array(
-            [v if type(v) is int else _token_id({"token": t}) for v, t in zip(values, tokens)], np.int64
-        )
+        return np.array([v if type(v) is int else _token_id({"token": t}) for v, t in zip(values, tokens)], np.int64)
 
 
 def _logprob_array(values: list[Any]) -> np.ndarray:
@@ -154,7 +152,5 @@ def _trace_from_legacy(logprobs: dict[str, Any]) -> TokenTrace:
     entries = []
     for token, lp, top in zip(tokens, lps, tops):
         alts = sorted(((t, v) for t, v in (top or {}).items()), key=lambda kv: -kv[1])
-        entries.append(
-            {"token": token, "logprob": lp, "top_logprobs": [{"token": t, "logprob": v} for t, v in alts]}
-        )
+        entries.append({"token": token, "logprob": lp, "top_logprobs": [{"token": t, "logprob": v} for t, v in alts]})
     return trace_from_entries(entries)

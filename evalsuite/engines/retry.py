@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import random
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Awaitable, Callable, Literal, TypeVar
+from typing import Literal, TypeVar
 
 T = TypeVar("T")
 

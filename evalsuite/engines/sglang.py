@@ -18,7 +18,14 @@ class SGLangEngine(Engine):
         info = await super().probe()
         server = await self._get_json(f"{self.server_root}/get_server_info")
         if isinstance(server, dict):
-            keys = ("version", "model_path", "speculative_algorithm", "speculative_num_steps",
-                    "speculative_eagle_topk", "speculative_num_draft_tokens", "enable_deterministic_inference")
+            keys = (
+                "version",
+                "model_path",
+                "speculative_algorithm",
+                "speculative_num_steps",
+                "speculative_eagle_topk",
+                "speculative_num_draft_tokens",
+                "enable_deterministic_inference",
+            )
             info["server_args"] = {k: server[k] for k in keys if k in server}
         return info

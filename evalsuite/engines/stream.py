@@ -10,7 +10,8 @@ merged response still passes the same schema check as a non-streamed one.
 from __future__ import annotations
 
 import json
-from typing import Any, AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable
+from typing import Any
 
 from evalsuite.engines.retry import RequestFailed
 from evalsuite.engines.validate import Malformed, server_error

@@ -10,6 +10,7 @@ since nothing then shows it was numerics.
 from __future__ import annotations
 
 import math
+
 from evalsuite.diff.align import SampleDiff
 from evalsuite.diff.classify import Thresholds
 from evalsuite.gate.policy import Policy
@@ -42,8 +43,14 @@ def _lp(trace: TokenTrace, i: int) -> str:
 def _alternatives(trace: TokenTrace | None, i: int) -> str:
     if trace is None or i >= len(trace) or not trace.has_top[i]:
         return "none reported (an accepted draft token, or no logprobs)"
-    pairs = sorted(((float(lp), trace.top_pieces[i][j] if j < len(trace.top_pieces[i]) else f"#{trace.top_ids[i, j]}")
-                    for j, lp in enumerate(trace.top_logprobs[i]) if math.isfinite(lp)), reverse=True)  # fmt: skip
+    pairs = sorted(
+        (
+            (float(lp), trace.top_pieces[i][j] if j < len(trace.top_pieces[i]) else f"#{trace.top_ids[i, j]}")
+            for j, lp in enumerate(trace.top_logprobs[i])
+            if math.isfinite(lp)
+        ),
+        reverse=True,
+    )
     return " | ".join(f"{_piece(p)} {lp:.3f}" for lp, p in pairs)
 
 
@@ -62,14 +69,20 @@ def _token_table(base: TokenTrace, cand: TokenTrace, pos: int) -> list[str]:
 
 def _verdict_line(diff: SampleDiff, thresholds: Thresholds, policy: Policy) -> str:
     if diff.kind == "confident":
-        return (f"confident divergence: the baseline's top-1 minus top-2 margin there was {diff.margin:.3g} nats, "
-                f"above the {thresholds.effective:.3g}-nat threshold ({thresholds.source}).")  # fmt: skip
+        return (
+            f"confident divergence: the baseline's top-1 minus top-2 margin there was {diff.margin:.3g} nats, "
+            f"above the {thresholds.effective:.3g}-nat threshold ({thresholds.source})."
+        )
     if diff.kind == "unknown":
-        return ("divergence without logprobs at that token, and no control run diverged there, so numerics cannot "
-                "be told from a lossy drafter; request top_logprobs or add a numerics control run.")  # fmt: skip
+        return (
+            "divergence without logprobs at that token, and no control run diverged there, so numerics cannot "
+            "be told from a lossy drafter; request top_logprobs or add a numerics control run."
+        )
     how = f"explained by {diff.explained_by}" if diff.explained_by else "numerical"
-    return (f"numerical divergence ({how}; margin {diff.margin:.3g} nats, threshold {thresholds.effective:.3g}), "
-            f"which the {policy} policy does not allow; use --evalsuite-policy numerical to let near-ties pass.")  # fmt: skip
+    return (
+        f"numerical divergence ({how}; margin {diff.margin:.3g} nats, threshold {thresholds.effective:.3g}), "
+        f"which the {policy} policy does not allow; use --evalsuite-policy numerical to let near-ties pass."
+    )
 
 
 def _answers(cand: Grade | None, base: Grade | None) -> str | None:
@@ -78,8 +91,17 @@ def _answers(cand: Grade | None, base: Grade | None) -> str | None:
     return f"answers: baseline {base.extracted!r} ({base.status}), candidate {cand.extracted!r} ({cand.status})"
 
 
-def failure_message(diff: SampleDiff, base: Completion, cand: Completion, thresholds: Thresholds, policy: Policy,
-                    *, task: str = "", base_grade: Grade | None = None, cand_grade: Grade | None = None) -> str:  # fmt: skip
+def failure_message(
+    diff: SampleDiff,
+    base: Completion,
+    cand: Completion,
+    thresholds: Thresholds,
+    policy: Policy,
+    *,
+    task: str = "",
+    base_grade: Grade | None = None,
+    cand_grade: Grade | None = None,
+) -> str:
     """The aligned tokens around the first divergence, both arms' alternatives there, the margin and the answers."""
     pos = diff.first_divergence or 0
     unit = "character" if diff.level == "text" else "token"
@@ -93,16 +115,24 @@ def failure_message(diff: SampleDiff, base: Completion, cand: Completion, thresh
     bt, ct = base.tokens, cand.tokens
     if diff.level != "text" and bt is not None and ct is not None:
         lines += _token_table(bt, ct, pos)
-        lines += ["", f"    baseline alternatives at {pos}:  {_alternatives(bt, pos)}",
-                  f"    candidate alternatives at {pos}: {_alternatives(ct, pos)}"]  # fmt: skip
+        lines += [
+            "",
+            f"    baseline alternatives at {pos}:  {_alternatives(bt, pos)}",
+            f"    candidate alternatives at {pos}: {_alternatives(ct, pos)}",
+        ]
         if diff.candidate_rank is not None:
-            lines.append(f"    the candidate's token was the baseline's choice #{diff.candidate_rank} "
-                         f"(logprob {diff.candidate_logprob:.3f})")  # fmt: skip
+            lines.append(
+                f"    the candidate's token was the baseline's choice #{diff.candidate_rank} "
+                f"(logprob {diff.candidate_logprob:.3f})"
+            )
         elif diff.ended is None:
             lines.append("    the candidate's token is not among the baseline's reported alternatives")
     else:
-        lines += [f"    before:    {diff.context!r}", f"    baseline:  {diff.baseline_next!r}",
-                  f"    candidate: {diff.candidate_next!r}"]  # fmt: skip
+        lines += [
+            f"    before:    {diff.context!r}",
+            f"    baseline:  {diff.baseline_next!r}",
+            f"    candidate: {diff.candidate_next!r}",
+        ]
     if diff.ended:
         lines.append(f"    the {diff.ended} output ended at {unit} {pos}")
     answers = _answers(cand_grade, base_grade)

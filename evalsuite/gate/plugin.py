@@ -12,8 +12,9 @@ generated on the controller only and handed to xdist workers by folder.
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -50,23 +51,55 @@ class GateState:
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     g = parser.getgroup("evalsuite", "evalsuite gate: token identity of a speculative run against its baseline")
-    g.addoption("--evalsuite-run", action="append", default=[], metavar="DIR", help="stored candidate run folder (repeatable, one per task)")
-    g.addoption("--evalsuite-baseline", action="append", default=[], metavar="DIR",
-                help="stored baseline run folder; optional when the config names the run's baseline target")
-    g.addoption("--evalsuite-control", action="append", default=[], metavar="DIR",
-                help="stored numerics control run (the target as its own drafter) to calibrate the threshold")
+    g.addoption(
+        "--evalsuite-run",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="stored candidate run folder (repeatable, one per task)",
+    )
+    g.addoption(
+        "--evalsuite-baseline",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="stored baseline run folder; optional when the config names the run's baseline target",
+    )
+    g.addoption(
+        "--evalsuite-control",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="stored numerics control run (the target as its own drafter) to calibrate the threshold",
+    )
     g.addoption("--evalsuite-target", metavar="NAME", help="run the target, its baseline and control first, then gate")
     g.addoption("--evalsuite-task", action="append", default=[], metavar="NAME", help="tasks for --evalsuite-target")
-    g.addoption("--evalsuite-limit", type=int, metavar="N", help="only the first N samples of each task (--evalsuite-target)")
-    g.addoption("--evalsuite-allow", action="append", default=[], metavar="FIELD",
-                help="waive a must-match fingerprint field on purpose, e.g. server.model (repeatable; "
-                     "--evalsuite-target also uses the target's allow_differences)")  # fmt: skip
+    g.addoption(
+        "--evalsuite-limit", type=int, metavar="N", help="only the first N samples of each task (--evalsuite-target)"
+    )
+    g.addoption(
+        "--evalsuite-allow",
+        action="append",
+        default=[],
+        metavar="FIELD",
+        help="waive a must-match fingerprint field on purpose, e.g. server.model (repeatable; "
+        "--evalsuite-target also uses the target's allow_differences)",
+    )
     g.addoption("--evalsuite-config", metavar="PATH", help="evalsuite.toml (default: ./evalsuite.toml)")
-    g.addoption("--evalsuite-policy", choices=POLICIES, default="numerical",
-                help="strict: any divergence fails; numerical (default): near-tie and control-explained divergences pass")
-    g.addoption("--evalsuite-near-tie", type=float, default=None, metavar="NATS",
-                help="baseline margin below which a divergence counts as numerical (default: evalsuite's near-tie "
-                     "threshold; a control run can raise it)")  # fmt: skip
+    g.addoption(
+        "--evalsuite-policy",
+        choices=POLICIES,
+        default="numerical",
+        help="strict: any divergence fails; numerical (default): near-tie and control-explained divergences pass",
+    )
+    g.addoption(
+        "--evalsuite-near-tie",
+        type=float,
+        default=None,
+        metavar="NATS",
+        help="baseline margin below which a divergence counts as numerical (default: evalsuite's near-tie "
+        "threshold; a control run can raise it)",
+    )
 
 
 def _active(config: pytest.Config) -> bool:
@@ -83,10 +116,21 @@ def _resolve(config: pytest.Config) -> list[GatePair]:
             if opt("evalsuite_run"):
                 raise EvalsuiteError("Give either --evalsuite-target or --evalsuite-run, not both.")
             tasks = [t.strip() for a in opt("evalsuite_task") for t in a.split(",") if t.strip()]
-            return run_target(opt("evalsuite_config"), opt("evalsuite_target"), tasks, opt("evalsuite_limit"),
-                              say=lambda m: print(m, file=sys.stderr), allow=opt("evalsuite_allow"))  # fmt: skip
-        return stored_pairs(opt("evalsuite_run"), opt("evalsuite_baseline"), opt("evalsuite_control"),
-                            opt("evalsuite_config"), opt("evalsuite_allow"))  # fmt: skip
+            return run_target(
+                opt("evalsuite_config"),
+                opt("evalsuite_target"),
+                tasks,
+                opt("evalsuite_limit"),
+                say=lambda m: print(m, file=sys.stderr),
+                allow=opt("evalsuite_allow"),
+            )
+        return stored_pairs(
+            opt("evalsuite_run"),
+            opt("evalsuite_baseline"),
+            opt("evalsuite_control"),
+            opt("evalsuite_config"),
+            opt("evalsuite_allow"),
+        )
     except EvalsuiteError as exc:
         raise pytest.UsageError(str(exc)) from None
 
@@ -99,7 +143,9 @@ def pytest_configure(config: pytest.Config) -> None:
 
     worker = getattr(config, "workerinput", None)
     pairs = GatePair.loads(worker[_PAIRS]) if worker and _PAIRS in worker else _resolve(config)
-    config.stash[_STATE] = GateState(pairs, config.getoption("evalsuite_policy"), config.getoption("evalsuite_near_tie"))
+    config.stash[_STATE] = GateState(
+        pairs, config.getoption("evalsuite_policy"), config.getoption("evalsuite_near_tie")
+    )
     if config.args_source != pytest.Config.ArgsSource.ARGS and worker is None:
         config.args[:] = []  # no test paths given: run the gate alone, not the project's test suite
 
@@ -151,9 +197,18 @@ class SampleItem(pytest.Item):
             raise GateFailure(f"{task}/{sid}: the baseline run ({j.pair.baseline}) has no result for this sample.")
         diff = j.diffs[sid]
         if not judge(diff, state.policy):  # type: ignore[arg-type]
-            raise GateFailure(failure_message(
-                diff, j.baseline[sid].completion, j.candidate[sid].completion, j.thresholds, state.policy,  # type: ignore[arg-type]
-                task=task, base_grade=j.grades["baseline"].get(sid), cand_grade=j.grades["candidate"].get(sid)))
+            raise GateFailure(
+                failure_message(
+                    diff,
+                    j.baseline[sid].completion,
+                    j.candidate[sid].completion,
+                    j.thresholds,
+                    state.policy,  # type: ignore[arg-type]
+                    task=task,
+                    base_grade=j.grades["baseline"].get(sid),
+                    cand_grade=j.grades["candidate"].get(sid),
+                )
+            )
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
         if isinstance(excinfo.value, GateFailure):
@@ -174,6 +229,7 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     for index, pair in enumerate(state.pairs):
         folder = Path(pair.candidate).resolve()
         name = pair.task if tasks.count(pair.task) == 1 else f"{pair.task}@{folder.parent.parent.name}-{index}"
-        task = TaskCollector.from_parent(session, name=name, index=index, path=folder / "manifest.json",
-                                         nodeid=f"evalsuite::{name}")  # fmt: skip
+        task = TaskCollector.from_parent(
+            session, name=name, index=index, path=folder / "manifest.json", nodeid=f"evalsuite::{name}"
+        )
         items.extend(task.collect())

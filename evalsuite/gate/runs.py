@@ -8,9 +8,10 @@ starts a server or generates anything.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from evalsuite.compare.comparable import check_comparable
 from evalsuite.compare.distinct import check_distinct
@@ -37,8 +38,12 @@ class GatePair:
 
     @staticmethod
     def loads(text: str) -> list[GatePair]:
-        return [GatePair(d["task"], d["candidate"], d["baseline"], tuple((k, f) for k, f in d["controls"]),
-                         tuple(d["allow"])) for d in json.loads(text)]  # fmt: skip
+        return [
+            GatePair(
+                d["task"], d["candidate"], d["baseline"], tuple((k, f) for k, f in d["controls"]), tuple(d["allow"])
+            )
+            for d in json.loads(text)
+        ]
 
 
 def _manifest(folder: str) -> dict[str, Any]:
@@ -56,14 +61,18 @@ def find_baseline(candidate: str, config_path: str | None, allow: Sequence[str] 
     man = _manifest(candidate)
     where = config_path or "evalsuite.toml"
     if not Path(where).exists():
-        raise EvalsuiteError(f"--evalsuite-baseline was not given for {candidate} and there is no {where} to look up "
-                             f"target '{man.get('target')}''s baseline; pass --evalsuite-baseline DIR.")  # fmt: skip
+        raise EvalsuiteError(
+            f"--evalsuite-baseline was not given for {candidate} and there is no {where} to look up "
+            f"target '{man.get('target')}''s baseline; pass --evalsuite-baseline DIR."
+        )
     config = load_config(where)
     target = config.target(str(man.get("target")))
     if target.baseline is None:
         raise EvalsuiteError(f"Target '{target.name}' has no baseline in {config.path}; pass --evalsuite-baseline DIR.")
     found: list[tuple[float, str]] = []
-    for path in sorted((config.root / config.defaults.runs_dir / target.baseline / str(man.get("task"))).glob("*/manifest.json")):
+    for path in sorted(
+        (config.root / config.defaults.runs_dir / target.baseline / str(man.get("task"))).glob("*/manifest.json")
+    ):
         try:
             other = _manifest(str(path.parent))
             check_comparable(other, man, allow=allow)
@@ -71,15 +80,23 @@ def find_baseline(candidate: str, config_path: str | None, allow: Sequence[str] 
             continue
         found.append((float(other.get("created_at") or 0.0), str(path.parent)))
     if not found:
-        raise EvalsuiteError(f"No stored run of baseline target '{target.baseline}' for task '{man.get('task')}' is "
-                             f"comparable to {candidate}; run `evalsuite run {target.baseline} --task {man.get('task')}` "
-                             "or pass --evalsuite-baseline DIR.")  # fmt: skip
+        raise EvalsuiteError(
+            f"No stored run of baseline target '{target.baseline}' for task '{man.get('task')}' is "
+            f"comparable to {candidate}; run `evalsuite run {target.baseline} --task {man.get('task')}` "
+            "or pass --evalsuite-baseline DIR."
+        )
     return max(found)[1]
 
 
-def stored_pairs(runs: Sequence[str], baselines: Sequence[str], controls: Sequence[str],
-                 config_path: str | None, allow: Sequence[str] = ()) -> list[GatePair]:  # fmt: skip
+def stored_pairs(
+    runs: Sequence[str],
+    baselines: Sequence[str],
+    controls: Sequence[str],
+    config_path: str | None,
+    allow: Sequence[str] = (),
+) -> list[GatePair]:
     """Pair each --evalsuite-run folder with the baseline (and controls) of the same task."""
+
     def by_task(folders: Sequence[str], what: str) -> dict[str, list[str]]:
         out: dict[str, list[str]] = {}
         for f in folders:
@@ -92,30 +109,45 @@ def stored_pairs(runs: Sequence[str], baselines: Sequence[str], controls: Sequen
         for folder in folders:
             if task in base:
                 if len(base[task]) > 1:
-                    raise EvalsuiteError(f"Several --evalsuite-baseline runs are for task '{task}' "
-                                         f"({', '.join(base[task])}); give one per task.")  # fmt: skip
+                    raise EvalsuiteError(
+                        f"Several --evalsuite-baseline runs are for task '{task}' "
+                        f"({', '.join(base[task])}); give one per task."
+                    )
                 baseline = base[task][0]
             elif baselines and len(baselines) == 1 and len(runs) == 1:
                 baseline = baselines[0]  # one pair given explicitly: let compare name any task mismatch
             else:
                 baseline = find_baseline(folder, config_path, allow)
-            pairs.append(GatePair(task, folder, baseline, tuple(("numerics", c) for c in ctl.get(task, [])), tuple(allow)))
+            pairs.append(
+                GatePair(task, folder, baseline, tuple(("numerics", c) for c in ctl.get(task, [])), tuple(allow))
+            )
     return pairs
 
 
-def run_target(config_path: str | None, target_name: str, tasks: Sequence[str], limit: int | None,
-               say: Callable[[str], None] = lambda _: None, allow: Sequence[str] = ()) -> list[GatePair]:  # fmt: skip
+def run_target(
+    config_path: str | None,
+    target_name: str,
+    tasks: Sequence[str],
+    limit: int | None,
+    say: Callable[[str], None] = lambda _: None,
+    allow: Sequence[str] = (),
+) -> list[GatePair]:
     """Generate (or resume) the baseline, the controls and the target on each task, then pair them."""
     from evalsuite.config import load_config
     from evalsuite.workflow import RunOptions, eval_target
 
     config = load_config(config_path)
     waived = tuple(allow) + tuple(config.target(target_name).allow_differences)
-    runs = eval_target(config, target_name, list(tasks) or list(config.defaults.tasks), RunOptions(limit=limit), say=say)
+    runs = eval_target(
+        config, target_name, list(tasks) or list(config.defaults.tasks), RunOptions(limit=limit), say=say
+    )
     pairs = []
     for task, roles in runs.folders.items():
-        controls = tuple((kind, str(roles[role])) for kind, role in (("determinism", "determinism"), ("numerics", "control"))
-                         if role in roles)  # fmt: skip
+        controls = tuple(
+            (kind, str(roles[role]))
+            for kind, role in (("determinism", "determinism"), ("numerics", "control"))
+            if role in roles
+        )
         pairs.append(GatePair(task, str(roles["candidate"]), str(roles["baseline"]), controls, waived))
     return pairs
 
@@ -144,11 +176,20 @@ def judge_pair(pair: GatePair, near_tie: float) -> Judged:
     for kind, ctl in controls:
         check_comparable(base_run.manifest, ctl.manifest, other_name=f"{kind} control", allow=pair.allow)
         comps = {sid: r.completion for sid, r in ctl.results().items()}
-        profiles.append(ControlProfile.from_diffs(f"{kind}:{ctl.manifest.get('target', '?')}", kind,  # type: ignore[arg-type]
-                                                  diff_runs(comps, {s: r.completion for s, r in base.items()})))  # fmt: skip
+        profiles.append(
+            ControlProfile.from_diffs(
+                f"{kind}:{ctl.manifest.get('target', '?')}",
+                kind,  # type: ignore[arg-type]
+                diff_runs(comps, {s: r.completion for s, r in base.items()}),
+            )
+        )
     thresholds = calibrate(profiles, near_tie=near_tie)
     grades = {"candidate": cand_run.grades(), "baseline": base_run.grades()}
-    raw = diff_runs({s: r.completion for s, r in cand.items()}, {s: r.completion for s, r in base.items()},
-                    candidate_grades=grades["candidate"], baseline_grades=grades["baseline"])  # fmt: skip
+    raw = diff_runs(
+        {s: r.completion for s, r in cand.items()},
+        {s: r.completion for s, r in base.items()},
+        candidate_grades=grades["candidate"],
+        baseline_grades=grades["baseline"],
+    )
     diffs = {d.sample_id: d for d in classify_all(raw, thresholds, profiles)}
     return Judged(pair, thresholds, diffs, base, cand, grades, sorted(base.keys() - cand.keys()))

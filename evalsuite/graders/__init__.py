@@ -8,8 +8,9 @@ processes for math, the sandbox pool for code).
 from __future__ import annotations
 
 import importlib
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol, Sequence
+from typing import Protocol
 
 from evalsuite.errors import ConfigError
 from evalsuite.records import Grade, Sample

@@ -16,8 +16,9 @@ from __future__ import annotations
 import math
 import os
 from collections import defaultdict
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any
 
 from evalsuite.errors import ConfigError, DatasetError
 from evalsuite.graders import GradeInput
@@ -79,8 +80,9 @@ class CodeGrader:
         steps = list(extraction or ["last_code_block"])
         unknown = [s for s in steps if s not in EXTRACTORS]
         if unknown:
-            raise ConfigError(f"Grader 'code': unknown extraction step(s) {', '.join(unknown)} "
-                              f"(known: {', '.join(EXTRACTORS)}).")
+            raise ConfigError(
+                f"Grader 'code': unknown extraction step(s) {', '.join(unknown)} (known: {', '.join(EXTRACTORS)})."
+            )
         for key, value in options.items():
             kinds = _OPTIONS.get(key)
             if kinds is None:
@@ -97,7 +99,9 @@ class CodeGrader:
     def sandbox(self) -> Sandbox:
         """Built on first use, so constructing a grader never probes the machine."""
         if self._sandbox is None:
-            limits = Limits(memory_mb=self._options.get("memory_mb", 1024), processes=self._options.get("processes", 16))
+            limits = Limits(
+                memory_mb=self._options.get("memory_mb", 1024), processes=self._options.get("processes", 16)
+            )
             self._sandbox = Sandbox(limits=limits)
         return self._sandbox
 
@@ -144,8 +148,9 @@ class CodeGrader:
         except SandboxFailure as exc:
             return Grade(sid, "ungraded", code, str(exc), 0.0, base)
         except Exception as exc:  # noqa: BLE001 - one program must never fail the grading of a run
-            return Grade(sid, "ungraded", code, f"the judge failed on this program: {type(exc).__name__}: {exc}",
-                         0.0, base)
+            return Grade(
+                sid, "ungraded", code, f"the judge failed on this program: {type(exc).__name__}: {exc}", 0.0, base
+            )
         return self._verdict(sid, code, outcomes, base)
 
     def _verdict(self, sid: str, code: str, outcomes: list[TestOutcome], base: dict[str, Any]) -> Grade:

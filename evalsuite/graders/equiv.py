@@ -123,7 +123,7 @@ _MATRIX = re.compile(r"\\begin\s*\{[pbvBV]?matrix\}")
 
 
 def _shape(s: str) -> str | None:
-    """"a matrix" / "an interval or tuple" when `s` plainly is one: such an answer never equals a number."""
+    """ "a matrix" / "an interval or tuple" when `s` plainly is one: such an answer never equals a number."""
     if _MATRIX.search(s):
         return "a matrix"
     if _INTERVAL.search(s.strip()) and "=" not in s and "\\in" not in s:
@@ -135,7 +135,9 @@ _CHOICE = re.compile(r"^(?:\\(?:text|mathrm|mbox)\{\s*)?\(?\s*([A-Ea-e])\s*\)?(?
 _CHOICE_GOLD = re.compile(r"^(?:\\(?:text|mathrm|mbox)\{\s*\(\s*([A-E])\s*\)\s*\}|\(\s*([A-E])\s*\))$")
 _BASE = re.compile(r"\s*([0-9][0-9A-Za-z]*)\s*_\s*\{?\s*([2-9]|[12]\d|3[0-6])\s*\}?\s*")
 """A numeral in another base, `52_8` / `4210_{5}`: compared digit for digit, base included (math-verify drops the base)."""
-_CHOICE_PREFIX = re.compile(r"^(?:\\(?:text|textbf|mathrm|mbox)\{\s*)?\(\s*([A-E])\s*\)(?:\s*\})?(?!\s*[,;]\s*\(?[A-E]\))")
+_CHOICE_PREFIX = re.compile(
+    r"^(?:\\(?:text|textbf|mathrm|mbox)\{\s*)?\(\s*([A-E])\s*\)(?:\s*\})?(?!\s*[,;]\s*\(?[A-E]\))"
+)
 _WORD_GOLD = re.compile(r"^\\(?:text|mathrm|mbox)\{\s*([A-Za-z][A-Za-z ]*[A-Za-z])\s*\}$")
 
 

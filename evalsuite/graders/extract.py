@@ -12,9 +12,9 @@ right is the grader's job.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
-from typing import Callable, Sequence
 
 from evalsuite.errors import ConfigError
 from evalsuite.graders.boxes import boxed_spans
@@ -187,9 +187,7 @@ def resolve_steps(names: Sequence[str], grader: str, allowed: Sequence[str] | No
         raise ConfigError(f"Grader '{grader}' needs at least one extraction step; known steps: {', '.join(known)}.")
     for name in names:
         if name not in known:
-            raise ConfigError(
-                f"Grader '{grader}': unknown extraction step '{name}'. Known steps: {', '.join(known)}."
-            )
+            raise ConfigError(f"Grader '{grader}': unknown extraction step '{name}'. Known steps: {', '.join(known)}.")
     return list(names)
 
 

@@ -12,10 +12,11 @@ grade in the calling process.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Sequence
 from decimal import Decimal
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from evalsuite.graders import GradeInput
 from evalsuite.graders.extract import STEPS, format_number, miss_reason, parse_number, resolve_steps

@@ -24,13 +24,14 @@ one checks a value, never a looser string match:
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from decimal import Decimal
-from typing import Any, Callable
+from typing import Any
 
 from sympy import Eq, FiniteSet, Interval, Or, Rel, Set, Symbol, Union, pi
 
 from evalsuite.graders.forms import split_top_level
-from evalsuite.graders.numeric import constant_value, evaluate, sample_points, numeric_equal, plain_expression
+from evalsuite.graders.numeric import constant_value, evaluate, numeric_equal, plain_expression, sample_points
 
 Parse = Callable[[str], Any]
 
@@ -81,7 +82,9 @@ def _relation_set(obj: Any) -> Set | None:
         return None
 
 
-_SET_BUILDER = re.compile(r"^\\\{\s*([A-Za-z])\s*(?:\\in\s*\\mathbb\s*\{?R\}?\s*)?(?:\\mid|\||:|\\colon)\s*(.+?)\s*\\\}$")
+_SET_BUILDER = re.compile(
+    r"^\\\{\s*([A-Za-z])\s*(?:\\in\s*\\mathbb\s*\{?R\}?\s*)?(?:\\mid|\||:|\\colon)\s*(.+?)\s*\\\}$"
+)
 
 
 def as_set(gold_math: Any, pred: str, pred_math: Any, parse: Parse) -> str | None:
@@ -158,8 +161,9 @@ def equations(gold_math: Any, pred_math: Any) -> str | None:
 
 def renamed(gold_math: Any, pred_math: Any) -> str | None:
     """A reason when the answers agree after renaming the one variable of each side."""
-    g_syms, p_syms = gold_math.free_symbols if hasattr(gold_math, "free_symbols") else set(), (
-        pred_math.free_symbols if hasattr(pred_math, "free_symbols") else set()
+    g_syms, p_syms = (
+        gold_math.free_symbols if hasattr(gold_math, "free_symbols") else set(),
+        (pred_math.free_symbols if hasattr(pred_math, "free_symbols") else set()),
     )
     if len(g_syms) != 1 or len(p_syms) != 1 or g_syms == p_syms:
         return None

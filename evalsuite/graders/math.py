@@ -10,9 +10,10 @@ threads.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
-from typing import Any, Sequence
+from typing import Any
 
 from evalsuite.graders import GradeInput
 from evalsuite.graders.extract import miss_reason, resolve_steps, run_pipeline
@@ -91,13 +92,14 @@ class MathGrader:
 
     name = "math"
 
-    def __init__(self, extraction: Sequence[str] = ("last_boxed", "final_answer_is", "final_sentence"), **options: Any) -> None:
+    def __init__(
+        self, extraction: Sequence[str] = ("last_boxed", "final_answer_is", "final_sentence"), **options: Any
+    ) -> None:
         check_options(self.name, options, {"timeout_s": (int, float)})
         self.steps = tuple(resolve_steps(extraction, self.name))
         self.timeout_s = float(options.get("timeout_s", 10.0))
         self.version = (
-            f"math-2+{'.'.join(self.steps)}+math-verify-{_dist_version('math-verify')}"
-            f"+sympy-{_dist_version('sympy')}"
+            f"math-2+{'.'.join(self.steps)}+math-verify-{_dist_version('math-verify')}+sympy-{_dist_version('sympy')}"
         )
 
     def grade_batch(self, items: Sequence[GradeInput], *, workers: int | None = None) -> list[Grade]:
@@ -108,16 +110,28 @@ class MathGrader:
         for i, item in enumerate(items):
             ref = item.sample.reference
             if ref is None or (isinstance(ref, str) and not ref.strip()):
-                grades[i] = Grade(item.sample.id, "ungraded", None, "the sample has no reference answer", 0.0,
-                                  {"truncated": item.truncated})
+                grades[i] = Grade(
+                    item.sample.id,
+                    "ungraded",
+                    None,
+                    "the sample has no reference answer",
+                    0.0,
+                    {"truncated": item.truncated},
+                )
                 continue
-            problem = next((m.get("content", "") for m in reversed(item.sample.messages) if m.get("role") == "user"), "")
+            problem = next(
+                (m.get("content", "") for m in reversed(item.sample.messages) if m.get("role") == "user"), ""
+            )
             jobs.append(
                 MathItem(item.sample.id, str(ref), item.text or "", item.truncated, self.steps, self.timeout_s, problem)
             )
             where.append(i)
         results = run_isolated(
-            grade_math_item, jobs, workers=workers, timeout_s=self.timeout_s + _GRACE_S, preload=("evalsuite.graders.equiv",)
+            grade_math_item,
+            jobs,
+            workers=workers,
+            timeout_s=self.timeout_s + _GRACE_S,
+            preload=("evalsuite.graders.equiv",),
         )
         for i, job, result in zip(where, jobs, results):
             if isinstance(result, Failure):

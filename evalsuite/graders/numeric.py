@@ -55,7 +55,10 @@ def sample_points(symbols: list[Symbol], seed: int) -> list[dict[Symbol, Any]]:
     # branch cuts of typical answers (1/x, sqrt(x), log(x)) and never integers.
     # Floats, not Rationals: a rational to the 2024th power is computed exactly, a float is not.
     return [
-        {s: Float(Rational(rng.randrange(37, 203), 73) + Rational(rng.randrange(1, 50), 9973), _DIGITS) for s in symbols}
+        {
+            s: Float(Rational(rng.randrange(37, 203), 73) + Rational(rng.randrange(1, 50), 9973), _DIGITS)
+            for s in symbols
+        }
         for _ in range(_POINTS)
     ]
 

@@ -6,7 +6,8 @@ names the grader, the key and the value, not a TypeError from a constructor.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 
 def check_options(grader: str, options: Mapping[str, Any], accepted: Mapping[str, type | tuple[type, ...]]) -> None:

@@ -26,10 +26,11 @@ import subprocess
 import sys
 import time
 from collections import deque
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from multiprocessing.connection import wait
-from typing import IO, Any, Callable, Iterator, Sequence, TypeVar
+from typing import IO, Any, TypeVar
 
 T = TypeVar("T")
 R = TypeVar("R")

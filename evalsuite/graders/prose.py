@@ -41,10 +41,27 @@ def strip_thinking(text: str) -> str:
 
 
 _ONES = {
-    "zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
-    "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13, "fourteen": 14, "fifteen": 15,
-    "sixteen": 16, "seventeen": 17, "eighteen": 18, "nineteen": 19,
-}  # fmt: skip
+    "zero": 0,
+    "one": 1,
+    "two": 2,
+    "three": 3,
+    "four": 4,
+    "five": 5,
+    "six": 6,
+    "seven": 7,
+    "eight": 8,
+    "nine": 9,
+    "ten": 10,
+    "eleven": 11,
+    "twelve": 12,
+    "thirteen": 13,
+    "fourteen": 14,
+    "fifteen": 15,
+    "sixteen": 16,
+    "seventeen": 17,
+    "eighteen": 18,
+    "nineteen": 19,
+}
 _TENS = {"twenty": 20, "thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80, "ninety": 90}
 _SCALES = {"hundred": 100, "thousand": 1000, "million": 1_000_000}
 _NUMBER_WORD = "|".join(sorted([*_ONES, *_TENS, *_SCALES], key=len, reverse=True))
@@ -112,9 +129,32 @@ SPAN_GAP = re.compile(r"^[\s,;]*(?:(?:and|or|&)\s*)?[\s,;]*$", re.IGNORECASE)
 # Words a mathematical answer may contain; any other word of two or more
 # letters ends it ("9 customers").
 _MATH_WORDS = {
-    "sqrt", "pi", "sin", "cos", "tan", "cot", "sec", "csc", "log", "ln", "exp", "arcsin", "arccos",
-    "arctan", "infty", "infinity", "mod", "frac", "cdot", "times", "div", "pm", "mp", "circ", "deg",
-}  # fmt: skip
+    "sqrt",
+    "pi",
+    "sin",
+    "cos",
+    "tan",
+    "cot",
+    "sec",
+    "csc",
+    "log",
+    "ln",
+    "exp",
+    "arcsin",
+    "arccos",
+    "arctan",
+    "infty",
+    "infinity",
+    "mod",
+    "frac",
+    "cdot",
+    "times",
+    "div",
+    "pm",
+    "mp",
+    "circ",
+    "deg",
+}
 _TOKEN = re.compile(
     r"\\(?:begin|end|text|mathrm|mbox|operatorname)\s*\{[^{}]*\}|\\[A-Za-z]+|\\.|[A-Za-z]+|\d+(?:[.,]\d+)*|\S|\s+"
 )

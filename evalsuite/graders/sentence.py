@@ -103,7 +103,7 @@ def _chain_tail(content: str) -> str:
 
 
 def _kind(content: str) -> str:
-    """"named" (`x = 5`), "chain" (`2 + 3 = 5`) or "value": only spans of one kind, not chains, form a list."""
+    """ "named" (`x = 5`), "chain" (`2 + 3 = 5`) or "value": only spans of one kind, not chains, form a list."""
     pieces = _EQUALS.split(content)
     if len(pieces) == 1:
         return "value"

@@ -11,7 +11,8 @@ every filter's output and every metric is kept in the grade's details.
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from evalsuite.errors import ConfigError
 from evalsuite.graders import GradeInput
@@ -25,9 +26,14 @@ def scoring_task(leaf: Leaf, docs: list[dict[str, Any]]) -> Any:
     """The leaf's lm-eval task over already processed documents: filters and metrics as configured."""
     config = dict(leaf.config)
     config.update(
-        process_docs=None, training_split=None, validation_split=None, fewshot_split=None,
-        fewshot_config=None, test_split="test", num_fewshot=0,
-    )  # fmt: skip
+        process_docs=None,
+        training_split=None,
+        validation_split=None,
+        fewshot_split=None,
+        fewshot_config=None,
+        test_split="test",
+        num_fewshot=0,
+    )
     rows = docs or [{}]
 
     def load(**_: Any) -> Any:
@@ -78,7 +84,9 @@ def _grade(item: GradeInput, scored: dict[str, dict[str, Any]]) -> Grade:
     details: dict[str, Any] = {"truncated": item.truncated, "lmeval": scored}
     primary = next(iter(scored))
     if "error" in scored[primary]:
-        return Grade(item.sample.id, "ungraded", None, f"lm-eval scoring failed: {scored[primary]['error']}", 0.0, details)
+        return Grade(
+            item.sample.id, "ungraded", None, f"lm-eval scoring failed: {scored[primary]['error']}", 0.0, details
+        )
     metrics = {k: v for k, v in scored[primary].items() if k != "filtered"}
     if not metrics:
         return Grade(item.sample.id, "ungraded", None, f"lm-eval filter '{primary}' gave no metric", 0.0, details)
@@ -86,7 +94,9 @@ def _grade(item: GradeInput, scored: dict[str, dict[str, Any]]) -> Grade:
     if isinstance(value, bool) or isinstance(value, (int, float)):
         value = float(value)
     else:
-        return Grade(item.sample.id, "ungraded", None, f"lm-eval metric '{metric}' is not a number per sample", 0.0, details)
+        return Grade(
+            item.sample.id, "ungraded", None, f"lm-eval metric '{metric}' is not a number per sample", 0.0, details
+        )
     extracted = scored[primary]["filtered"]
     shown = None if extracted is None else str(extracted)
     status = "correct" if value >= 1.0 else "incorrect"
@@ -118,7 +128,9 @@ class LMEvalGrader:
             leaf = by_leaf.get(name)
             if leaf is None:
                 for i in indexes:
-                    out[i] = Grade(items[i].sample.id, "ungraded", None, f"lm-eval task '{name}' is not in this selection", 0.0)
+                    out[i] = Grade(
+                        items[i].sample.id, "ungraded", None, f"lm-eval task '{name}' is not in this selection", 0.0
+                    )
                 continue
             recorded = self.identity.get("tasks", {}).get(name, {}).get("config")
             if recorded is not None and recorded != config_hash(leaf.config):

@@ -36,7 +36,12 @@ def _fewshot_source(config: dict[str, Any]) -> str | None:
     fewshot = config.get("fewshot_config") or {}
     if not int(config.get("num_fewshot") or 0) or fewshot.get("samples") is not None:
         return None
-    return fewshot.get("split") or config.get("fewshot_split") or config.get("training_split") or config.get("validation_split")
+    return (
+        fewshot.get("split")
+        or config.get("fewshot_split")
+        or config.get("training_split")
+        or config.get("validation_split")
+    )
 
 
 def with_local_rows(leaf: Leaf, rows: list[dict[str, Any]], splits: dict[str, str]) -> dict[str, Any]:
@@ -105,7 +110,9 @@ def _messages(ctx: Any, chat: bool, name: str) -> list[dict[str, str]]:
         return [{"role": "user", "content": str(ctx)}]
     messages = json.loads(ctx.prompt)
     if any(not isinstance(m.get("content"), str) for m in messages):
-        raise ConfigError(f"lm-eval task '{name}' sends non-text message content (images?); only text tasks are supported.")
+        raise ConfigError(
+            f"lm-eval task '{name}' sends non-text message content (images?); only text tasks are supported."
+        )
     return [{"role": str(m["role"]), "content": m["content"]} for m in messages]
 
 

@@ -179,7 +179,9 @@ def generation_of(leaf: Leaf) -> dict[str, Any]:
             "they carry a token diff. Run loglikelihood and multiple-choice tasks with lm-eval itself."
         )
     if int(config.get("repeats") or 1) != 1:
-        raise ConfigError(f"lm-eval task '{leaf.name}' asks for {config['repeats']} repeats; the suite decodes once, greedily.")
+        raise ConfigError(
+            f"lm-eval task '{leaf.name}' asks for {config['repeats']} repeats; the suite decodes once, greedily."
+        )
     known = {k: v for k, v in config.items() if k in TaskConfig.__dataclass_fields__}
     gen = dict(TaskConfig(**known).generation_kwargs or {})
     if gen.get("do_sample") or float(gen.get("temperature") or 0.0) > 0.0:

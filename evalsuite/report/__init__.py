@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from evalsuite.compare import Comparison
 from evalsuite.report.folder import report_folder
@@ -27,8 +28,9 @@ class ReportPaths:
     json: list[Path]
 
 
-def build_task_reports(comparisons: Sequence[Comparison],
-                       runs: Mapping[str, Mapping[str, Any]] | None = None) -> list[TaskReport]:  # fmt: skip
+def build_task_reports(
+    comparisons: Sequence[Comparison], runs: Mapping[str, Mapping[str, Any]] | None = None
+) -> list[TaskReport]:
     """The report model for each comparison, with its run stores (task -> role -> store) when given."""
     return [task_report(c, (runs or {}).get(task_of(c))) for c in comparisons]
 

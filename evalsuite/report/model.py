@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import math
 import statistics
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 from evalsuite.compare import Comparison
 from evalsuite.compare.accuracy import OVERALL
@@ -52,8 +53,9 @@ class Arm:
                 results.update(store.results(strings=strings, ids=detail))
         except TypeError:  # a reader without partial loading (an in-memory run)
             results = store.results()
-        return Arm(role, dict(store.manifest), str(getattr(store, "folder", "")), results, store.grades(),
-                   samples, sessions)  # fmt: skip
+        return Arm(
+            role, dict(store.manifest), str(getattr(store, "folder", "")), results, store.grades(), samples, sessions
+        )
 
     def speed(self) -> SpeedSummary:
         reqs = {sid: request_speed(sid, r.completion) for sid, r in self.results.items()}
@@ -93,35 +95,70 @@ def accuracy_rows(c: Comparison) -> list[dict[str, Any]]:
     rows = []
     for r in c.accuracy:
         s = r.summary
-        rows.append({
-            "label": "overall" if r.stratum == OVERALL else f"{r.stratum} = {r.value}",
-            "stratum": r.stratum, "value": r.value, "overall": r.stratum == OVERALL, "n": s.n,
-            "baseline": fmt.pct(s.baseline.accuracy), "baseline_ci": fmt.interval_pct(s.baseline.wilson.low, s.baseline.wilson.high),
-            "candidate": fmt.pct(s.candidate.accuracy),
-            "candidate_ci": fmt.interval_pct(s.candidate.wilson.low, s.candidate.wilson.high),
-            "difference": fmt.pts(s.difference), "ci95": fmt.interval_pts(s.interval95.low, s.interval95.high),
-            "ci90": fmt.interval_pts(s.interval90.low, s.interval90.high), "p": fmt.pval(s.p_value),
-            "p_holm": fmt.pval(s.p_adjusted), "verdict": r.verdict.label, "tone": _ACC_TONE[r.verdict.label],
-            "reason": r.verdict.reason, "ungraded": r.ungraded, "flips": f"+{s.counts.candidate_only} / −{s.counts.baseline_only}",
-            "raw": s,
-        })  # fmt: skip
+        rows.append(
+            {
+                "label": "overall" if r.stratum == OVERALL else f"{r.stratum} = {r.value}",
+                "stratum": r.stratum,
+                "value": r.value,
+                "overall": r.stratum == OVERALL,
+                "n": s.n,
+                "baseline": fmt.pct(s.baseline.accuracy),
+                "baseline_ci": fmt.interval_pct(s.baseline.wilson.low, s.baseline.wilson.high),
+                "candidate": fmt.pct(s.candidate.accuracy),
+                "candidate_ci": fmt.interval_pct(s.candidate.wilson.low, s.candidate.wilson.high),
+                "difference": fmt.pts(s.difference),
+                "ci95": fmt.interval_pts(s.interval95.low, s.interval95.high),
+                "ci90": fmt.interval_pts(s.interval90.low, s.interval90.high),
+                "p": fmt.pval(s.p_value),
+                "p_holm": fmt.pval(s.p_adjusted),
+                "verdict": r.verdict.label,
+                "tone": _ACC_TONE[r.verdict.label],
+                "reason": r.verdict.reason,
+                "ungraded": r.ungraded,
+                "flips": f"+{s.counts.candidate_only} / −{s.counts.baseline_only}",
+                "raw": s,
+            }
+        )
     return rows
 
 
 def token_section(c: Comparison) -> dict[str, Any]:
     t = c.token
     return {
-        "label": t.label, "tone": _TOKEN_TONE[t.label], "reason": t.reason, "n": t.n, "identical": t.identical,
-        "rate": fmt.pct(t.identical / t.n if t.n else math.nan), "level": t.level, "kinds": t.kinds,
-        "threshold": fmt.num(t.thresholds.effective), "threshold_source": t.thresholds.source,
-        "max_margin": fmt.num(t.max_margin), "explained_by_control": t.explained_by_control,
-        "controls": [{"name": p.name, "kind": p.kind, "divergent": len(p.divergent), "n": p.n, "rate": fmt.pct(p.rate),
-                      "max_margin": fmt.num(float(p.margins.max()) if len(p.margins) else math.nan)}
-                     for p in c.controls],
-        "rate_checks": [{"control": r.control, "candidate": f"{r.candidate_divergent}/{r.n}",
-                         "control_rate": f"{r.control_divergent}/{r.n}", "p": fmt.pval(r.p_value),
-                         "more_frequent": r.more_frequent} for r in t.rate_checks],
-    }  # fmt: skip
+        "label": t.label,
+        "tone": _TOKEN_TONE[t.label],
+        "reason": t.reason,
+        "n": t.n,
+        "identical": t.identical,
+        "rate": fmt.pct(t.identical / t.n if t.n else math.nan),
+        "level": t.level,
+        "kinds": t.kinds,
+        "threshold": fmt.num(t.thresholds.effective),
+        "threshold_source": t.thresholds.source,
+        "max_margin": fmt.num(t.max_margin),
+        "explained_by_control": t.explained_by_control,
+        "controls": [
+            {
+                "name": p.name,
+                "kind": p.kind,
+                "divergent": len(p.divergent),
+                "n": p.n,
+                "rate": fmt.pct(p.rate),
+                "max_margin": fmt.num(float(p.margins.max()) if len(p.margins) else math.nan),
+            }
+            for p in c.controls
+        ],
+        "rate_checks": [
+            {
+                "control": r.control,
+                "candidate": f"{r.candidate_divergent}/{r.n}",
+                "control_rate": f"{r.control_divergent}/{r.n}",
+                "p": fmt.pval(r.p_value),
+                "more_frequent": r.more_frequent,
+            }
+            for r in t.rate_checks
+        ],
+    }
 
 
 def divergence_section(c: Comparison, arms: Mapping[str, Arm]) -> dict[str, Any]:
@@ -135,14 +172,21 @@ def divergence_section(c: Comparison, arms: Mapping[str, Arm]) -> dict[str, Any]
             lost += not cand.grades[d.sample_id].correct
     unit = "characters" if div and all(d.level == "text" for d in div) else "tokens"
     return {
-        "count": len(div), "n": len(c.diffs), "kinds": {k: sum(d.kind == k for d in div) for k in ("numerical", "confident", "unknown")},
+        "count": len(div),
+        "n": len(c.diffs),
+        "kinds": {k: sum(d.kind == k for d in div) for k in ("numerical", "confident", "unknown")},
         "by_control": sum(1 for d in div if (d.explained_by or "").startswith("control:")),
-        "first": min(pos) if pos else None, "median": statistics.median(pos) if pos else None, "last": max(pos) if pos else None,
-        "unit": unit, "answer_changed": sum(bool(d.answer_changed) for d in div),
-        "flipped": sum(bool(d.correctness_flipped) for d in div), "gained": gained, "lost": lost,
+        "first": min(pos) if pos else None,
+        "median": statistics.median(pos) if pos else None,
+        "last": max(pos) if pos else None,
+        "unit": unit,
+        "answer_changed": sum(bool(d.answer_changed) for d in div),
+        "flipped": sum(bool(d.correctness_flipped) for d in div),
+        "gained": gained,
+        "lost": lost,
         "flip_direction_known": cand is not None,
         "missing": {k: len(v) for k, v in c.missing.items()},
-    }  # fmt: skip
+    }
 
 
 def speed_section(arms: Mapping[str, Arm]) -> tuple[dict[str, Any] | None, dict[str, SpeedSummary], Speedup | None]:
@@ -150,19 +194,36 @@ def speed_section(arms: Mapping[str, Arm]) -> tuple[dict[str, Any] | None, dict[
     if not speeds:
         return None, {}, None
     sp = paired_speedup(speeds["candidate"], speeds["baseline"]) if {"candidate", "baseline"} <= speeds.keys() else None
-    rows = [{
-        "role": role, "target": s.target, "n": s.n, "timed": s.timed, "median_tps": fmt.fixed(s.median_tokens_per_s),
-        "aggregate_tps": fmt.fixed(s.aggregate_tokens_per_s), "ttft": fmt.seconds(s.median_ttft_s),
-        "latency": fmt.seconds(s.median_latency_s), "acceptance": fmt.pct(s.acceptance_rate),
-        "drafted": f"{s.draft_accepted:,}/{s.draft_n:,}" if s.draft_n else fmt.DASH,
-        "tau": fmt.fixed(s.mean_accepted_length, 2), "acceptance_source": s.acceptance_source, "source": s.decode_source,
-        "outliers": len(s.outliers),
-    } for role, s in speeds.items()]  # fmt: skip
+    rows = [
+        {
+            "role": role,
+            "target": s.target,
+            "n": s.n,
+            "timed": s.timed,
+            "median_tps": fmt.fixed(s.median_tokens_per_s),
+            "aggregate_tps": fmt.fixed(s.aggregate_tokens_per_s),
+            "ttft": fmt.seconds(s.median_ttft_s),
+            "latency": fmt.seconds(s.median_latency_s),
+            "acceptance": fmt.pct(s.acceptance_rate),
+            "drafted": f"{s.draft_accepted:,}/{s.draft_n:,}" if s.draft_n else fmt.DASH,
+            "tau": fmt.fixed(s.mean_accepted_length, 2),
+            "acceptance_source": s.acceptance_source,
+            "source": s.decode_source,
+            "outliers": len(s.outliers),
+        }
+        for role, s in speeds.items()
+    ]
     summary = None
     if sp is not None and sp.n:
-        summary = {"n": sp.n, "geometric_mean": fmt.ratio(sp.geometric_mean), "ci": f"[{fmt.ratio(sp.low95)}, {fmt.ratio(sp.high95)}]",
-                   "median": fmt.ratio(sp.median), "aggregate": fmt.ratio(sp.aggregate), "wall_clock": fmt.ratio(sp.wall_clock),
-                   "faster_share": fmt.pct(sp.faster_share, 0)}  # fmt: skip
+        summary = {
+            "n": sp.n,
+            "geometric_mean": fmt.ratio(sp.geometric_mean),
+            "ci": f"[{fmt.ratio(sp.low95)}, {fmt.ratio(sp.high95)}]",
+            "median": fmt.ratio(sp.median),
+            "aggregate": fmt.ratio(sp.aggregate),
+            "wall_clock": fmt.ratio(sp.wall_clock),
+            "faster_share": fmt.pct(sp.faster_share, 0),
+        }
     warnings = [w for s in speeds.values() for w in s.warnings] + (sp.warnings if sp is not None else [])
     warnings += repeat_spread_warnings(speeds)
     return {"rows": rows, "speedup": summary, "warnings": warnings, "definition": TOKENS_PER_S_DEFINITION}, speeds, sp
@@ -176,9 +237,11 @@ def repeat_spread_warnings(speeds: Mapping[str, SpeedSummary]) -> list[str]:
     gap = disagreement(same.geometric_mean, 1.0)
     if not (math.isfinite(gap) and gap > REPEAT_LIMIT):
         return []
-    return [f"The two runs of the baseline differ in decode speed by {same.geometric_mean:.2f}x (paired over "
-            f"{same.n} samples): speed differences smaller than that are noise on this machine; measure speed on "
-            f"its own with `evalsuite speed`."]  # fmt: skip
+    return [
+        f"The two runs of the baseline differ in decode speed by {same.geometric_mean:.2f}x (paired over "
+        f"{same.n} samples): speed differences smaller than that are noise on this machine; measure speed on "
+        f"its own with `evalsuite speed`."
+    ]
 
 
 def truncation_rows(arms: Mapping[str, Arm]) -> list[dict[str, Any]]:
@@ -188,9 +251,16 @@ def truncation_rows(arms: Mapping[str, Arm]) -> list[dict[str, Any]]:
             res = arms[role].results.values()
             cut = sum(r.completion.truncated for r in res)
             in_reasoning = sum(r.completion.truncated_in_reasoning for r in res)  # thinking models: no answer reached
-            rows.append({"role": role, "target": arms[role].manifest.get("target", "?"), "truncated": cut, "n": len(res),
-                         "in_reasoning": in_reasoning,
-                         "share": fmt.pct(cut / len(res) if res else math.nan)})  # fmt: skip
+            rows.append(
+                {
+                    "role": role,
+                    "target": arms[role].manifest.get("target", "?"),
+                    "truncated": cut,
+                    "n": len(res),
+                    "in_reasoning": in_reasoning,
+                    "share": fmt.pct(cut / len(res) if res else math.nan),
+                }
+            )
     return rows
 
 
@@ -198,16 +268,28 @@ def task_report(c: Comparison, stores: Mapping[str, Any] | None) -> TaskReport:
     """Build the report data for one comparison; `stores` maps roles to run stores (optional)."""
     divergent = frozenset(d.sample_id for d in c.diffs if not d.identical)
     detail = {"baseline": (divergent, "all"), "candidate": (divergent, "pieces")}
-    arms = {role: Arm.load(role, store, *detail.get(role, (frozenset(), "none")))
-            for role, store in (stores or {}).items() if role in ROLES}  # fmt: skip
+    arms = {
+        role: Arm.load(role, store, *detail.get(role, (frozenset(), "none")))
+        for role, store in (stores or {}).items()
+        if role in ROLES
+    }
     speed, speeds, sp = speed_section(arms)
     return TaskReport(
-        task=task_of(c), comparison=c, arms=arms, tone=tone_of(c), accuracy=accuracy_rows(c), token=token_section(c),
-        divergence=divergence_section(c, arms), speed=speed, truncation=truncation_rows(arms),
-        provenance=provenance(c, arms), reproduce=reproduce(c, arms),
+        task=task_of(c),
+        comparison=c,
+        arms=arms,
+        tone=tone_of(c),
+        accuracy=accuracy_rows(c),
+        token=token_section(c),
+        divergence=divergence_section(c, arms),
+        speed=speed,
+        truncation=truncation_rows(arms),
+        provenance=provenance(c, arms),
+        reproduce=reproduce(c, arms),
         differences=[f"{d.path}: baseline {d.baseline!r}, candidate {d.other!r}" for d in c.differences],
-        speedup=sp, speeds=speeds,
-    )  # fmt: skip
+        speedup=sp,
+        speeds=speeds,
+    )
 
 
 def overall_tone(tasks: list[TaskReport]) -> str:

@@ -7,8 +7,8 @@ markup, or None when there is nothing to draw, so the template can say so.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 from markupsafe import Markup
@@ -73,15 +73,28 @@ def accuracy_bars(groups: Sequence[tuple[str, IntervalRow, IntervalRow]], title:
             y = y0 + j * 11
             if not math.isfinite(row.value):
                 continue
-            svg.rect(left, y, x(row.value * 100) - left, 10, PALETTE[arm],
-                     f"{arm} {label}: {row.value * 100:.1f} % [{row.low * 100:.1f}, {row.high * 100:.1f}] {row.note}")  # fmt: skip
+            svg.rect(
+                left,
+                y,
+                x(row.value * 100) - left,
+                10,
+                PALETTE[arm],
+                f"{arm} {label}: {row.value * 100:.1f} % [{row.low * 100:.1f}, {row.high * 100:.1f}] {row.note}",
+            )
             if math.isfinite(row.low) and math.isfinite(row.high):
                 svg.line(x(row.low * 100), y + 5, x(row.high * 100), y + 5, "#222", 1)
     return svg.markup()
 
 
-def _stacked_histogram(values: dict[str, list[float]], edges: np.ndarray, title: str, kind: str, xlabel: str,
-                       tick_fmt=None, marker: tuple[float, str] | None = None) -> Markup:  # fmt: skip
+def _stacked_histogram(
+    values: dict[str, list[float]],
+    edges: np.ndarray,
+    title: str,
+    kind: str,
+    xlabel: str,
+    tick_fmt=None,
+    marker: tuple[float, str] | None = None,
+) -> Markup:
     left, right, top, bottom = 56, 560, 34, 210
     counts = {k: np.histogram(v, bins=edges)[0] for k, v in values.items() if v}
     total = np.sum(list(counts.values()), axis=0)
@@ -97,8 +110,14 @@ def _stacked_histogram(values: dict[str, list[float]], edges: np.ndarray, title:
         for b, n in enumerate(c):
             if n:
                 x0, x1 = x(edges[b]), x(edges[b + 1])
-                svg.rect(x0 + 0.5, y(stack[b] + n), x1 - x0 - 1, y(stack[b]) - y(stack[b] + n), PALETTE[k],
-                         f"{k}: {n} in [{edges[b]:.3g}, {edges[b + 1]:.3g})")  # fmt: skip
+                svg.rect(
+                    x0 + 0.5,
+                    y(stack[b] + n),
+                    x1 - x0 - 1,
+                    y(stack[b]) - y(stack[b] + n),
+                    PALETTE[k],
+                    f"{k}: {n} in [{edges[b]:.3g}, {edges[b + 1]:.3g})",
+                )
         stack += c
     if marker is not None:
         svg.line(x(marker[0]), top, x(marker[0]), bottom, PALETTE["confident"], 1.5, "5 3")
@@ -127,12 +146,23 @@ def margins(values: dict[str, list[float]], threshold: float, title: str) -> Mar
         return None
     lo = min(min(flat), math.log10(threshold)) - 0.25
     hi = max(max(flat), math.log10(threshold)) + 0.25
-    edges = np.linspace(math.floor(lo * 4) / 4, math.ceil(hi * 4) / 4, 1 + int(round((math.ceil(hi * 4) - math.floor(lo * 4)))))
-    return _stacked_histogram(logs, edges, title, "margins", "baseline margin at the divergence (nats, log scale)",
-                              tick_fmt=lambda v: f"{10 ** v:.3g}", marker=(math.log10(threshold), f"threshold {threshold:.3g}"))  # fmt: skip
+    edges = np.linspace(
+        math.floor(lo * 4) / 4, math.ceil(hi * 4) / 4, 1 + int(round(math.ceil(hi * 4) - math.floor(lo * 4)))
+    )
+    return _stacked_histogram(
+        logs,
+        edges,
+        title,
+        "margins",
+        "baseline margin at the divergence (nats, log scale)",
+        tick_fmt=lambda v: f"{10**v:.3g}",
+        marker=(math.log10(threshold), f"threshold {threshold:.3g}"),
+    )
 
 
-def speed(arms: Sequence[tuple[str, str, float]], acceptance: Sequence[tuple[str, float, float]], title: str) -> Markup | None:
+def speed(
+    arms: Sequence[tuple[str, str, float]], acceptance: Sequence[tuple[str, float, float]], title: str
+) -> Markup | None:
     """Median decode tokens/s per arm, and draft acceptance rate (with mean accepted length) per speculative arm."""
     arms = [a for a in arms if math.isfinite(a[2])]
     if not arms:

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Sequence
 from functools import lru_cache
 from importlib import resources
-from typing import Any, Sequence
+from typing import Any
 
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 from markupsafe import Markup
@@ -91,21 +92,34 @@ def task_plots(t: TaskReport) -> dict[str, Markup | None]:
     delta = c.overall()[0].verdict.delta if c.overall() else float(c.settings.get("delta", 0.02) or 0.02)
     forest_rows = [_interval(r["label"], r["raw"].difference, r["raw"].interval95, r["verdict"]) for r in t.accuracy]
     key = _bars_stratum(t)
-    groups = [(r["value"], _interval("baseline", r["raw"].baseline.accuracy, r["raw"].baseline.wilson),
-               _interval("candidate", r["raw"].candidate.accuracy, r["raw"].candidate.wilson))
-              for r in t.accuracy if r["stratum"] == key]  # fmt: skip
+    groups = [
+        (
+            r["value"],
+            _interval("baseline", r["raw"].baseline.accuracy, r["raw"].baseline.wilson),
+            _interval("candidate", r["raw"].candidate.accuracy, r["raw"].candidate.wilson),
+        )
+        for r in t.accuracy
+        if r["stratum"] == key
+    ]
     div = [d for d in c.diffs if not d.identical]
-    positions = {k: [d.first_divergence for d in div if d.kind == k and d.first_divergence is not None]
-                 for k in plots.KINDS}  # fmt: skip
+    positions = {
+        k: [d.first_divergence for d in div if d.kind == k and d.first_divergence is not None] for k in plots.KINDS
+    }
     margins = {k: [d.margin for d in div if d.kind == k] for k in plots.KINDS}
     arms = [(f"{s.target} ({role})", role, s.median_tokens_per_s) for role, s in t.speeds.items()]
-    acceptance = [(f"{s.target} ({role})", s.acceptance_rate, s.mean_accepted_length)
-                  for role, s in t.speeds.items() if role != "baseline"]  # fmt: skip
+    acceptance = [
+        (f"{s.target} ({role})", s.acceptance_rate, s.mean_accepted_length)
+        for role, s in t.speeds.items()
+        if role != "baseline"
+    ]
     return {
-        "forest": plots.forest(forest_rows, delta, f"{t.task}: accuracy difference (±{delta * 100:g}-point margin dashed)"),
+        "forest": plots.forest(
+            forest_rows, delta, f"{t.task}: accuracy difference (±{delta * 100:g}-point margin dashed)"
+        ),
         "accuracy": plots.accuracy_bars(groups, f"{t.task}: accuracy per {key}") if key else None,
-        "positions": plots.divergence_positions(positions, f"{t.task}: where outputs first diverge",
-                                                t.divergence["unit"]),  # fmt: skip
+        "positions": plots.divergence_positions(
+            positions, f"{t.task}: where outputs first diverge", t.divergence["unit"]
+        ),
         "margins": plots.margins(margins, c.thresholds.effective, f"{t.task}: baseline margin at the divergence"),
         "speed": plots.speed(arms, acceptance, f"{t.task}: decode speed") if arms else None,
     }
@@ -117,8 +131,10 @@ def _context(tasks: Sequence[TaskReport], created: float) -> dict[str, Any]:
         "tone": overall_tone(list(tasks)),
         "created": fmt.when(created),
         "version": evalsuite.__version__,
-        "title": ", ".join(f"{t.task}: {t.comparison.candidate.get('target', '?')} vs "
-                           f"{t.comparison.baseline.get('target', '?')}" for t in tasks),  # fmt: skip
+        "title": ", ".join(
+            f"{t.task}: {t.comparison.candidate.get('target', '?')} vs {t.comparison.baseline.get('target', '?')}"
+            for t in tasks
+        ),
     }
 
 
@@ -129,13 +145,21 @@ def render_markdown(tasks: Sequence[TaskReport], created: float) -> str:
 def render_html(tasks: Sequence[TaskReport], created: float) -> str:
     samples = [s for t in tasks for s in viewer_samples(t.task, t.comparison.diffs, t.arms)]
     strata = sorted({f"{k}={v}" for s in samples for k, v in s["strata"].items()})
-    data = {"samples": samples, "tasks": [t.task for t in tasks], "strata": strata,
-            "thresholds": {t.task: t.comparison.thresholds.effective for t in tasks}}  # fmt: skip
-    return _env("html").get_template("report.html.j2").render(
-        **_context(tasks, created),
-        plots={t.task: task_plots(t) for t in tasks},
-        css=Markup(_static("report.css")),
-        js=Markup(_static("report.js")),
-        data=_json_for_script(data),
-        n_samples=len(samples),
+    data = {
+        "samples": samples,
+        "tasks": [t.task for t in tasks],
+        "strata": strata,
+        "thresholds": {t.task: t.comparison.thresholds.effective for t in tasks},
+    }
+    return (
+        _env("html")
+        .get_template("report.html.j2")
+        .render(
+            **_context(tasks, created),
+            plots={t.task: task_plots(t) for t in tasks},
+            css=Markup(_static("report.css")),
+            js=Markup(_static("report.js")),
+            data=_json_for_script(data),
+            n_samples=len(samples),
+        )
     )

@@ -12,7 +12,8 @@ thousands of long outputs stays a few megabytes; the run store keeps it all.
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 
@@ -51,8 +52,11 @@ def _alternatives(trace: TokenTrace, i: int, others: tuple[TokenTrace, ...]) -> 
     row = trace.top_logprobs[i]
     names = trace.top_pieces[i] if i < len(trace.top_pieces) else []
     order = np.argsort(-np.nan_to_num(row, nan=-np.inf), kind="stable")
-    return [[names[j] if j < len(names) else _name_of(int(trace.top_ids[i, j]), others), _lp(row[j])]
-            for j in order if math.isfinite(row[j])]  # fmt: skip
+    return [
+        [names[j] if j < len(names) else _name_of(int(trace.top_ids[i, j]), others), _lp(row[j])]
+        for j in order
+        if math.isfinite(row[j])
+    ]
 
 
 def _arm_tokens(trace: TokenTrace, start: int, pos: int, other: TokenTrace) -> dict[str, Any]:
@@ -60,14 +64,24 @@ def _arm_tokens(trace: TokenTrace, start: int, pos: int, other: TokenTrace) -> d
     has_top = trace.has_top
     chips = [[trace.pieces[i], _lp(trace.logprobs[i]), bool(has_top[i])] for i in range(start, end)]
     tail = "".join(trace.pieces[end:])
-    return {"tokens": chips, "alternatives": _alternatives(trace, pos, (trace, other)), "tail": tail[:TAIL_CHARS],
-            "clipped": max(0, len(tail) - TAIL_CHARS), "length": len(trace)}  # fmt: skip
+    return {
+        "tokens": chips,
+        "alternatives": _alternatives(trace, pos, (trace, other)),
+        "tail": tail[:TAIL_CHARS],
+        "clipped": max(0, len(tail) - TAIL_CHARS),
+        "length": len(trace),
+    }
 
 
 def _arm_text(text: str, pos: int) -> dict[str, Any]:
     tail = text[pos:]
-    return {"tokens": [], "alternatives": [], "tail": tail[:TAIL_CHARS], "clipped": max(0, len(tail) - TAIL_CHARS),
-            "length": len(text)}  # fmt: skip
+    return {
+        "tokens": [],
+        "alternatives": [],
+        "tail": tail[:TAIL_CHARS],
+        "clipped": max(0, len(tail) - TAIL_CHARS),
+        "length": len(text),
+    }
 
 
 def _grade(g: Grade | None) -> dict[str, Any] | None:
@@ -88,8 +102,15 @@ def _from_diff_only(d: SampleDiff) -> tuple[str, dict[str, Any], dict[str, Any]]
     return d.context, base, cand
 
 
-def sample_view(d: SampleDiff, task: str, base: Completion | None, cand: Completion | None,
-                grades: Mapping[str, Grade | None], sample: Sample | None, strata: Mapping[str, str]) -> dict[str, Any]:  # fmt: skip
+def sample_view(
+    d: SampleDiff,
+    task: str,
+    base: Completion | None,
+    cand: Completion | None,
+    grades: Mapping[str, Grade | None],
+    sample: Sample | None,
+    strata: Mapping[str, str],
+) -> dict[str, Any]:
     """One divergent sample for the viewer."""
     pos = d.first_divergence or 0
     start = max(0, pos - BEFORE)
@@ -103,14 +124,29 @@ def sample_view(d: SampleDiff, task: str, base: Completion | None, cand: Complet
         b, c = _arm_text(base.text, pos), _arm_text(cand.text, pos)
     prefix = before[-PREFIX_CHARS:]
     return {
-        "key": f"{task}/{d.sample_id}", "id": d.sample_id, "task": task, "strata": dict(strata), "kind": d.kind,
-        "explained_by": d.explained_by, "level": d.level, "pos": d.first_divergence, "start": start,
-        "prefix": prefix, "prefix_clipped": len(before) - len(prefix),
-        "margin": _lp(d.margin), "margin_source": d.margin_source, "candidate_rank": d.candidate_rank,
-        "ended": d.ended, "answer_changed": d.answer_changed, "flipped": d.correctness_flipped,
-        "grades": {arm: _grade(g) for arm, g in grades.items()}, "reference": None if sample is None else str(sample.reference)[:200],
-        "prompt": _prompt(sample), "baseline": b, "candidate": c,
-    }  # fmt: skip
+        "key": f"{task}/{d.sample_id}",
+        "id": d.sample_id,
+        "task": task,
+        "strata": dict(strata),
+        "kind": d.kind,
+        "explained_by": d.explained_by,
+        "level": d.level,
+        "pos": d.first_divergence,
+        "start": start,
+        "prefix": prefix,
+        "prefix_clipped": len(before) - len(prefix),
+        "margin": _lp(d.margin),
+        "margin_source": d.margin_source,
+        "candidate_rank": d.candidate_rank,
+        "ended": d.ended,
+        "answer_changed": d.answer_changed,
+        "flipped": d.correctness_flipped,
+        "grades": {arm: _grade(g) for arm, g in grades.items()},
+        "reference": None if sample is None else str(sample.reference)[:200],
+        "prompt": _prompt(sample),
+        "baseline": b,
+        "candidate": c,
+    }
 
 
 def viewer_samples(task: str, diffs: list[SampleDiff], arms: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -122,9 +158,13 @@ def viewer_samples(task: str, diffs: list[SampleDiff], arms: Mapping[str, Any]) 
             continue
         b = base.results.get(d.sample_id) if base else None
         c = cand.results.get(d.sample_id) if cand else None
-        grades = {"baseline": base.grades.get(d.sample_id) if base else None,
-                  "candidate": cand.grades.get(d.sample_id) if cand else None}  # fmt: skip
+        grades = {
+            "baseline": base.grades.get(d.sample_id) if base else None,
+            "candidate": cand.grades.get(d.sample_id) if cand else None,
+        }
         sample = (base.samples.get(d.sample_id) if base else None) or (cand.samples.get(d.sample_id) if cand else None)
         strata = b.strata if b is not None else (sample.strata if sample is not None else {})
-        out.append(sample_view(d, task, b.completion if b else None, c.completion if c else None, grades, sample, strata))
+        out.append(
+            sample_view(d, task, b.completion if b else None, c.completion if c else None, grades, sample, strata)
+        )
     return out

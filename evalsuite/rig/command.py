@@ -77,8 +77,10 @@ def _train_dflash(args: argparse.Namespace) -> int:
     out = Path(args.out) if args.out else rig_paths().models_dir / "rig-learned-dflash.rebuilt.gguf"
     digest, acc = retrain_learned_dflash(out, _print)
     rate = acc.accepted / max(acc.drafted, 1)
-    _print(f"Replayed server loop: {acc.accepted}/{acc.drafted} drafted tokens accepted ({rate:.1%}), "
-           f"{(acc.accepted + acc.steps) / max(acc.steps, 1):.2f} tokens per verification.")  # fmt: skip
+    _print(
+        f"Replayed server loop: {acc.accepted}/{acc.drafted} drafted tokens accepted ({rate:.1%}), "
+        f"{(acc.accepted + acc.steps) / max(acc.steps, 1):.2f} tokens per verification."
+    )
     sidecar = LEARNED_DFLASH.with_name(LEARNED_DFLASH.name + ".sha256")
     if args.update_checksum:
         out.replace(LEARNED_DFLASH)
@@ -148,40 +150,59 @@ def build_parser() -> argparse.ArgumentParser:
         prog="evalsuite rig", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="{build,models,up,status}")
-    p = sub.add_parser("build", help="build llama-server into the cache (once; 10-15 minutes on 2 cores)",
-                       description="Download the llama-cpp-python 0.3.36 sdist with pip and build its vendored "
-                       "llama.cpp (CPU only). Reused while the cached binary runs. Offline: set "
-                       "EVALSUITE_LLAMA_SDIST=/path/to/llama_cpp_python-0.3.36.tar.gz.\n\n"
-                       "example:\n  evalsuite rig build", formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = sub.add_parser(
+        "build",
+        help="build llama-server into the cache (once; 10-15 minutes on 2 cores)",
+        description="Download the llama-cpp-python 0.3.36 sdist with pip and build its vendored "
+        "llama.cpp (CPU only). Reused while the cached binary runs. Offline: set "
+        "EVALSUITE_LLAMA_SDIST=/path/to/llama_cpp_python-0.3.36.tar.gz.\n\n"
+        "example:\n  evalsuite rig build",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.set_defaults(func=_cmd_build)
-    p = sub.add_parser("models", help="generate the rig's models (and optionally retrain the learned one)",
-                       description="Generate the constructed GGUF models (target, draft, Q4_0 quant, DFlash and MTP "
-                       "variants) and the learned model's Q4_0 draft into the cache; check the committed learned "
-                       "model's checksum.\n\nexamples:\n  evalsuite rig models\n"
-                       "  evalsuite rig models --retrain          # minutes; needs torch (CPU)\n"
-                       "  evalsuite rig models --retrain --update-checksum\n"
-                       "  evalsuite rig models --train-dflash --update-checksum",
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = sub.add_parser(
+        "models",
+        help="generate the rig's models (and optionally retrain the learned one)",
+        description="Generate the constructed GGUF models (target, draft, Q4_0 quant, DFlash and MTP "
+        "variants) and the learned model's Q4_0 draft into the cache; check the committed learned "
+        "model's checksum.\n\nexamples:\n  evalsuite rig models\n"
+        "  evalsuite rig models --retrain          # minutes; needs torch (CPU)\n"
+        "  evalsuite rig models --retrain --update-checksum\n"
+        "  evalsuite rig models --train-dflash --update-checksum",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("--retrain", action="store_true", help="retrain the learned model and compare its checksum")
     p.add_argument("--out", help="where --retrain writes the model (default: <cache>/models/rig-learned.rebuilt.gguf)")
-    p.add_argument("--train-dflash", action="store_true",
-                   help="train the DFlash drafter against the learned model (minutes; needs torch)")
-    p.add_argument("--update-checksum", action="store_true",
-                   help="with --retrain or --train-dflash: replace the committed file and its recorded checksum")
+    p.add_argument(
+        "--train-dflash",
+        action="store_true",
+        help="train the DFlash drafter against the learned model (minutes; needs torch)",
+    )
+    p.add_argument(
+        "--update-checksum",
+        action="store_true",
+        help="with --retrain or --train-dflash: replace the committed file and its recorded checksum",
+    )
     p.set_defaults(func=_cmd_models)
-    p = sub.add_parser("up", help="serve rig configurations until Ctrl-C",
-                       description="Start the named configurations on free loopback ports (one llama-server "
-                       "each, --parallel 1), print their URLs, stop them on Ctrl-C.\n\nexamples:\n"
-                       "  evalsuite rig up baseline\n  evalsuite rig up baseline dflash --log-dir logs/",
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = sub.add_parser(
+        "up",
+        help="serve rig configurations until Ctrl-C",
+        description="Start the named configurations on free loopback ports (one llama-server "
+        "each, --parallel 1), print their URLs, stop them on Ctrl-C.\n\nexamples:\n"
+        "  evalsuite rig up baseline\n  evalsuite rig up baseline dflash --log-dir logs/",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("names", nargs="+", metavar="NAME", help="configuration names (see `evalsuite rig status`)")
     p.add_argument("--log-dir", help="folder for the server logs (default: <cache>/logs)")
     p.add_argument("--threads", type=int, help="threads per server (default: 2 for one server, else 1)")
     p.set_defaults(func=_cmd_up)
-    p = sub.add_parser("status", help="show what is built and which configurations exist",
-                       description="Show the cache folder, the built server, the generated models and the "
-                       "rig configurations.\n\nexample:\n  evalsuite rig status",
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = sub.add_parser(
+        "status",
+        help="show what is built and which configurations exist",
+        description="Show the cache folder, the built server, the generated models and the "
+        "rig configurations.\n\nexample:\n  evalsuite rig status",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.set_defaults(func=_cmd_status)
     return parser
 

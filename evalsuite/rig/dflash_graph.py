@@ -70,7 +70,9 @@ def f16(x: torch.Tensor) -> torch.Tensor:
     return x.half().float()
 
 
-def target_features(arrays: dict[str, np.ndarray], shape: Shape, ids: Sequence[int], layers: Sequence[int]) -> torch.Tensor:
+def target_features(
+    arrays: dict[str, np.ndarray], shape: Shape, ids: Sequence[int], layers: Sequence[int]
+) -> torch.Tensor:
     """The Qwen3 target's inputs of `layers` for every token: [len(ids), len(layers) * n_embd]."""
     torch = require_torch()
     w = {k: torch.from_numpy(v) for k, v in arrays.items()}
@@ -86,8 +88,16 @@ def target_features(arrays: dict[str, np.ndarray], shape: Shape, ids: Sequence[i
                 break
             p = f"blk.{il}."
             x = rms(h, w[p + "attn_norm.weight"], eps)
-            q = rope(rms((x @ w[p + "attn_q.weight"].T).view(n, -1, hd), w[p + "attn_q_norm.weight"], eps), pos, shape.rope_base)
-            k = rope(rms((x @ w[p + "attn_k.weight"].T).view(n, -1, hd), w[p + "attn_k_norm.weight"], eps), pos, shape.rope_base)
+            q = rope(
+                rms((x @ w[p + "attn_q.weight"].T).view(n, -1, hd), w[p + "attn_q_norm.weight"], eps),
+                pos,
+                shape.rope_base,
+            )
+            k = rope(
+                rms((x @ w[p + "attn_k.weight"].T).view(n, -1, hd), w[p + "attn_k_norm.weight"], eps),
+                pos,
+                shape.rope_base,
+            )
             v = (x @ w[p + "attn_v.weight"].T).view(n, -1, hd)
             rep = q.shape[1] // k.shape[1]
             k, v = f16(k).repeat_interleave(rep, 1), f16(v).repeat_interleave(rep, 1)
@@ -150,11 +160,35 @@ def block_logits(
     x = embd[block_ids]  # [A, B, d]
     for il in range(dshape.n_layer):
         p = f"blk.{il}."
-        ck = f16(rope(rms((g @ params[p + "attn_k.weight"].T).view(n_ctx, -1, hd), params[p + "attn_k_norm.weight"], eps), ctx_pos, base))
+        ck = f16(
+            rope(
+                rms((g @ params[p + "attn_k.weight"].T).view(n_ctx, -1, hd), params[p + "attn_k_norm.weight"], eps),
+                ctx_pos,
+                base,
+            )
+        )
         cv = f16((g @ params[p + "attn_v.weight"].T).view(n_ctx, -1, hd))
         xn = rms(x, params[p + "attn_norm.weight"], eps)
-        q = rope(rms((xn @ params[p + "attn_q.weight"].T).view(n_blocks, width, -1, hd), params[p + "attn_q_norm.weight"], eps), blk_pos, base)
-        k = f16(rope(rms((xn @ params[p + "attn_k.weight"].T).view(n_blocks, width, -1, hd), params[p + "attn_k_norm.weight"], eps), blk_pos, base))
+        q = rope(
+            rms(
+                (xn @ params[p + "attn_q.weight"].T).view(n_blocks, width, -1, hd),
+                params[p + "attn_q_norm.weight"],
+                eps,
+            ),
+            blk_pos,
+            base,
+        )
+        k = f16(
+            rope(
+                rms(
+                    (xn @ params[p + "attn_k.weight"].T).view(n_blocks, width, -1, hd),
+                    params[p + "attn_k_norm.weight"],
+                    eps,
+                ),
+                blk_pos,
+                base,
+            )
+        )
         v = f16((xn @ params[p + "attn_v.weight"].T).view(n_blocks, width, -1, hd))
         rep = q.shape[2] // k.shape[2]
         ck, cv = ck.repeat_interleave(rep, 1), cv.repeat_interleave(rep, 1)
@@ -162,11 +196,16 @@ def block_logits(
         s_ctx = torch.einsum("abhd,thd->ahbt", q, ck) / hd**0.5 + ctx_mask[:, None, None, :]
         s_blk = torch.einsum("abhd,achd->ahbc", q, k) / hd**0.5
         att = torch.cat([s_ctx, s_blk], dim=-1).softmax(-1)
-        out = torch.einsum("ahbt,thd->abhd", att[..., :n_ctx], cv) + torch.einsum("ahbc,achd->abhd", att[..., n_ctx:], v)
+        out = torch.einsum("ahbt,thd->abhd", att[..., :n_ctx], cv) + torch.einsum(
+            "ahbc,achd->abhd", att[..., n_ctx:], v
+        )
         x = x + out.reshape(n_blocks, width, -1) @ params[p + "attn_output.weight"].T
         xn = rms(x, params[p + "ffn_norm.weight"], eps)
         gate = xn @ params[p + "ffn_gate.weight"].T
-        x = x + (torch.nn.functional.silu(gate) * (xn @ params[p + "ffn_up.weight"].T)) @ params[p + "ffn_down.weight"].T
+        x = (
+            x
+            + (torch.nn.functional.silu(gate) * (xn @ params[p + "ffn_up.weight"].T)) @ params[p + "ffn_down.weight"].T
+        )
     return rms(x, params["output_norm.weight"], eps) @ head.T
 
 

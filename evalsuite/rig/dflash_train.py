@@ -122,8 +122,14 @@ def train_drafter(
     rows = torch.tensor(used)
     head = full[rows]
     other_logit = math.log(max(full.shape[0] - len(used), 1))  # unused rows score exactly 0
-    dshape = DrafterShape(n_embd=full.shape[1], n_layer=config.n_layer, n_head=config.n_head, n_ff=config.n_ff,
-                          n_draft=config.n_draft, target_layers=tuple(config.target_layers))  # fmt: skip
+    dshape = DrafterShape(
+        n_embd=full.shape[1],
+        n_layer=config.n_layer,
+        n_head=config.n_head,
+        n_ff=config.n_ff,
+        n_draft=config.n_draft,
+        target_layers=tuple(config.target_layers),
+    )
     params = _init(dshape, int(features[0].shape[1]), gen)
     optim = torch.optim.Adam(params.values(), lr=config.lr)
 
@@ -140,8 +146,10 @@ def train_drafter(
         batches.append((feats, block, anchors, target))
 
     def replay() -> Acceptance:
-        runs = [simulate_acceptance(params, dshape, f, ex.tokens, ex.start, mask_id, full, head, rows, eog)
-                for ex, f in zip(examples, features)]  # fmt: skip
+        runs = [
+            simulate_acceptance(params, dshape, f, ex.tokens, ex.start, mask_id, full, head, rows, eog)
+            for ex, f in zip(examples, features)
+        ]
         return Acceptance(sum(r.steps for r in runs), sum(r.drafted for r in runs), sum(r.accepted for r in runs))
 
     rng = np.random.default_rng(config.seed)
@@ -164,30 +172,49 @@ def train_drafter(
             result = replay()
             rate = result.accepted / max(result.drafted, 1)
             tau = (result.accepted + result.steps) / max(result.steps, 1)
-            progress(f"  epoch {epoch}: loss {total / len(batches):.4f}, replayed acceptance {rate:.1%}, "
-                     f"tokens per verification {tau:.2f}")  # fmt: skip
+            progress(
+                f"  epoch {epoch}: loss {total / len(batches):.4f}, replayed acceptance {rate:.1%}, "
+                f"tokens per verification {tau:.2f}"
+            )
             if rate >= config.stop_acceptance:
                 break
     arrays = {name: p.detach().numpy().astype(np.float32) for name, p in params.items()}
     return arrays, result
 
 
-def write_drafter(out: Path, arrays: dict[str, np.ndarray], config: DFlashTrainConfig, target: Path, mask_id: int) -> None:
+def write_drafter(
+    out: Path, arrays: dict[str, np.ndarray], config: DFlashTrainConfig, target: Path, mask_id: int
+) -> None:
     """The drafter as the GGUF `src/models/dflash.cpp` loads (no embeddings or head: the target's are shared)."""
     from evalsuite.rig.gguf_file import Shape, Tensors, read_model, read_vocab_file, write_gguf
 
     _, tshape, _ = read_model(target)
-    shape = Shape(n_vocab=tshape.n_vocab, n_embd=tshape.n_embd, n_layer=config.n_layer, n_head=config.n_head,
-                  n_head_kv=config.n_head, n_ff=config.n_ff, rope_base=10000.0, rms_eps=1e-6)  # fmt: skip
+    shape = Shape(
+        n_vocab=tshape.n_vocab,
+        n_embd=tshape.n_embd,
+        n_layer=config.n_layer,
+        n_head=config.n_head,
+        n_head_kv=config.n_head,
+        n_ff=config.n_ff,
+        rope_base=10000.0,
+        rms_eps=1e-6,
+    )
     tensors = Tensors()
     for name, array in arrays.items():
         tensors.add(name, array, "F32")
-    write_gguf(out, arch="dflash", name="rig-learned-dflash", shape=shape, tensors=tensors,
-               vocab=read_vocab_file(target), extra={
-                   "dflash.block_size": config.n_draft + 1,
-                   "dflash.target_layers": [int(x) for x in config.target_layers],
-                   "tokenizer.ggml.mask_token_id": mask_id,
-               })  # fmt: skip
+    write_gguf(
+        out,
+        arch="dflash",
+        name="rig-learned-dflash",
+        shape=shape,
+        tensors=tensors,
+        vocab=read_vocab_file(target),
+        extra={
+            "dflash.block_size": config.n_draft + 1,
+            "dflash.target_layers": [int(x) for x in config.target_layers],
+            "tokenizer.ggml.mask_token_id": mask_id,
+        },
+    )
 
 
 FIXTURE_TASKS = ("math500", "gsm8k", "livecodebench")
@@ -209,8 +236,9 @@ def fixture_messages(repo: Path) -> list[list[dict[str, str]]]:
     return out
 
 
-def greedy_examples(base_url: str, messages: Sequence[list[dict[str, str]]],
-                    max_tokens: int = GREEDY_MAX_TOKENS) -> list[DraftExample]:  # fmt: skip
+def greedy_examples(
+    base_url: str, messages: Sequence[list[dict[str, str]]], max_tokens: int = GREEDY_MAX_TOKENS
+) -> list[DraftExample]:
     """The target's own greedy sequences from a live server: prompt ids as the chat endpoint builds them,
     then the ids it generates (what a drafter must predict)."""
     import httpx
@@ -220,8 +248,16 @@ def greedy_examples(base_url: str, messages: Sequence[list[dict[str, str]]],
         for msgs in messages:
             prompt = client.post("/apply-template", json={"messages": msgs}).json()["prompt"]
             ids = client.post("/tokenize", json={"content": prompt, "add_special": True, "parse_special": True})
-            body = {"messages": msgs, "max_tokens": max_tokens, "temperature": 0.0, "seed": 42, "top_k": 1,
-                    "cache_prompt": False, "logprobs": True, "top_logprobs": 1}  # fmt: skip
+            body = {
+                "messages": msgs,
+                "max_tokens": max_tokens,
+                "temperature": 0.0,
+                "seed": 42,
+                "top_k": 1,
+                "cache_prompt": False,
+                "logprobs": True,
+                "top_logprobs": 1,
+            }
             reply = client.post("/v1/chat/completions", json=body).json()
             out = [int(t["id"]) for t in reply["choices"][0]["logprobs"]["content"]]
             prompt_ids = ids.json()["tokens"]
@@ -248,7 +284,8 @@ def retrain_learned_dflash(out: Path, progress: Callable[[str], None] = print) -
     features = [target_features(arrays, shape, ex.tokens, config.target_layers) for ex in examples]
     n_tokens = sum(len(ex.tokens) - ex.start for ex in examples)
     progress(f"Training the DFlash drafter on {len(examples)} greedy sequences ({n_tokens} generated tokens).")
-    weights, acceptance = train_drafter(examples, features, arrays["token_embd.weight"], mask_id, config, progress,
-                                        eog_ids(vocab))  # fmt: skip
+    weights, acceptance = train_drafter(
+        examples, features, arrays["token_embd.weight"], mask_id, config, progress, eog_ids(vocab)
+    )
     write_drafter(out, weights, config, LEARNED_MODEL, mask_id)
     return sha256_of(out), acceptance

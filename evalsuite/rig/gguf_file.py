@@ -31,7 +31,9 @@ def require_gguf() -> Any:
     except ImportError:
         from evalsuite.rig.errors import RigError
 
-        raise RigError("The rig writes its models with the gguf package; install it: pip install 'evalsuite[rig]'.") from None
+        raise RigError(
+            "The rig writes its models with the gguf package; install it: pip install 'evalsuite[rig]'."
+        ) from None
     return gguf
 
 
@@ -240,5 +242,11 @@ def requantize(src: Path, dst: Path, matrix_type: str) -> None:
     tensors = Tensors()
     for name, array in arrays.items():
         tensors.add(name, array, "F32" if array.ndim == 1 else matrix_type)
-    write_gguf(dst, arch=arch, name=f"{src.stem}-{matrix_type.lower()}", shape=shape, tensors=tensors,
-               vocab=read_vocab_file(src))  # fmt: skip
+    write_gguf(
+        dst,
+        arch=arch,
+        name=f"{src.stem}-{matrix_type.lower()}",
+        shape=shape,
+        tensors=tensors,
+        vocab=read_vocab_file(src),
+    )

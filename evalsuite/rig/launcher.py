@@ -18,8 +18,17 @@ from evalsuite.rig.assets import RigAssets, ensure_assets
 from evalsuite.rig.errors import RigError
 from evalsuite.serve.process import RunningServer, ServeError, ServerCommand, free_port, served, stop_server
 
-__all__ = ["RIG_CONFIGS", "RigConfig", "RunningServer", "free_port", "rig_command", "serve", "serve_with_assets",
-           "server_args", "stop_server"]  # fmt: skip
+__all__ = [
+    "RIG_CONFIGS",
+    "RigConfig",
+    "RunningServer",
+    "free_port",
+    "rig_command",
+    "serve",
+    "serve_with_assets",
+    "server_args",
+    "stop_server",
+]
 
 CONTEXT_SIZE = 4096
 HEALTH_TIMEOUT_S = 120.0
@@ -51,85 +60,137 @@ RIG_CONFIGS: dict[str, RigConfig] = {
     for c in (
         RigConfig("baseline", "the constructed target, no speculation: the reference", "target", compare_to=None),
         RigConfig(
-            "draft", "draft-simple with a 1-block draft of the target (~90 % agreement)", "target", "draft",
+            "draft",
+            "draft-simple with a 1-block draft of the target (~90 % agreement)",
+            "target",
+            "draft",
             ("--spec-type", "draft-simple", "--spec-draft-n-max", "4"),
         ),
         RigConfig(
-            "ngram", "ngram-simple: drafts from n-grams already in the context, no draft model", "target", None,
+            "ngram",
+            "ngram-simple: drafts from n-grams already in the context, no draft model",
+            "target",
+            None,
             ("--spec-type", "ngram-simple", "--spec-draft-n-max", "4"),
         ),
         RigConfig(
-            "dflash", "draft-dflash with a one-block DFlash drafter fed by target layers 1 and 3", "target", "dflash",
+            "dflash",
+            "draft-dflash with a one-block DFlash drafter fed by target layers 1 and 3",
+            "target",
+            "dflash",
             ("--spec-type", "draft-dflash", "--spec-draft-n-max", "4"),
         ),
-        RigConfig("mtp-baseline", "the Qwen3.5-layout target with a NextN block, no speculation", "mtp",
-                  compare_to=None),
         RigConfig(
-            "mtp", "draft-mtp: the Qwen3.5-layout target drafting with its own NextN block", "mtp", None,
-            ("--spec-type", "draft-mtp", "--spec-draft-n-max", "1"), compare_to="mtp-baseline",
+            "mtp-baseline", "the Qwen3.5-layout target with a NextN block, no speculation", "mtp", compare_to=None
         ),
         RigConfig(
-            "control", "the target drafting for itself: a numerics control (should accept ~everything)",
-            "target", "target", ("--spec-type", "draft-simple", "--spec-draft-n-max", "4"),
+            "mtp",
+            "draft-mtp: the Qwen3.5-layout target drafting with its own NextN block",
+            "mtp",
+            None,
+            ("--spec-type", "draft-mtp", "--spec-draft-n-max", "1"),
+            compare_to="mtp-baseline",
         ),
         RigConfig(
-            "synthetic", "the DFlash drafter with --spec-synth-rates: drafts accepted at random, lossy by construction",
-            "target", "dflash",
+            "control",
+            "the target drafting for itself: a numerics control (should accept ~everything)",
+            "target",
+            "target",
+            ("--spec-type", "draft-simple", "--spec-draft-n-max", "4"),
+        ),
+        RigConfig(
+            "synthetic",
+            "the DFlash drafter with --spec-synth-rates: drafts accepted at random, lossy by construction",
+            "target",
+            "dflash",
             ("--spec-type", "draft-dflash", "--spec-draft-n-max", "3", "--spec-synth-rates", "0.9,0.8,0.7"),
             lossless=False,
         ),
         RigConfig(
-            "quant", "the target requantized to Q4_0, no speculation: lossy against the f32 baseline", "quant",
+            "quant",
+            "the target requantized to Q4_0, no speculation: lossy against the f32 baseline",
+            "quant",
             lossless=False,
         ),
         RigConfig(
-            "learned-baseline", "the model trained on the fixture problems, no speculation", "learned",
+            "learned-baseline",
+            "the model trained on the fixture problems, no speculation",
+            "learned",
             compare_to=None,
         ),
         RigConfig(
-            "learned-draft", "the trained model with its own Q4_0 copy as draft-simple drafter", "learned",
-            "learned-draft", ("--spec-type", "draft-simple", "--spec-draft-n-max", "4"),
+            "learned-draft",
+            "the trained model with its own Q4_0 copy as draft-simple drafter",
+            "learned",
+            "learned-draft",
+            ("--spec-type", "draft-simple", "--spec-draft-n-max", "4"),
             compare_to="learned-baseline",
         ),
         RigConfig(
-            "learned-control", "the trained model drafting for itself: the numerics control of learned-*",
-            "learned", "learned", ("--spec-type", "draft-simple", "--spec-draft-n-max", "4"),
+            "learned-control",
+            "the trained model drafting for itself: the numerics control of learned-*",
+            "learned",
+            "learned",
+            ("--spec-type", "draft-simple", "--spec-draft-n-max", "4"),
             compare_to="learned-baseline",
         ),
         RigConfig(
-            "learned-ngram", "the trained model with ngram-simple drafts from its own context", "learned", None,
-            ("--spec-type", "ngram-simple", "--spec-draft-n-max", "4"), compare_to="learned-baseline",
-        ),
-        RigConfig(
-            "learned-dflash", "draft-dflash with a DFlash drafter trained against the learned model (accepts)",
-            "learned", "learned-dflash", ("--spec-type", "draft-dflash", "--spec-draft-n-max", "4"),
+            "learned-ngram",
+            "the trained model with ngram-simple drafts from its own context",
+            "learned",
+            None,
+            ("--spec-type", "ngram-simple", "--spec-draft-n-max", "4"),
             compare_to="learned-baseline",
         ),
         RigConfig(
-            "smollm2-baseline", "SmolLM2-135M-Instruct (a real model, Q4_1), no speculation", "smollm2",
+            "learned-dflash",
+            "draft-dflash with a DFlash drafter trained against the learned model (accepts)",
+            "learned",
+            "learned-dflash",
+            ("--spec-type", "draft-dflash", "--spec-draft-n-max", "4"),
+            compare_to="learned-baseline",
+        ),
+        RigConfig(
+            "smollm2-baseline",
+            "SmolLM2-135M-Instruct (a real model, Q4_1), no speculation",
+            "smollm2",
             compare_to=None,
         ),
         RigConfig(
-            "smollm2-control", "SmolLM2 drafting for itself: the numerics control of smollm2-*",
-            "smollm2", "smollm2", ("--spec-type", "draft-simple", "--spec-draft-n-max", "4"),
+            "smollm2-control",
+            "SmolLM2 drafting for itself: the numerics control of smollm2-*",
+            "smollm2",
+            "smollm2",
+            ("--spec-type", "draft-simple", "--spec-draft-n-max", "4"),
             compare_to="smollm2-baseline",
         ),
         RigConfig(
-            "smollm2-draft", "SmolLM2 with its own first layers as draft-simple drafter", "smollm2", "smollm2-draft",
-            ("--spec-type", "draft-simple", "--spec-draft-n-max", "4"), compare_to="smollm2-baseline",
+            "smollm2-draft",
+            "SmolLM2 with its own first layers as draft-simple drafter",
+            "smollm2",
+            "smollm2-draft",
+            ("--spec-type", "draft-simple", "--spec-draft-n-max", "4"),
+            compare_to="smollm2-baseline",
         ),
         RigConfig(
-            "smollm2-ngram", "SmolLM2 with ngram-simple drafts from its own context", "smollm2", None,
-            ("--spec-type", "ngram-simple", "--spec-draft-n-max", "4"), compare_to="smollm2-baseline",
+            "smollm2-ngram",
+            "SmolLM2 with ngram-simple drafts from its own context",
+            "smollm2",
+            None,
+            ("--spec-type", "ngram-simple", "--spec-draft-n-max", "4"),
+            compare_to="smollm2-baseline",
         ),
         RigConfig(
-            "smollm2-synthetic", "SmolLM2 with --spec-synth-rates: drafts accepted at random, lossy by construction",
-            "smollm2", "smollm2-draft",
+            "smollm2-synthetic",
+            "SmolLM2 with --spec-synth-rates: drafts accepted at random, lossy by construction",
+            "smollm2",
+            "smollm2-draft",
             ("--spec-type", "draft-simple", "--spec-draft-n-max", "3", "--spec-synth-rates", "0.9,0.8,0.7"),
-            lossless=False, compare_to="smollm2-baseline",
+            lossless=False,
+            compare_to="smollm2-baseline",
         ),
     )
-}  # fmt: skip
+}
 
 
 def served_name(config: RigConfig, assets: RigAssets) -> str:
@@ -142,14 +203,28 @@ def server_args(config: RigConfig, assets: RigAssets, port: int | str, threads: 
     """The full llama-server command line of one configuration (`port` may be the "{port}" placeholder)."""
     args = [
         str(assets.binary),
-        "--model", str(assets.models[config.model]),
-        "--alias", served_name(config, assets),
-        "--host", "127.0.0.1", "--port", str(port),
-        "--parallel", "1", "--ctx-size", str(CONTEXT_SIZE),
-        "--threads", str(threads), "--threads-batch", str(threads),
-        "--seed", "42", "--no-webui", "--jinja",
+        "--model",
+        str(assets.models[config.model]),
+        "--alias",
+        served_name(config, assets),
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--parallel",
+        "1",
+        "--ctx-size",
+        str(CONTEXT_SIZE),
+        "--threads",
+        str(threads),
+        "--threads-batch",
+        str(threads),
+        "--seed",
+        "42",
+        "--no-webui",
+        "--jinja",
         "--no-repack",  # no extra CPU buffer types: AMX kernels die with SIGILL where the OS denies AMX tiles
-    ]  # fmt: skip
+    ]
     if config.draft is not None:
         args += ["--spec-draft-model", str(assets.models[config.draft]), "--spec-draft-threads", str(threads)]
     return args + list(config.spec_args)
@@ -157,8 +232,9 @@ def server_args(config: RigConfig, assets: RigAssets, port: int | str, threads: 
 
 def rig_command(config: RigConfig, assets: RigAssets, threads: int) -> ServerCommand:
     """A rig configuration as an ordinary served command (`{port}` filled in at start)."""
-    return ServerCommand(config.name, tuple(server_args(config, assets, "{port}", threads)),
-                         startup_timeout_s=HEALTH_TIMEOUT_S)  # fmt: skip
+    return ServerCommand(
+        config.name, tuple(server_args(config, assets, "{port}", threads)), startup_timeout_s=HEALTH_TIMEOUT_S
+    )
 
 
 @contextlib.contextmanager

@@ -54,8 +54,7 @@ class ModelFiles:
     mtp: Path
 
     def as_dict(self) -> dict[str, Path]:
-        return {"target": self.target, "draft": self.draft, "quant": self.quant, "dflash": self.dflash,
-                "mtp": self.mtp}  # fmt: skip
+        return {"target": self.target, "draft": self.draft, "quant": self.quant, "dflash": self.dflash, "mtp": self.mtp}
 
 
 def _normal(rng: np.random.Generator, shape: tuple[int, ...], std: float) -> np.ndarray:
@@ -214,13 +213,26 @@ def generate_models(vocab_dir: Path, out_dir: Path, progress: Callable[[str], No
     vocab = read_vocab(vocab_dir)
     shape = Shape(n_vocab=len(vocab))
     weights = target_tensors(vocab, shape)
-    write_gguf(files.target, arch="qwen3", name="rig-target", shape=shape, tensors=_tensors(weights, "F32"), vocab=vocab)
-    write_gguf(files.quant, arch="qwen3", name="rig-target-q4_0", shape=shape, tensors=_tensors(weights, "Q4_0"), vocab=vocab)
-    write_gguf(files.mtp, arch="qwen35", name="rig-target-mtp", shape=replace(shape, n_layer=shape.n_layer + 2),
-               tensors=_tensors(mtp_tensors(weights, shape), "F32"), vocab=vocab, extra=_mtp_extra(shape))  # fmt: skip
+    write_gguf(
+        files.target, arch="qwen3", name="rig-target", shape=shape, tensors=_tensors(weights, "F32"), vocab=vocab
+    )
+    write_gguf(
+        files.quant, arch="qwen3", name="rig-target-q4_0", shape=shape, tensors=_tensors(weights, "Q4_0"), vocab=vocab
+    )
+    write_gguf(
+        files.mtp,
+        arch="qwen35",
+        name="rig-target-mtp",
+        shape=replace(shape, n_layer=shape.n_layer + 2),
+        tensors=_tensors(mtp_tensors(weights, shape), "F32"),
+        vocab=vocab,
+        extra=_mtp_extra(shape),
+    )
     draft_shape = replace(shape, n_layer=1)
     draft = {k: v for k, v in weights.items() if not k.startswith("blk.") or k.startswith("blk.0.")}
-    write_gguf(files.draft, arch="qwen3", name="rig-draft", shape=draft_shape, tensors=_tensors(draft, "F32"), vocab=vocab)
+    write_gguf(
+        files.draft, arch="qwen3", name="rig-draft", shape=draft_shape, tensors=_tensors(draft, "F32"), vocab=vocab
+    )
     dflash_shape = replace(shape, n_layer=1)
     write_gguf(
         files.dflash,

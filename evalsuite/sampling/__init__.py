@@ -11,9 +11,22 @@ TOO_FEW.  See docs/statistics.md ("Lossless under sampling").
 from evalsuite.sampling.nodetest import NodeTest, node_test, pool, total_variation
 from evalsuite.sampling.power import detectable_tv, draws_for_tv
 from evalsuite.sampling.tree import END, Draw, PrefixTree, build_tree, shared_nodes
-from evalsuite.sampling.verdict import NodeResult, SamplingVerdict, JudgeSettings, judge
+from evalsuite.sampling.verdict import JudgeSettings, NodeResult, SamplingVerdict, judge
 
 __all__ = [
-    "END", "Draw", "NodeResult", "NodeTest", "PrefixTree", "SamplingVerdict", "JudgeSettings", "build_tree",
-    "detectable_tv", "draws_for_tv", "judge", "node_test", "pool", "shared_nodes", "total_variation",
-]  # fmt: skip
+    "END",
+    "Draw",
+    "NodeResult",
+    "NodeTest",
+    "PrefixTree",
+    "SamplingVerdict",
+    "JudgeSettings",
+    "build_tree",
+    "detectable_tv",
+    "draws_for_tv",
+    "judge",
+    "node_test",
+    "pool",
+    "shared_nodes",
+    "total_variation",
+]

@@ -87,8 +87,9 @@ def node_test(a: Counter[int], b: Counter[int], *, method: Method = "pearson", m
         return NodeTest(tuple(names), tuple(table[0]), tuple(table[1]), float("nan"), 0, float("nan"), label)
     statistic = _statistic(table, method)
     p = float(stats.chi2.sf(statistic, df))
-    return NodeTest(tuple(names), tuple(int(x) for x in table[0]), tuple(int(x) for x in table[1]),
-                    statistic, df, p, label)  # fmt: skip
+    return NodeTest(
+        tuple(names), tuple(int(x) for x in table[0]), tuple(int(x) for x in table[1]), statistic, df, p, label
+    )
 
 
 def _statistic(table: np.ndarray, method: Method) -> float:

@@ -52,13 +52,17 @@ class DrawSettings:
             (self.draws >= 2, f"--draws must be at least 2, got {self.draws}"),
             (self.prompts >= 1, f"--prompts must be at least 1, got {self.prompts}"),
             (1 <= self.max_tokens <= 512, f"--tokens must be between 1 and 512, got {self.max_tokens}"),
-            (math.isfinite(self.temperature) and self.temperature > 0,
-             f"--temperature must be above 0 (greedy decoding never exercises sampling), got {self.temperature}"),
+            (
+                math.isfinite(self.temperature) and self.temperature > 0,
+                f"--temperature must be above 0 (greedy decoding never exercises sampling), got {self.temperature}",
+            ),
             (0 < self.top_p <= 1, f"--top-p must be in (0, 1], got {self.top_p}"),
-            (self.top_k is None or self.top_k != 1,
-             "--top-k 1 is greedy decoding; use 0 (no limit) or a value above 1"),
+            (
+                self.top_k is None or self.top_k != 1,
+                "--top-k 1 is greedy decoding; use 0 (no limit) or a value above 1",
+            ),
             (self.top_k is None or self.top_k >= 0, f"--top-k must be 0 (no limit) or above 1, got {self.top_k}"),
-        ]  # fmt: skip
+        ]
         for ok, message in checks:
             if not ok:
                 raise ConfigError(message + ".")
@@ -73,17 +77,28 @@ def draw_seed(stream: int, prompt_id: str, k: int) -> int:
 def draw_samples(prompts: list[Sample], draws: int, stream: int) -> list[Sample]:
     """`draws` copies of every prompt, each carrying its prompt id, index and seed in its metadata."""
     return [
-        replace(p, id=f"{p.id}#{k}",
-                metadata={**p.metadata, "prompt_id": p.id, "draw": k, "draw_seed": draw_seed(stream, p.id, k)})
+        replace(
+            p,
+            id=f"{p.id}#{k}",
+            metadata={**p.metadata, "prompt_id": p.id, "draw": k, "draw_seed": draw_seed(stream, p.id, k)},
+        )
         for p in prompts
         for k in range(draws)
-    ]  # fmt: skip
+    ]
 
 
 def draw_params(base: GenerationParams, settings: DrawSettings, stream: int) -> GenerationParams:
     """The task's generation parameters with the sampling settings; one top logprob (it carries the token ids)."""
-    return replace(base, max_tokens=settings.max_tokens, temperature=settings.temperature, top_p=settings.top_p,
-                   top_k=settings.top_k, seed=stream, n=1, top_logprobs=1)  # fmt: skip
+    return replace(
+        base,
+        max_tokens=settings.max_tokens,
+        temperature=settings.temperature,
+        top_p=settings.top_p,
+        top_k=settings.top_k,
+        seed=stream,
+        n=1,
+        top_logprobs=1,
+    )
 
 
 def plan_draws(
@@ -100,8 +115,10 @@ def plan_draws(
     """A RunPlan whose samples are the draws of the first `settings.prompts` prompts of the task."""
     plan = plan_run(config, target_name, task_name, data=data, data_path=data_path, limit=settings.prompts, role=role)
     if len(plan.samples) < settings.prompts:
-        raise ConfigError(f"Task '{task_name}' has {len(plan.samples)} prompts in this dataset; --prompts asked "
-                          f"for {settings.prompts}.")  # fmt: skip
+        raise ConfigError(
+            f"Task '{task_name}' has {len(plan.samples)} prompts in this dataset; --prompts asked "
+            f"for {settings.prompts}."
+        )
     plan.task = plan.task.model_copy(update={"name": task_name + TASK_SUFFIX})
     plan.params = draw_params(plan.params, settings, stream)
     plan.samples = draw_samples(plan.samples, settings.draws, stream)

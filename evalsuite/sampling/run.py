@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any
 
 from evalsuite.config import Config, TargetConfig
 from evalsuite.engines import make_engine
@@ -38,8 +39,10 @@ class Arm:
         """A sentence on how much drafting the draws went through, when the engine reported it."""
         if not self.drafted:
             return None
-        return (f"{self.target} drafted {self.drafted} tokens over its draws and accepted {self.accepted} "
-                f"({self.accepted / self.drafted:.0%}).")
+        return (
+            f"{self.target} drafted {self.drafted} tokens over its draws and accepted {self.accepted} "
+            f"({self.accepted / self.drafted:.0%})."
+        )
 
 
 @dataclass
@@ -65,8 +68,12 @@ class SampleTest:
     def as_dict(self) -> dict[str, Any]:
         out = self.verdict.as_dict()
         out["baseline"] = {"target": self.baseline.target, "runs": [str(f) for f in self.baseline.folders]}
-        out["candidate"] = {"target": self.candidate.target, "runs": [str(f) for f in self.candidate.folders],
-                            "drafted": self.candidate.drafted, "accepted": self.candidate.accepted}
+        out["candidate"] = {
+            "target": self.candidate.target,
+            "runs": [str(f) for f in self.candidate.folders],
+            "drafted": self.candidate.drafted,
+            "accepted": self.candidate.accepted,
+        }
         for node in out["nodes"]:
             node["context"] = self.context(node["prefix"])
             node["tokens"] = [self.piece(t) for t in node["outcomes"]]
@@ -91,13 +98,20 @@ def draw_arm(
     outcomes = []
     with _serving(target, say) as (base_url, server_args):
         for task in tasks:
-            plan = plan_draws(config, target_name, task, settings, stream=stream, role=role, data=data,
-                              data_path=data_path)  # fmt: skip
+            plan = plan_draws(
+                config, target_name, task, settings, stream=stream, role=role, data=data, data_path=data_path
+            )
             plan.base_url, plan.server_args = base_url, server_args
             label = f"{target_name}/{task} draws"
             engine = SeededDraws(make_engine(plan.target, base_url=base_url))
-            outcome = asyncio.run(execute(plan, engine=engine, progress=progress(label) if progress else None,  # type: ignore[arg-type]
-                                          on_warning=lambda w: say(f"warning: {w}")))  # fmt: skip
+            outcome = asyncio.run(
+                execute(
+                    plan,
+                    engine=engine,
+                    progress=progress(label) if progress else None,  # type: ignore[arg-type]
+                    on_warning=lambda w: say(f"warning: {w}"),
+                )
+            )
             say(f"{label}: {outcome.recorded} new, {outcome.skipped} already stored -> {outcome.folder}")
             outcomes.append(outcome)
     return outcomes
@@ -141,8 +155,10 @@ def load_arm(folders: Sequence[str | Path], *, draws: int | None = None, prompts
 def _load_store(store: RunStore, arm: Arm, draws: int | None, prompts: int | None) -> None:
     task = str(store.manifest.get("task"))
     if not task.endswith(TASK_SUFFIX):
-        raise ConfigError(f"{store.folder} is not a draw run (its task is '{task}'); sample-test reads the runs "
-                          f"it stored under <target>/<task>{TASK_SUFFIX}/.")  # fmt: skip
+        raise ConfigError(
+            f"{store.folder} is not a draw run (its task is '{task}'); sample-test reads the runs "
+            f"it stored under <target>/<task>{TASK_SUFFIX}/."
+        )
     samples = store.samples()
     order: list[str] = []
     for sample in samples.values():
@@ -158,9 +174,11 @@ def _load_store(store: RunStore, arm: Arm, draws: int | None, prompts: int | Non
         tokens = result.completion.tokens
         if tokens is None or not tokens.has_ids:
             if tokens is None or len(tokens) or result.completion.text:
-                raise ConfigError(f"{store.folder}: draw {result.sample_id} came back without token ids; sample-test "
-                                  "needs them (llama-server, vLLM with logprobs; a plain OpenAI endpoint may not "
-                                  "give ids).")  # fmt: skip
+                raise ConfigError(
+                    f"{store.folder}: draw {result.sample_id} came back without token ids; sample-test "
+                    "needs them (llama-server, vLLM with logprobs; a plain OpenAI endpoint may not "
+                    "give ids)."
+                )
         ids = tuple(int(i) for i in tokens.ids) if tokens is not None else ()
         for i, piece in zip(ids, tokens.pieces if tokens is not None else []):
             arm.pieces.setdefault(i, piece)
@@ -175,6 +193,7 @@ _MUST_MATCH = ("task", "prompt_template", "dataset")
 
 def check_comparable(baseline: Arm, candidate: Arm) -> None:
     """Both arms must have drawn the same prompts with the same settings; only the seed stream may differ."""
+
     def key(m: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         f = m.get("fingerprint_fields", {})
         params = {k: v for k, v in f.get("params", {}).items() if k != "seed"}
@@ -187,16 +206,22 @@ def check_comparable(baseline: Arm, candidate: Arm) -> None:
     for task in base:
         diffs = [k for k in base[task] if base[task][k] != cand[task][k]]
         if diffs:
-            raise NotComparableError(f"Task '{task}': the arms differ in {', '.join(diffs)} "
-                                     f"(baseline {[base[task][k] for k in diffs]}, candidate "
-                                     f"{[cand[task][k] for k in diffs]}); draw both with the same settings.")  # fmt: skip
+            raise NotComparableError(
+                f"Task '{task}': the arms differ in {', '.join(diffs)} "
+                f"(baseline {[base[task][k] for k in diffs]}, candidate "
+                f"{[cand[task][k] for k in diffs]}); draw both with the same settings."
+            )
     same = [m.get("fingerprint") for m in baseline.manifests] == [m.get("fingerprint") for m in candidate.manifests]
     if same:
-        raise NotComparableError("Both arms are the same stored runs (same target and seed stream): their draws are "
-                                 "identical, which tests nothing. Draw the second arm with another seed.")  # fmt: skip
+        raise NotComparableError(
+            "Both arms are the same stored runs (same target and seed stream): their draws are "
+            "identical, which tests nothing. Draw the second arm with another seed."
+        )
 
 
-def judge_arms(baseline: Arm, candidate: Arm, settings: JudgeSettings, prompts: dict[str, str] | None = None) -> SampleTest:
+def judge_arms(
+    baseline: Arm, candidate: Arm, settings: JudgeSettings, prompts: dict[str, str] | None = None
+) -> SampleTest:
     """Check the arms are comparable, build both prefix trees and judge them."""
     check_comparable(baseline, candidate)
     verdict = judge(build_tree(baseline.draws), build_tree(candidate.draws), settings)
@@ -204,8 +229,10 @@ def judge_arms(baseline: Arm, candidate: Arm, settings: JudgeSettings, prompts: 
     if speculation:
         verdict.notes.append(speculation)
     elif any("spec" in " ".join(m.get("server_args") or []) for m in candidate.manifests):
-        verdict.notes.append(f"{candidate.target} is a speculative server but reported no drafted tokens: "
-                             "the draws may not have gone through speculation at all.")  # fmt: skip
+        verdict.notes.append(
+            f"{candidate.target} is a speculative server but reported no drafted tokens: "
+            "the draws may not have gone through speculation at all."
+        )
     return SampleTest(baseline, candidate, verdict, prompts or {})
 
 
@@ -239,13 +266,25 @@ def sample_test(
     base_name = baseline or target.baseline
     if base_name is None:
         where = config.path or "the config"
-        raise ConfigError(f"Target '{target_name}' has no baseline; set targets.{target_name}.baseline in {where} "
-                          "or pass --baseline NAME (the baseline itself for a determinism check).")  # fmt: skip
+        raise ConfigError(
+            f"Target '{target_name}' has no baseline; set targets.{target_name}.baseline in {where} "
+            "or pass --baseline NAME (the baseline itself for a determinism check)."
+        )
     config.target(base_name)
     arms = {}
     for role, name, stream in (("baseline", base_name, settings.seed), ("candidate", target_name, settings.seed + 1)):
-        outcomes = draw_arm(config, name, tasks, settings, role=role, stream=stream, data=data, data_path=data_path,
-                            say=say, progress=progress)  # fmt: skip
+        outcomes = draw_arm(
+            config,
+            name,
+            tasks,
+            settings,
+            role=role,
+            stream=stream,
+            data=data,
+            data_path=data_path,
+            say=say,
+            progress=progress,
+        )
         arms[role] = [o.folder for o in outcomes]
     base = load_arm(arms["baseline"], draws=settings.draws, prompts=settings.prompts)
     cand = load_arm(arms["candidate"], draws=settings.draws, prompts=settings.prompts)

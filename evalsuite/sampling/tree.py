@@ -10,8 +10,8 @@ never allowed to choose.  Nodes are keyed by (prompt id, token-id prefix).
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Iterable
 
 END = -2
 """The outcome "the draw ended here" (token ids are >= 0; -1 means a missing id)."""
@@ -48,7 +48,9 @@ def build_tree(draws: Iterable[Draw], *, max_depth: int | None = None) -> Prefix
     tree = PrefixTree()
     for draw in draws:
         if any(i < 0 for i in draw.ids):
-            raise ValueError(f"draw {draw.prompt_id} seed {draw.seed} has tokens without ids; the prefix tree needs ids")
+            raise ValueError(
+                f"draw {draw.prompt_id} seed {draw.seed} has tokens without ids; the prefix tree needs ids"
+            )
         tree.draws[draw.prompt_id] += 1
         depth = len(draw.ids) if max_depth is None else min(len(draw.ids), max_depth)
         for i in range(depth):

@@ -22,9 +22,9 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from evalsuite.sampling.nodetest import Method, NodeTest, node_test, total_variation
-from evalsuite.stats.significance import holm_adjust
 from evalsuite.sampling.power import detectable_tv
 from evalsuite.sampling.tree import PrefixTree, shared_nodes
+from evalsuite.stats.significance import holm_adjust
 
 Outcome = Literal["SAME", "DIFFERENT", "TOO_FEW"]
 
@@ -89,16 +89,34 @@ class SamplingVerdict:
     def as_dict(self) -> dict[str, Any]:
         def node(n: NodeResult) -> dict[str, Any]:
             t = n.test
-            return {"prompt_id": n.prompt_id, "prefix": list(n.prefix), "outcomes": list(t.outcomes),
-                    "baseline": list(t.a), "candidate": list(t.b), "statistic": _finite(t.statistic), "df": t.df,
-                    "p": _finite(t.p), "p_adjusted": _finite(n.p_adjusted), "tv": _finite(n.tv),
-                    "detectable_tv": _finite(n.detectable_tv), "over_represented": n.over_represented,
-                    "method": t.method}  # fmt: skip
+            return {
+                "prompt_id": n.prompt_id,
+                "prefix": list(n.prefix),
+                "outcomes": list(t.outcomes),
+                "baseline": list(t.a),
+                "candidate": list(t.b),
+                "statistic": _finite(t.statistic),
+                "df": t.df,
+                "p": _finite(t.p),
+                "p_adjusted": _finite(n.p_adjusted),
+                "tv": _finite(n.tv),
+                "detectable_tv": _finite(n.detectable_tv),
+                "over_represented": n.over_represented,
+                "method": t.method,
+            }
 
-        return {"outcome": self.outcome, "sentence": self.sentence, "draws": self.draws, "prompts": self.prompts,
-                "detectable_tv": _finite(self.detectable), "family": self.family, "settings": asdict(self.settings),
-                "correction": "holm (step-down Bonferroni)", "notes": self.notes,
-                "nodes": [node(n) for n in self.nodes]}  # fmt: skip
+        return {
+            "outcome": self.outcome,
+            "sentence": self.sentence,
+            "draws": self.draws,
+            "prompts": self.prompts,
+            "detectable_tv": _finite(self.detectable),
+            "family": self.family,
+            "settings": asdict(self.settings),
+            "correction": "holm (step-down Bonferroni)",
+            "notes": self.notes,
+            "nodes": [node(n) for n in self.nodes],
+        }
 
 
 def _finite(x: float) -> float | None:
@@ -118,18 +136,26 @@ def _over_represented(a: Counter[int], b: Counter[int]) -> int:
 def judge(baseline: PrefixTree, candidate: PrefixTree, settings: JudgeSettings = JudgeSettings()) -> SamplingVerdict:
     """Test every shared node, adjust with Holm, and state the verdict with its power."""
     keys = shared_nodes(baseline, candidate, settings.min_count)
-    tests = [node_test(baseline.counts[k], candidate.counts[k], method=settings.method,
-                       min_expected=settings.min_expected) for k in keys]  # fmt: skip
+    tests = [
+        node_test(baseline.counts[k], candidate.counts[k], method=settings.method, min_expected=settings.min_expected)
+        for k in keys
+    ]
     tested = [(k, t) for k, t in zip(keys, tests) if t.testable]
     family = len(tested)
     adjusted = holm_adjust([t.p for _, t in tested])
     level = settings.alpha / max(family, 1)  # Holm's first step: power here is a lower bound for Holm's
     nodes = [
-        NodeResult(k[0], k[1], t, adj, total_variation(baseline.counts[k], candidate.counts[k]),
-                   detectable_tv(t.n_a, t.n_b, df=t.df, level=level, power=settings.power),
-                   _over_represented(baseline.counts[k], candidate.counts[k]))
+        NodeResult(
+            k[0],
+            k[1],
+            t,
+            adj,
+            total_variation(baseline.counts[k], candidate.counts[k]),
+            detectable_tv(t.n_a, t.n_b, df=t.df, level=level, power=settings.power),
+            _over_represented(baseline.counts[k], candidate.counts[k]),
+        )
         for (k, t), adj in zip(tested, adjusted)
-    ]  # fmt: skip
+    ]
     prompts = sorted(set(baseline.draws) | set(candidate.draws))
     draws = min([min(baseline.draws[p], candidate.draws[p]) for p in prompts] or [0])
     best: dict[str, float] = {}
@@ -138,27 +164,37 @@ def judge(baseline: PrefixTree, candidate: PrefixTree, settings: JudgeSettings =
     notes = []
     untested = [p for p in prompts if p not in best]
     if untested:
-        notes.append(f"{len(untested)} of {len(prompts)} prompts had no node both arms reached "
-                     f"{settings.min_count} times with two or more outcomes: {', '.join(untested[:5])}"
-                     + (" ..." if len(untested) > 5 else ""))  # fmt: skip
+        notes.append(
+            f"{len(untested)} of {len(prompts)} prompts had no node both arms reached "
+            f"{settings.min_count} times with two or more outcomes: {', '.join(untested[:5])}"
+            + (" ..." if len(untested) > 5 else "")
+        )
     detectable = max(best.values()) if best else math.inf
     verdict = SamplingVerdict("TOO_FEW", "", draws, len(prompts), detectable, family, nodes, settings, notes)
     differing = verdict.differing
     if differing:
         verdict.outcome = "DIFFERENT"
         worst = min(differing, key=lambda n: n.p_adjusted)
-        verdict.sentence = (f"DIFFERENT (here): {len(differing)} of {family} nodes differ after Holm's correction at "
-                            f"{settings.alpha:g}; the strongest at prompt {worst.prompt_id}, depth {worst.depth} "
-                            f"(observed TV {worst.tv:.2f}, adjusted p {worst.p_adjusted:.2g}), {draws} draws per arm")  # fmt: skip
+        verdict.sentence = (
+            f"DIFFERENT (here): {len(differing)} of {family} nodes differ after Holm's correction at "
+            f"{settings.alpha:g}; the strongest at prompt {worst.prompt_id}, depth {worst.depth} "
+            f"(observed TV {worst.tv:.2f}, adjusted p {worst.p_adjusted:.2g}), {draws} draws per arm"
+        )
     elif not nodes:
-        verdict.sentence = (f"TOO FEW DRAWS: no node was reached {settings.min_count} times by both arms with two or "
-                            f"more outcomes ({draws} draws per arm per prompt); draw more")  # fmt: skip
+        verdict.sentence = (
+            f"TOO FEW DRAWS: no node was reached {settings.min_count} times by both arms with two or "
+            f"more outcomes ({draws} draws per arm per prompt); draw more"
+        )
     elif detectable > settings.max_tv:
-        verdict.sentence = (f"TOO FEW DRAWS: no node differs, but {draws} draws per arm would only detect TV >= "
-                            f"{detectable:.2f} (asked for <= {settings.max_tv:g}); draw more")  # fmt: skip
+        verdict.sentence = (
+            f"TOO FEW DRAWS: no node differs, but {draws} draws per arm would only detect TV >= "
+            f"{detectable:.2f} (asked for <= {settings.max_tv:g}); draw more"
+        )
     else:
         verdict.outcome = "SAME"
-        verdict.sentence = (f"SAME DISTRIBUTION as far as {draws} draws per arm can tell (would detect TV >= "
-                            f"{detectable:.2f} at every prompt's first tested node, {settings.power:.0%} power); "
-                            f"0 of {family} nodes differ after Holm's correction at {settings.alpha:g}")  # fmt: skip
+        verdict.sentence = (
+            f"SAME DISTRIBUTION as far as {draws} draws per arm can tell (would detect TV >= "
+            f"{detectable:.2f} at every prompt's first tested node, {settings.power:.0%} power); "
+            f"0 of {family} nodes differ after Holm's correction at {settings.alpha:g}"
+        )
     return verdict

@@ -21,8 +21,9 @@ protocol allows:
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 MAX_DEPTH = 200
 
@@ -41,7 +42,7 @@ def decode_value(node: Any, depth: int = 0) -> Any:
         return node
     if len(node) != 1:
         raise Malformed("an object that is not a tagged value")
-    (tag, body), = node.items()
+    ((tag, body),) = node.items()
     if tag == "$x" and isinstance(body, str):
         try:
             return int(body, 16)
@@ -142,8 +143,15 @@ class CallDriver:
         """Record the phase under way as timed out; nothing after it runs."""
         used_cpu, used_wall = cpu_now - self.started_cpu, now - self.started_wall
         i = self.outstanding if self.outstanding is not None else len(self.results)
-        self.results.append({"i": i, "timeout": why, "cpu_s": round(used_cpu, 3), "wall_s": round(used_wall, 3),
-                             "during": "call" if self.outstanding is not None else "import"})
+        self.results.append(
+            {
+                "i": i,
+                "timeout": why,
+                "cpu_s": round(used_cpu, 3),
+                "wall_s": round(used_wall, 3),
+                "during": "call" if self.outstanding is not None else "import",
+            }
+        )
         self.finished = True
 
     def feed(self, chunk: bytes, cpu_now: float, now: float) -> list[bytes] | None:
@@ -207,5 +215,3 @@ class CallDriver:
 def default_cap(expected_json: str, ceiling: int) -> int:
     """A reply cap from the expected output's size: four times it plus 4 KiB, at most `ceiling`."""
     return int(min(ceiling, 4 * len(expected_json.encode("utf-8", "replace")) + 4096))
-
-

@@ -59,14 +59,16 @@ class CodeTests:
         return "".join(p if not p or p.endswith("\n") else p + "\n" for p in parts)
 
     @classmethod
-    def from_mappings(cls, tests: Sequence[Mapping[str, Any]], fn_name: str | None = None,
-                      where: str = "tests") -> CodeTests:
+    def from_mappings(
+        cls, tests: Sequence[Mapping[str, Any]], fn_name: str | None = None, where: str = "tests"
+    ) -> CodeTests:
         """Cases from `{input, output}` mappings (the plain form datasets and tests write)."""
         cases = []
         for i, test in enumerate(tests):
             if not isinstance(test, Mapping):
-                raise DatasetError(f"{where}, test {i}: expected an object with input and output, "
-                                f"got {type(test).__name__}.")
+                raise DatasetError(
+                    f"{where}, test {i}: expected an object with input and output, got {type(test).__name__}."
+                )
             missing = [k for k in ("input", "output") if k not in test]
             if missing:
                 raise DatasetError(f"{where}, test {i}: missing {', '.join(missing)}.")

@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 GROUP = "evalsuite-sandbox"
@@ -177,7 +177,7 @@ def _v1(mount: str) -> Hierarchy | None:
     return Hierarchy(1, base)
 
 
-@lru_cache(maxsize=None)
+@cache
 def detect() -> Hierarchy | None:
     """The hierarchy run groups go in, or None when this machine lets us use none (probed once)."""
     if os.geteuid() != 0 or os.environ.get("EVALSUITE_SANDBOX_NO_CGROUP") == "1":

@@ -21,10 +21,11 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Literal, Sequence
+from typing import Any, Literal
 
 from evalsuite.sandbox import cgroup
 from evalsuite.sandbox.calls import CallDriver
@@ -88,8 +89,11 @@ class Sandbox:
         self._runner_source = RUNNER.read_bytes()
         self._memory = cgroup.detect() if self.isolation != "none" else None
         self.sealed = seal_evaluator_files(self.python) if self.isolation == "uid" else []
-        self.vendor = [(name, path) for name, path in vetted_packages(self.python)
-                       if self.isolation != "uid" or reachable_by_others(path)]
+        self.vendor = [
+            (name, path)
+            for name, path in vetted_packages(self.python)
+            if self.isolation != "uid" or reachable_by_others(path)
+        ]
 
     @property
     def memory_mode(self) -> str:
@@ -145,8 +149,9 @@ class Sandbox:
             result.memory_exceeded = result.exit_code != 0 and result.maxrss_kb >= limits.memory_mb * 512
         return result
 
-    def _prepare(self, job: Path, slot: Slot | None, program: Program, fds: tuple[int, int] | None
-                 ) -> tuple[list[str], dict[str, str], str]:
+    def _prepare(
+        self, job: Path, slot: Slot | None, program: Program, fds: tuple[int, int] | None
+    ) -> tuple[list[str], dict[str, str], str]:
         box = job / "box"
         box.mkdir()
         (job / "root").mkdir()
@@ -164,13 +169,27 @@ class Sandbox:
         workdir.mkdir(mode=0o700)
         if slot is not None:
             os.chown(workdir, slot.uid, slot.gid)
-        argv = [self.python or sys.executable, "-S", "-P", "-B", f"{inside}/runner.py", program.mode,
-                f"{inside}/solution.py"]
+        argv = [
+            self.python or sys.executable,
+            "-S",
+            "-P",
+            "-B",
+            f"{inside}/runner.py",
+            program.mode,
+            f"{inside}/solution.py",
+        ]
         if program.mode == "functional" and fds is not None:
             argv += [str(program.fn_name), str(fds[0]), str(fds[1])]
         home = "/tmp" if self.isolation == "namespaces" else str(workdir)
-        env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": home, "TMPDIR": home, "LANG": "C.UTF-8",
-               "PYTHONHASHSEED": "0", "PYTHONIOENCODING": "utf-8", **THREAD_ENV}
+        env = {
+            "PATH": "/usr/local/bin:/usr/bin:/bin",
+            "HOME": home,
+            "TMPDIR": home,
+            "LANG": "C.UTF-8",
+            "PYTHONHASHSEED": "0",
+            "PYTHONIOENCODING": "utf-8",
+            **THREAD_ENV,
+        }
         if self.vendor:
             where = [[n, f"/vendor/{n}" if self.isolation == "namespaces" else p] for n, p in self.vendor]
             env["EVALSUITE_VENDOR"] = json.dumps(where)
@@ -178,8 +197,9 @@ class Sandbox:
             env["EVALSUITE_NETGUARD"] = "1"
         return argv, env, str(workdir)
 
-    def _run_in(self, job: Path, slot: Slot | None, group: cgroup.RunGroup | None, program: Program,
-                limits: Limits) -> ExecResult:
+    def _run_in(
+        self, job: Path, slot: Slot | None, group: cgroup.RunGroup | None, program: Program, limits: Limits
+    ) -> ExecResult:
         driver, whole, fds = None, limits, None
         if program.mode == "functional":
             n = len(program.calls)
@@ -192,10 +212,19 @@ class Sandbox:
         argv, env, workdir = self._prepare(job, slot, program, fds)
         status_r, status_w = os.pipe()
         cfg = {
-            "isolation": self.isolation, "status_fd": status_w, "root": str(job / "root"), "box": str(job / "box"),
-            "binds": system_binds(), "uid": slot.uid if slot else -1, "gid": slot.gid if slot else -1,
-            "drop": slot is not None, "workdir": workdir, "limits": whole.as_launcher_dict(),
-            "argv": argv, "env": env, "keep_fds": list(fds or ()),
+            "isolation": self.isolation,
+            "status_fd": status_w,
+            "root": str(job / "root"),
+            "box": str(job / "box"),
+            "binds": system_binds(),
+            "uid": slot.uid if slot else -1,
+            "gid": slot.gid if slot else -1,
+            "drop": slot is not None,
+            "workdir": workdir,
+            "limits": whole.as_launcher_dict(),
+            "argv": argv,
+            "env": env,
+            "keep_fds": list(fds or ()),
             "cgroup_procs": group.procs if group else None,
             "vendor": [list(v) for v in self.vendor] if self.isolation == "namespaces" else [],
         }
@@ -203,8 +232,12 @@ class Sandbox:
         try:
             proc = subprocess.Popen(
                 [sys.executable, "-I", "-S", str(LAUNCHER)],
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                pass_fds=(status_w, *(fds or ())), start_new_session=True, env={LAUNCH_ENV: json.dumps(cfg)},
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                pass_fds=(status_w, *(fds or ())),
+                start_new_session=True,
+                env={LAUNCH_ENV: json.dumps(cfg)},
                 cwd=str(job),
             )
         finally:
@@ -238,5 +271,3 @@ class Sandbox:
             calls=driver.results if driver else [],
             protocol_error=driver.violation if driver else None,
         )
-
-

@@ -22,16 +22,25 @@ import importlib.util
 import os
 import stat
 import sys
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 VETTED = ("numpy", "sortedcontainers")
-THREAD_ENV = {name: "1" for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
-                                     "NUMEXPR_NUM_THREADS", "VECLIB_MAXIMUM_THREADS", "GOTO_NUM_THREADS")}
+THREAD_ENV = {
+    name: "1"
+    for name in (
+        "OPENBLAS_NUM_THREADS",
+        "OMP_NUM_THREADS",
+        "MKL_NUM_THREADS",
+        "NUMEXPR_NUM_THREADS",
+        "VECLIB_MAXIMUM_THREADS",
+        "GOTO_NUM_THREADS",
+    )
+}
 _SYSTEM = ("/usr", "/lib", "/lib64", "/bin", "/sbin", "/etc", "/proc", "/sys", "/dev", "/var", "/run", "/boot")
 
 
-@lru_cache(maxsize=None)
+@cache
 def vetted_packages(python: str) -> tuple[tuple[str, str], ...]:
     """(name, host folder or file) of each vetted package importable here and usable by `python`."""
     same_interpreter = os.path.realpath(python) == os.path.realpath(getattr(sys, "_base_executable", sys.executable))

@@ -28,10 +28,11 @@ import stat
 import subprocess
 import sys
 import time
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
-from typing import Iterator, Literal, Sequence
+from typing import Literal
 
 Isolation = Literal["namespaces", "uid", "none"]
 
@@ -70,11 +71,15 @@ def _trusted_dir(path: Path, mode: int) -> None:
     if stat.S_ISLNK(info.st_mode) or not stat.S_ISDIR(info.st_mode):
         raise StateDirError(f"The sandbox state folder {path} is not a plain folder; remove it and retry.")
     if info.st_uid != os.geteuid():
-        raise StateDirError(f"The sandbox state folder {path} belongs to uid {info.st_uid}, not to this user "
-                            f"(uid {os.geteuid()}); someone else may control it. Remove it and retry.")
+        raise StateDirError(
+            f"The sandbox state folder {path} belongs to uid {info.st_uid}, not to this user "
+            f"(uid {os.geteuid()}); someone else may control it. Remove it and retry."
+        )
     if info.st_mode & 0o022:
-        raise StateDirError(f"The sandbox state folder {path} is group- or world-writable "
-                            f"(mode {oct(info.st_mode & 0o777)}); remove it and retry.")
+        raise StateDirError(
+            f"The sandbox state folder {path} is group- or world-writable "
+            f"(mode {oct(info.st_mode & 0o777)}); remove it and retry."
+        )
     if info.st_mode & 0o777 != mode:
         os.chmod(path, mode)
 
@@ -204,7 +209,7 @@ def _world_usable(path: str) -> bool:
     return bool(real.stat().st_mode & 0o004)
 
 
-@lru_cache(maxsize=None)
+@cache
 def interpreter(isolation: Isolation) -> str:
     """The Python that runs programs: this one's base interpreter when reachable there, else a system one."""
     base = os.path.realpath(getattr(sys, "_base_executable", sys.executable))
@@ -225,7 +230,7 @@ def system_binds() -> list[str]:
     return paths
 
 
-@lru_cache(maxsize=None)
+@cache
 def detect_isolation() -> Isolation:
     """Probe once per process by building a real sandbox for `true`; the answer is cached."""
     if os.geteuid() != 0:
@@ -235,15 +240,38 @@ def detect_isolation() -> Isolation:
     (job / "root").mkdir(parents=True, exist_ok=True)
     (job / "box").mkdir(exist_ok=True)
     cfg = {
-        "isolation": "namespaces", "status_fd": write_fd, "root": str(job / "root"), "box": str(job / "box"),
-        "binds": system_binds(), "uid": 65534, "gid": 65534, "drop": True, "keep_keys": True, "workdir": "/",
-        "limits": {"cpu_s": 5, "memory_mb": 512, "file_size_mb": 1, "open_files": 32, "processes": 8,
-                   "scratch_mb": 1, "wall_s": 10},
-        "argv": [interpreter("namespaces"), "-S", "-c", "pass"], "env": {},
+        "isolation": "namespaces",
+        "status_fd": write_fd,
+        "root": str(job / "root"),
+        "box": str(job / "box"),
+        "binds": system_binds(),
+        "uid": 65534,
+        "gid": 65534,
+        "drop": True,
+        "keep_keys": True,
+        "workdir": "/",
+        "limits": {
+            "cpu_s": 5,
+            "memory_mb": 512,
+            "file_size_mb": 1,
+            "open_files": 32,
+            "processes": 8,
+            "scratch_mb": 1,
+            "wall_s": 10,
+        },
+        "argv": [interpreter("namespaces"), "-S", "-c", "pass"],
+        "env": {},
     }
     try:
-        subprocess.run([sys.executable, "-I", "-S", str(LAUNCHER)], env={LAUNCH_ENV: json.dumps(cfg)}, pass_fds=(write_fd,),
-                       stdin=subprocess.DEVNULL, capture_output=True, timeout=20, check=False)
+        subprocess.run(
+            [sys.executable, "-I", "-S", str(LAUNCHER)],
+            env={LAUNCH_ENV: json.dumps(cfg)},
+            pass_fds=(write_fd,),
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=20,
+            check=False,
+        )
         os.close(write_fd)
         with os.fdopen(read_fd, "rb") as fh:
             lines = [json.loads(x) for x in fh.read().splitlines() if x.strip()]

@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
-from typing import Any, Literal, Mapping, Sequence
+from typing import Any, Literal
 
 from evalsuite.sandbox.calls import default_cap
 from evalsuite.sandbox.cases import CodeTests, TestCase
@@ -137,8 +138,9 @@ class Judge:
     comparison: Comparison = field(default_factory=Comparison)
     stop_on_first_failure: bool = True
 
-    def run(self, code: str, tests: CodeTests | Sequence[Mapping[str, Any]], fn_name: str | None = None
-            ) -> list[TestOutcome]:
+    def run(
+        self, code: str, tests: CodeTests | Sequence[Mapping[str, Any]], fn_name: str | None = None
+    ) -> list[TestOutcome]:
         """Outcomes of `code` (wrapped in the tests' prefix and suffix) on each case, in order.
 
         `tests` is the adapter's `CodeTests`, or plain `{input, output}` mappings with `fn_name`.
@@ -174,8 +176,9 @@ class Judge:
         limits = self._limits()
         calls = tuple(tuple(t.input.split("\n")) if t.input else () for t in tests)
         caps = tuple(default_cap(t.output, limits.result_bytes) for t in tests)
-        result = self.sandbox.run(Program(code, mode="functional", fn_name=fn_name, calls=calls, result_caps=caps),
-                                  limits)
+        result = self.sandbox.run(
+            Program(code, mode="functional", fn_name=fn_name, calls=calls, result_caps=caps), limits
+        )
         if result.setup_error:
             raise SandboxFailure(f"the sandbox could not start the program: {result.setup_error}")
         records = {r["i"]: r for r in result.calls}
@@ -200,8 +203,10 @@ class Judge:
             kind = "CPU" if record["timeout"] == "cpu" else "wall-clock"
             return "time_limit", f"the {record.get('during', 'call')} exceeded {self.timeout_s:g} s of {kind} time"
         if "oversize" in record:
-            return "wrong_answer", (f"returned {record['oversize']} bytes, more than the {record['cap']} "
-                                    "a value equal to the expected output can take")
+            return "wrong_answer", (
+                f"returned {record['oversize']} bytes, more than the {record['cap']} "
+                "a value equal to the expected output can take"
+            )
         if "malformed" in record:
             return "wrong_answer", f"returned a value that cannot be read: {record['malformed']}"
         if "error" in record:
@@ -219,8 +224,11 @@ class Judge:
 def _short(value: Any) -> str:
     """A short, safe description of a returned value for a grade's reason."""
     try:
-        text = repr(value) if not isinstance(value, (list, dict, set, tuple)) or len(value) < 1000 else \
-            f"a {type(value).__name__} of {len(value)} items"
+        text = (
+            repr(value)
+            if not isinstance(value, (list, dict, set, tuple)) or len(value) < 1000
+            else f"a {type(value).__name__} of {len(value)} items"
+        )
     except (ValueError, RecursionError):
         text = f"a {type(value).__name__}"
     return text[:80]

@@ -28,7 +28,6 @@ import os
 import platform
 import resource
 import signal
-import sys
 import time
 
 CLONE_NEWNS = 0x00020000
@@ -57,7 +56,9 @@ def _check(ret: int, what: str) -> None:
 
 
 def _mount(source: str | None, target: str, fstype: str | None, flags: int, data: str | None = None) -> None:
-    enc = (lambda s: s.encode() if s is not None else None)
+    def enc(s: str | None) -> bytes | None:
+        return s.encode() if s is not None else None
+
     _check(_libc.mount(enc(source), enc(target), enc(fstype), ctypes.c_ulong(flags), enc(data)), f"mount {target}")
 
 
@@ -223,8 +224,14 @@ def _init(cfg: dict, status_fd: int) -> None:
             break
     if cfg["drop"] and not cfg.get("keep_keys"):
         _clear_user_keyrings(cfg["uid"], cfg["gid"])
-    _report(status_fd, {"exit": os.waitstatus_to_exitcode(status), "cpu_s": usage.ru_utime + usage.ru_stime,
-                        "maxrss_kb": usage.ru_maxrss})
+    _report(
+        status_fd,
+        {
+            "exit": os.waitstatus_to_exitcode(status),
+            "cpu_s": usage.ru_utime + usage.ru_stime,
+            "maxrss_kb": usage.ru_maxrss,
+        },
+    )
     os._exit(0)
 
 

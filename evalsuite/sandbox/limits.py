@@ -33,8 +33,16 @@ class Limits:
     result_bytes: int = 16 << 20
 
     def __post_init__(self) -> None:
-        for name in ("cpu_s", "memory_mb", "file_size_mb", "open_files", "processes", "output_bytes", "scratch_mb",
-                     "result_bytes"):
+        for name in (
+            "cpu_s",
+            "memory_mb",
+            "file_size_mb",
+            "open_files",
+            "processes",
+            "output_bytes",
+            "scratch_mb",
+            "result_bytes",
+        ):
             value = getattr(self, name)
             if not isinstance(value, (int, float)) or isinstance(value, bool) or not value > 0:
                 raise ValueError(f"Sandbox limit '{name}' must be a positive number, got {value!r}.")

@@ -28,8 +28,9 @@ TICK_S = 0.05
 class Pump:
     """One execution's I/O and watchdog (see module doc)."""
 
-    def __init__(self, proc: subprocess.Popen[bytes], stdin: bytes, limits: Limits, slot: Slot | None,
-                 status_fd: int) -> None:
+    def __init__(
+        self, proc: subprocess.Popen[bytes], stdin: bytes, limits: Limits, slot: Slot | None, status_fd: int
+    ) -> None:
         self.proc, self.limits, self.slot = proc, limits, slot
         self.pending = memoryview(stdin)
         self.stdout, self.stderr, self.status = bytearray(), bytearray(), bytearray()

@@ -156,7 +156,7 @@ def _send(fd: int, record: dict) -> None:
     data = json.dumps(record, allow_nan=True).encode("utf-8")
     view = memoryview(b"%d\n" % len(data) + data)
     while view:
-        view = view[os.write(fd, view):]
+        view = view[os.write(fd, view) :]
 
 
 def run_functional(path: str, name: str, req_fd: int, rep_fd: int) -> None:

@@ -123,8 +123,15 @@ def start(command: ServerCommand, log_dir: Path) -> RunningServer:
         log.write(("\n$ " + " ".join(args) + "\n").encode())
         log.flush()
         try:
-            process = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                                       cwd=command.cwd, env=env, preexec_fn=_die_with_parent)  # fmt: skip
+            process = subprocess.Popen(
+                args,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                cwd=command.cwd,
+                env=env,
+                preexec_fn=_die_with_parent,
+            )
         except OSError as exc:
             raise ServeError(f"Could not start the server for '{command.name}' ({args[0]}): {exc.strerror}.") from None
     return RunningServer(command.name, f"http://127.0.0.1:{port}", _model_name(args), args, log_path, process)

@@ -34,8 +34,9 @@ def server_command(target: TargetConfig, root: Path) -> ServerCommand:
     if serve is None:
         raise ConfigError(f"Target '{target.name}' has no serve table.")
     cwd = (root / Path(serve.cwd).expanduser()) if serve.cwd else root
-    return ServerCommand(target.name, tuple(serve.argv()), dict(serve.env), cwd, serve.health_path,
-                         serve.startup_timeout_s)  # fmt: skip
+    return ServerCommand(
+        target.name, tuple(serve.argv()), dict(serve.env), cwd, serve.health_path, serve.startup_timeout_s
+    )
 
 
 def _model_paths(argv: list[str]) -> list[str]:
@@ -56,8 +57,10 @@ def check_command(command: ServerCommand, where: str) -> None:
     if command.cwd is not None and not command.cwd.is_dir():
         raise ConfigError(f"{where}: {key}.cwd = '{command.cwd}' is not a folder.")
     if not any("{port}" in a for a in command.argv):
-        raise ConfigError(f"{where}: {key}.command has no {{port}} placeholder; the suite picks a free port and "
-                          f"passes it there (e.g. --port {{port}}).")  # fmt: skip
+        raise ConfigError(
+            f"{where}: {key}.command has no {{port}} placeholder; the suite picks a free port and "
+            f"passes it there (e.g. --port {{port}})."
+        )
     program = command.argv[0]
     path_env = command.env.get("PATH", os.environ.get("PATH", ""))
     if "/" in program:
@@ -65,8 +68,9 @@ def check_command(command: ServerCommand, where: str) -> None:
         if not exe.is_file() or not os.access(exe, os.X_OK):
             raise ConfigError(f"{where}: {key}.command runs '{program}', which is not an executable file ({exe}).")
     elif shutil.which(program, path=path_env) is None:
-        raise ConfigError(f"{where}: {key}.command runs '{program}', which is not on PATH; install it or give "
-                          f"its full path.")  # fmt: skip
+        raise ConfigError(
+            f"{where}: {key}.command runs '{program}', which is not on PATH; install it or give its full path."
+        )
     for value in _model_paths(list(command.argv)):
         path = (command.cwd or Path.cwd()) / Path(value).expanduser()
         if not path.exists():
@@ -80,7 +84,9 @@ def preflight(target: TargetConfig, root: Path, where: str) -> None:
 
 
 @contextlib.contextmanager
-def serve_target(target: TargetConfig, root: Path, log_dir: Path, say: Callable[[str], None]) -> Iterator[RunningServer]:
+def serve_target(
+    target: TargetConfig, root: Path, log_dir: Path, say: Callable[[str], None]
+) -> Iterator[RunningServer]:
     """Start the target's server, wait for health, yield it, stop it (also on errors and Ctrl-C)."""
     command = server_command(target, root)
     check_command(command, str(root / "evalsuite.toml"))

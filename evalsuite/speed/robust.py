@@ -13,8 +13,8 @@ paired log ratios, seeded so a report is reproducible.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Iterable, Sequence
 
 import numpy as np
 from scipy import stats as sps
@@ -95,8 +95,14 @@ class RatioEstimate:
         def num(x: float) -> float | None:
             return float(x) if math.isfinite(x) else None
 
-        return {"n": self.n, "geometric_mean": num(self.geometric_mean), "low95": num(self.low95),
-                "high95": num(self.high95), "median": num(self.median), "faster_share": num(self.faster_share)}  # fmt: skip
+        return {
+            "n": self.n,
+            "geometric_mean": num(self.geometric_mean),
+            "low95": num(self.low95),
+            "high95": num(self.high95),
+            "median": num(self.median),
+            "faster_share": num(self.faster_share),
+        }
 
 
 def ratio_estimate(ratios: Sequence[float], *, seed: int = 0) -> RatioEstimate:
@@ -115,8 +121,14 @@ def ratio_estimate(ratios: Sequence[float], *, seed: int = 0) -> RatioEstimate:
     low = high = math.nan
     if n >= 2 and np.ptp(logs) > 0:
         for method in ("BCa", "percentile"):
-            res = sps.bootstrap((logs,), np.mean, n_resamples=N_RESAMPLES, method=method, confidence_level=0.95,
-                                random_state=np.random.default_rng(seed))  # fmt: skip
+            res = sps.bootstrap(
+                (logs,),
+                np.mean,
+                n_resamples=N_RESAMPLES,
+                method=method,
+                confidence_level=0.95,
+                random_state=np.random.default_rng(seed),
+            )
             low, high = float(res.confidence_interval.low), float(res.confidence_interval.high)
             if math.isfinite(low) and math.isfinite(high):
                 break

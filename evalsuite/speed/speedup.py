@@ -47,13 +47,21 @@ class Speedup:
             return float(x) if math.isfinite(x) else None
 
         return {
-            "n": self.n, "geometric_mean": num(self.geometric_mean), "low95": num(self.low95),
-            "high95": num(self.high95), "median": num(self.median), "aggregate": num(self.aggregate),
-            "wall_clock": num(self.wall_clock), "faster_share": num(self.faster_share),
-            "aggregate_all": num(self.aggregate_all), "wall_clock_all": num(self.wall_clock_all),
-            "excluded": list(self.excluded), "warnings": list(self.warnings),
-            "candidate": self.candidate.as_dict(), "baseline": self.baseline.as_dict(),
-        }  # fmt: skip
+            "n": self.n,
+            "geometric_mean": num(self.geometric_mean),
+            "low95": num(self.low95),
+            "high95": num(self.high95),
+            "median": num(self.median),
+            "aggregate": num(self.aggregate),
+            "wall_clock": num(self.wall_clock),
+            "faster_share": num(self.faster_share),
+            "aggregate_all": num(self.aggregate_all),
+            "wall_clock_all": num(self.wall_clock_all),
+            "excluded": list(self.excluded),
+            "warnings": list(self.warnings),
+            "candidate": self.candidate.as_dict(),
+            "baseline": self.baseline.as_dict(),
+        }
 
 
 def _throughput_ratio(pairs: list[tuple[Any, Any]]) -> tuple[float, float]:

@@ -19,8 +19,9 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -132,16 +133,25 @@ class SpeedSummary:
 
     def as_dict(self) -> dict[str, Any]:
         return {
-            "target": self.target, "n": self.n, "timed": self.timed, "decode_source": self.decode_source,
-            "median_tokens_per_s": _num(self.median_tokens_per_s), "mean_tokens_per_s": _num(self.mean_tokens_per_s),
+            "target": self.target,
+            "n": self.n,
+            "timed": self.timed,
+            "decode_source": self.decode_source,
+            "median_tokens_per_s": _num(self.median_tokens_per_s),
+            "mean_tokens_per_s": _num(self.mean_tokens_per_s),
             "aggregate_tokens_per_s": _num(self.aggregate_tokens_per_s),
-            "aggregate_all_tokens_per_s": _num(self.aggregate_all_tokens_per_s), "outliers": list(self.outliers),
-            "warnings": self.warnings, "median_ttft_s": _num(self.median_ttft_s),
-            "median_latency_s": _num(self.median_latency_s), "total_tokens": self.total_tokens,
-            "draft_n": self.draft_n, "draft_accepted": self.draft_accepted,
-            "acceptance_rate": _num(self.acceptance_rate), "mean_accepted_length": _num(self.mean_accepted_length),
+            "aggregate_all_tokens_per_s": _num(self.aggregate_all_tokens_per_s),
+            "outliers": list(self.outliers),
+            "warnings": self.warnings,
+            "median_ttft_s": _num(self.median_ttft_s),
+            "median_latency_s": _num(self.median_latency_s),
+            "total_tokens": self.total_tokens,
+            "draft_n": self.draft_n,
+            "draft_accepted": self.draft_accepted,
+            "acceptance_rate": _num(self.acceptance_rate),
+            "mean_accepted_length": _num(self.mean_accepted_length),
             "acceptance_source": self.acceptance_source,
-        }  # fmt: skip
+        }
 
 
 def _num(x: float) -> float | None:

@@ -11,8 +11,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Callable, Iterator, Sequence
 
 from evalsuite.config import Config
 from evalsuite.engines import make_engine
@@ -57,9 +57,17 @@ def _servers(rigs: Sequence[str | None], slots: int, say: Callable[[str], None])
         yield [urls[r] if r is not None else None for r in rigs]
 
 
-def speed_target(config: Config, target_name: str, plan: SpeedPlan, *, data: DataChoice | None = None,
-                 out_dir: Path | None = None, seed: int = 0, rig_slots: int = 1,
-                 say: Callable[[str], None] = lambda _m: None) -> tuple[SpeedPaths, dict]:  # fmt: skip
+def speed_target(
+    config: Config,
+    target_name: str,
+    plan: SpeedPlan,
+    *,
+    data: DataChoice | None = None,
+    out_dir: Path | None = None,
+    seed: int = 0,
+    rig_slots: int = 1,
+    say: Callable[[str], None] = lambda _m: None,
+) -> tuple[SpeedPaths, dict]:
     """Measure TARGET against its baseline and write the report; returns its paths and the summary.
 
     `rig_slots` starts rig targets with that many slots (for the concurrency sweep); other targets are
@@ -67,13 +75,22 @@ def speed_target(config: Config, target_name: str, plan: SpeedPlan, *, data: Dat
     """
     cand = config.target(target_name)
     if cand.baseline is None:
-        raise ConfigError(f"Target '{target_name}' has no baseline in {config.path or 'the config'}; "
-                          f"set targets.{target_name}.baseline to the target it should be faster than.")  # fmt: skip
+        raise ConfigError(
+            f"Target '{target_name}' has no baseline in {config.path or 'the config'}; "
+            f"set targets.{target_name}.baseline to the target it should be faster than."
+        )
     base = config.target(cand.baseline)
     corpus, prompts = task_text(config, target_name, config.defaults.tasks, data)
     with _servers([base.rig, cand.rig], rig_slots, say) as urls:
-        record = asyncio.run(_run(plan, [("baseline", base.name, base, urls[0]), ("candidate", cand.name, cand, urls[1])],
-                                  corpus, prompts, say))  # fmt: skip
+        record = asyncio.run(
+            _run(
+                plan,
+                [("baseline", base.name, base, urls[0]), ("candidate", cand.name, cand, urls[1])],
+                corpus,
+                prompts,
+                say,
+            )
+        )
     summary = analyze(record.plan, record.servers, record.notes, record.measurements, seed=seed)
     summary["created"] = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
     folder = out_dir or report_folder(config.root / config.defaults.reports_dir, f"{target_name}-speed")
@@ -81,7 +98,9 @@ def speed_target(config: Config, target_name: str, plan: SpeedPlan, *, data: Dat
     return write_speed_report(summary, record.measurements, folder), summary
 
 
-async def _run(plan: SpeedPlan, arms: list[tuple], corpus: str, prompts: list[str], say: Callable[[str], None]) -> SpeedRecord:
+async def _run(
+    plan: SpeedPlan, arms: list[tuple], corpus: str, prompts: list[str], say: Callable[[str], None]
+) -> SpeedRecord:
     endpoints = [ArmEndpoint(role, name, make_engine(target, base_url=url)) for role, name, target, url in arms]
     try:
         return await run_speed(plan, endpoints, corpus, prompts, say)

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from typing import Any, Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -84,7 +85,8 @@ def cell_figures(ms: Sequence[Measurement]) -> dict[str, Any]:
     agree = [c / e for c, e in engine if math.isfinite(c) and math.isfinite(e) and e > 0]
     wall = _wall(kept)
     return {
-        "n": len(ms), "outliers": len(out),
+        "n": len(ms),
+        "outliers": len(out),
         "prompt_tokens": _median(m.prompt_tokens for m in kept),
         "output_tokens": _median(m.output_tokens for m in kept),
         "tokens_per_s": _median(m.tokens_per_s for m in kept),
@@ -96,12 +98,21 @@ def cell_figures(ms: Sequence[Measurement]) -> dict[str, Any]:
         "itl_s": percentiles(m.itl_s for m in kept),
         "chunk_gap_s": percentiles(g for m in kept for g in m.gaps_s),
         "latency_s": percentiles(m.latency_s for m in kept),
-        "acceptance": acceptance, "mean_accepted_length": tau, "drafted": drafted, "acceptance_source": source,
-    }  # fmt: skip
+        "acceptance": acceptance,
+        "mean_accepted_length": tau,
+        "drafted": drafted,
+        "acceptance_source": source,
+    }
 
 
-def analyze(record_plan: dict[str, Any], servers: dict[str, Any], notes: list[str], measurements: Sequence[Measurement],
-            *, seed: int = 0) -> dict[str, Any]:  # fmt: skip
+def analyze(
+    record_plan: dict[str, Any],
+    servers: dict[str, Any],
+    notes: list[str],
+    measurements: Sequence[Measurement],
+    *,
+    seed: int = 0,
+) -> dict[str, Any]:
     """The speed run's summary as plain JSON-ready data (see the module docstring)."""
     ok = [m for m in measurements if m.error is None and m.arm in ("baseline", "candidate")]
     failed = [m for m in measurements if m.error is not None and m.arm in ("baseline", "candidate")]
@@ -114,32 +125,61 @@ def analyze(record_plan: dict[str, Any], servers: dict[str, Any], notes: list[st
         rows.append({"workload": workload, "concurrency": conc, "arm": arm, **cell_figures(ms)})
         for m in split_outliers(ms)[1]:
             flagged.add((arm, m.key))
-            outliers.append({"workload": workload, "concurrency": conc, "arm": arm, "rep": m.rep, "slot": m.slot,
-                             "tokens_per_s": m.tokens_per_s, "cell_median": _median(x.tokens_per_s for x in ms)})  # fmt: skip
+            outliers.append(
+                {
+                    "workload": workload,
+                    "concurrency": conc,
+                    "arm": arm,
+                    "rep": m.rep,
+                    "slot": m.slot,
+                    "tokens_per_s": m.tokens_per_s,
+                    "cell_median": _median(x.tokens_per_s for x in ms),
+                }
+            )
     groups = sorted({(w, c) for w, c, _ in cells}, key=lambda wc: (_order(wc[0]), wc[1]))
     for workload, conc in groups:
         base = {m.key: m for m in cells.get((workload, conc, "baseline"), [])}
         cand = {m.key: m for m in cells.get((workload, conc, "candidate"), [])}
-        keys = [k for k in sorted(base.keys() & cand.keys())
-                if ("baseline", k) not in flagged and ("candidate", k) not in flagged]  # fmt: skip
+        keys = [
+            k
+            for k in sorted(base.keys() & cand.keys())
+            if ("baseline", k) not in flagged and ("candidate", k) not in flagged
+        ]
         decode = ratio_estimate([cand[k].tokens_per_s / base[k].tokens_per_s for k in keys], seed=seed)
         e2e = ratio_estimate([base[k].latency_s / cand[k].latency_s for k in keys], seed=seed)
         ttft = ratio_estimate([base[k].ttft_s / cand[k].ttft_s for k in keys], seed=seed)
-        speedups.append({"workload": workload, "concurrency": conc,
-                         "input_tokens": _median(base[k].prompt_tokens for k in keys),
-                         "decode": decode.as_dict(), "latency": e2e.as_dict(), "ttft": ttft.as_dict(),
-                         "excluded": len(base.keys() & cand.keys()) - len(keys)})  # fmt: skip
-    return _clean({
-        "version": VERSION, "kind": "speed", "definition": TOKENS_PER_S_DEFINITION,
-        "speedup_definition": "geometric mean over paired requests (same prompt, both arms) of candidate over "
-                              "baseline decode tokens/s, with a 95 % BCa bootstrap interval (scipy.stats.bootstrap); "
-                              "latency and TTFT speedups are baseline over candidate time",
-        "outlier_rule": "modified z-score |0.6745 (log x - median) / MAD| > 3.5 within a cell (MAD floored at 0.05)",
-        "plan": record_plan, "servers": servers, "notes": notes,
-        "cells": rows, "speedups": speedups, "outliers": outliers,
-        "failed": [{"arm": m.arm, "workload": m.workload, "concurrency": m.concurrency, "rep": m.rep, "error": m.error}
-                   for m in failed],
-    })  # fmt: skip
+        speedups.append(
+            {
+                "workload": workload,
+                "concurrency": conc,
+                "input_tokens": _median(base[k].prompt_tokens for k in keys),
+                "decode": decode.as_dict(),
+                "latency": e2e.as_dict(),
+                "ttft": ttft.as_dict(),
+                "excluded": len(base.keys() & cand.keys()) - len(keys),
+            }
+        )
+    return _clean(
+        {
+            "version": VERSION,
+            "kind": "speed",
+            "definition": TOKENS_PER_S_DEFINITION,
+            "speedup_definition": "geometric mean over paired requests (same prompt, both arms) of candidate over "
+            "baseline decode tokens/s, with a 95 % BCa bootstrap interval (scipy.stats.bootstrap); "
+            "latency and TTFT speedups are baseline over candidate time",
+            "outlier_rule": "modified z-score |0.6745 (log x - median) / MAD| > 3.5 within a cell (MAD floored at 0.05)",
+            "plan": record_plan,
+            "servers": servers,
+            "notes": notes,
+            "cells": rows,
+            "speedups": speedups,
+            "outliers": outliers,
+            "failed": [
+                {"arm": m.arm, "workload": m.workload, "concurrency": m.concurrency, "rep": m.rep, "error": m.error}
+                for m in failed
+            ],
+        }
+    )
 
 
 def _order(workload: str) -> tuple[int, int]:

@@ -82,7 +82,9 @@ def _content(chunk: dict[str, Any]) -> str:
     text = []
     for choice in chunk.get("choices") or []:
         delta = choice.get("delta") or {}
-        text.append(str(delta.get("content") or "") + str(delta.get("reasoning_content") or "") + str(choice.get("text") or ""))
+        text.append(
+            str(delta.get("content") or "") + str(delta.get("reasoning_content") or "") + str(choice.get("text") or "")
+        )
     return "".join(text)
 
 

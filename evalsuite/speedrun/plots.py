@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from collections.abc import Sequence
 
 from markupsafe import Markup
 
@@ -30,7 +30,7 @@ def speedup_plot(points: Sequence[Point], title: str, xlabel: str, kind: str) ->
     svg.text(left, 14, title, size=12, weight="bold")
     svg.y_axis(y, left, right, "speedup (x)")
     ticks = [t for t in range(math.floor(lo_x), math.ceil(hi_x) + 1)]
-    svg.x_axis(x, bottom, top, xlabel, ticks=[float(t) for t in ticks], tick_fmt=lambda v: f"{2 ** v:g}")
+    svg.x_axis(x, bottom, top, xlabel, ticks=[float(t) for t in ticks], tick_fmt=lambda v: f"{2**v:g}")
     svg.line(left, y(1.0), right, y(1.0), PALETTE["confident"], 1, "4 3")
     prev = None
     for xv, p in sorted(zip(xs, pts)):
@@ -45,4 +45,3 @@ def speedup_plot(points: Sequence[Point], title: str, xlabel: str, kind: str) ->
         svg.text(cx + 6, cy - 6, f"{p[1]:.2f}x", size=10)
         prev = (cx, cy)
     return svg.markup()
-

@@ -45,30 +45,71 @@ def _ratio(d: dict[str, Any]) -> str:
 
 
 def speedup_rows(summary: dict[str, Any]) -> list[list[str]]:
-    head = ["workload", "concurrency", "input tokens", "pairs", "decode speedup [95 %]", "latency speedup [95 %]",
-            "TTFT ratio [95 %]", "left out"]  # fmt: skip
+    head = [
+        "workload",
+        "concurrency",
+        "input tokens",
+        "pairs",
+        "decode speedup [95 %]",
+        "latency speedup [95 %]",
+        "TTFT ratio [95 %]",
+        "left out",
+    ]
     rows = [head]
     for s in summary["speedups"]:
-        rows.append([s["workload"], str(s["concurrency"]), _f(s["input_tokens"], 0), str(s["decode"]["n"]),
-                     _ratio(s["decode"]), _ratio(s["latency"]), _ratio(s["ttft"]), str(s["excluded"])])  # fmt: skip
+        rows.append(
+            [
+                s["workload"],
+                str(s["concurrency"]),
+                _f(s["input_tokens"], 0),
+                str(s["decode"]["n"]),
+                _ratio(s["decode"]),
+                _ratio(s["latency"]),
+                _ratio(s["ttft"]),
+                str(s["excluded"]),
+            ]
+        )
     return rows
 
 
 def cell_rows(summary: dict[str, Any]) -> list[list[str]]:
-    head = ["workload", "conc.", "arm", "n (outliers)", "input tok", "output tok", "tokens/s p50 (p90)",
-            "system tokens/s", "TTFT ms p50/p90/p99", "ITL ms p50/p90/p99", "chunk gap ms p50/p90/p99",
-            "acceptance", "tau", "client/engine"]  # fmt: skip
+    head = [
+        "workload",
+        "conc.",
+        "arm",
+        "n (outliers)",
+        "input tok",
+        "output tok",
+        "tokens/s p50 (p90)",
+        "system tokens/s",
+        "TTFT ms p50/p90/p99",
+        "ITL ms p50/p90/p99",
+        "chunk gap ms p50/p90/p99",
+        "acceptance",
+        "tau",
+        "client/engine",
+    ]
     rows = [head]
     for c in summary["cells"]:
         t, i, g = c["ttft_s"], c["itl_s"], c["chunk_gap_s"]
-        rows.append([
-            c["workload"], str(c["concurrency"]), c["arm"], f"{c['n']} ({c['outliers']})", _f(c["prompt_tokens"], 0),
-            _f(c["output_tokens"], 0), f"{_f(c['tokens_per_s'])} (p90 {_f(c['tokens_per_s_pct']['p90'])})",
-            _f(c["system_tokens_per_s"]), "/".join(_ms(t[k]) for k in ("p50", "p90", "p99")),
-            "/".join(_ms(i[k]) for k in ("p50", "p90", "p99")), "/".join(_ms(g[k]) for k in ("p50", "p90", "p99")),
-            f"{c['acceptance'] * 100:.1f} %" if c["acceptance"] is not None else "-",
-            _f(c["mean_accepted_length"], 2), _f(c["client_over_engine"], 4),
-        ])  # fmt: skip
+        rows.append(
+            [
+                c["workload"],
+                str(c["concurrency"]),
+                c["arm"],
+                f"{c['n']} ({c['outliers']})",
+                _f(c["prompt_tokens"], 0),
+                _f(c["output_tokens"], 0),
+                f"{_f(c['tokens_per_s'])} (p90 {_f(c['tokens_per_s_pct']['p90'])})",
+                _f(c["system_tokens_per_s"]),
+                "/".join(_ms(t[k]) for k in ("p50", "p90", "p99")),
+                "/".join(_ms(i[k]) for k in ("p50", "p90", "p99")),
+                "/".join(_ms(g[k]) for k in ("p50", "p90", "p99")),
+                f"{c['acceptance'] * 100:.1f} %" if c["acceptance"] is not None else "-",
+                _f(c["mean_accepted_length"], 2),
+                _f(c["client_over_engine"], 4),
+            ]
+        )
     return rows
 
 
@@ -91,45 +132,80 @@ def _title(summary: dict[str, Any]) -> str:
 
 def _facts(summary: dict[str, Any]) -> list[str]:
     p = summary["plan"]
-    facts = [f"Tokens/s: {summary['definition']}", f"Speedup: {summary['speedup_definition']}.",
-             f"Outliers: {summary['outlier_rule']}; listed below, left out of every figure.",
-             f"Design: {p['warmup']} warm-up requests per arm, then {p['reps']} repetitions with baseline and "
-             f"candidate interleaved on identical prompts (order alternating); {p['output_tokens']} output tokens "
-             f"(ignore_eos) on the length workloads; input lengths {p['lengths_run']}, concurrency "
-             f"{p['concurrency_run']} at {p['sweep_length_run']} input tokens; the tasks workload stops where the "
-             f"model stops."]  # fmt: skip
+    facts = [
+        f"Tokens/s: {summary['definition']}",
+        f"Speedup: {summary['speedup_definition']}.",
+        f"Outliers: {summary['outlier_rule']}; listed below, left out of every figure.",
+        f"Design: {p['warmup']} warm-up requests per arm, then {p['reps']} repetitions with baseline and "
+        f"candidate interleaved on identical prompts (order alternating); {p['output_tokens']} output tokens "
+        f"(ignore_eos) on the length workloads; input lengths {p['lengths_run']}, concurrency "
+        f"{p['concurrency_run']} at {p['sweep_length_run']} input tokens; the tasks workload stops where the "
+        f"model stops.",
+    ]
     facts += [f"Note: {n}." for n in summary["notes"]]
     for role, s in summary["servers"].items():
-        facts.append(f"{role}: {s['target']} ({s['dialect']}, model {s['model']}, context {s.get('n_ctx')}, "
-                     f"slots {s.get('slots')})")  # fmt: skip
+        facts.append(
+            f"{role}: {s['target']} ({s['dialect']}, model {s['model']}, context {s.get('n_ctx')}, "
+            f"slots {s.get('slots')})"
+        )
     return facts
 
 
 def _outliers(summary: dict[str, Any]) -> list[str]:
-    return [f"{o['arm']} {o['workload']} c={o['concurrency']} rep {o['rep']} slot {o['slot']}: "
-            f"{_f(o['tokens_per_s'])} tokens/s against a cell median of {_f(o['cell_median'])}"
-            for o in summary["outliers"]] + [f"failed: {f['arm']} {f['workload']} rep {f['rep']}: {f['error']}"
-                                             for f in summary["failed"]]  # fmt: skip
+    return [
+        f"{o['arm']} {o['workload']} c={o['concurrency']} rep {o['rep']} slot {o['slot']}: "
+        f"{_f(o['tokens_per_s'])} tokens/s against a cell median of {_f(o['cell_median'])}"
+        for o in summary["outliers"]
+    ] + [f"failed: {f['arm']} {f['workload']} rep {f['rep']}: {f['error']}" for f in summary["failed"]]
 
 
 def plots(summary: dict[str, Any]) -> dict[str, Markup | None]:
-    length = [(s["input_tokens"] or 0, s["decode"]["geometric_mean"] or math.nan, s["decode"]["low95"] or math.nan,
-               s["decode"]["high95"] or math.nan, f"{s['workload']}: {_ratio(s['decode'])}")
-              for s in summary["speedups"] if s["workload"].startswith("in-") and s["concurrency"] == 1]  # fmt: skip
+    length = [
+        (
+            s["input_tokens"] or 0,
+            s["decode"]["geometric_mean"] or math.nan,
+            s["decode"]["low95"] or math.nan,
+            s["decode"]["high95"] or math.nan,
+            f"{s['workload']}: {_ratio(s['decode'])}",
+        )
+        for s in summary["speedups"]
+        if s["workload"].startswith("in-") and s["concurrency"] == 1
+    ]
     sweep = summary["plan"]["sweep_length_run"]
-    conc = [(float(s["concurrency"]), s["decode"]["geometric_mean"] or math.nan, s["decode"]["low95"] or math.nan,
-             s["decode"]["high95"] or math.nan, f"concurrency {s['concurrency']}: {_ratio(s['decode'])}")
-            for s in summary["speedups"] if s["workload"] == f"in-{sweep}"]  # fmt: skip
+    conc = [
+        (
+            float(s["concurrency"]),
+            s["decode"]["geometric_mean"] or math.nan,
+            s["decode"]["low95"] or math.nan,
+            s["decode"]["high95"] or math.nan,
+            f"concurrency {s['concurrency']}: {_ratio(s['decode'])}",
+        )
+        for s in summary["speedups"]
+        if s["workload"] == f"in-{sweep}"
+    ]
     return {
         "length": speedup_plot(length, "decode speedup against input length (concurrency 1)", "input tokens", "length"),
-        "concurrency": speedup_plot(conc, f"decode speedup against concurrency ({sweep} input tokens)",
-                                    "concurrent requests", "concurrency"),
-    }  # fmt: skip
+        "concurrency": speedup_plot(
+            conc, f"decode speedup against concurrency ({sweep} input tokens)", "concurrent requests", "concurrency"
+        ),
+    }
 
 
 def render_markdown(summary: dict[str, Any]) -> str:
-    parts = [f"# {_title(summary)}", "", *[f"- {f}" for f in _facts(summary)], "", "## Paired speedup", "",
-             _md_table(speedup_rows(summary)), "", "## Per workload and arm", "", _md_table(cell_rows(summary)), ""]  # fmt: skip
+    parts = [
+        f"# {_title(summary)}",
+        "",
+        *[f"- {f}" for f in _facts(summary)],
+        "",
+        "## Paired speedup",
+        "",
+        _md_table(speedup_rows(summary)),
+        "",
+        "## Per workload and arm",
+        "",
+        _md_table(cell_rows(summary)),
+        "",
+    ]
     out = _outliers(summary)
     parts += ["## Outliers and failures", ""] + ([f"- {o}" for o in out] if out else ["None."]) + [""]
     return "\n".join(parts)
@@ -140,20 +216,25 @@ def render_html(summary: dict[str, Any]) -> str:
     out = _outliers(summary)
     outs = "<ul>" + "".join(f"<li>{escape(o)}</li>" for o in out) + "</ul>" if out else "<p>None.</p>"
     facts = "".join(f"<li>{escape(f)}</li>" for f in _facts(summary))
-    style = ("body{font-family:system-ui,sans-serif;margin:2em;color:#222}table{border-collapse:collapse;"
-             "font-size:13px}td,th{border:1px solid #ddd;padding:3px 6px;text-align:right}th{background:#f4f4f4}"
-             "figure{display:inline-block;margin:0 1em 1em 0}")  # fmt: skip
-    return (f"<!doctype html><html><head><meta charset='utf-8'><title>{escape(_title(summary))}</title>"
-            f"<style>{style}</style></head><body><h1>{escape(_title(summary))}</h1><ul>{facts}</ul>"
-            f"<h2>Paired speedup</h2><div class='plots'>{figs}</div>{_html_table(speedup_rows(summary))}"
-            f"<h2>Per workload and arm</h2>{_html_table(cell_rows(summary))}<h2>Outliers and failures</h2>{outs}"
-            f"<script type='application/json' id='speed-data'>{escape(json.dumps(summary))}</script></body></html>")  # fmt: skip
+    style = (
+        "body{font-family:system-ui,sans-serif;margin:2em;color:#222}table{border-collapse:collapse;"
+        "font-size:13px}td,th{border:1px solid #ddd;padding:3px 6px;text-align:right}th{background:#f4f4f4}"
+        "figure{display:inline-block;margin:0 1em 1em 0}"
+    )
+    return (
+        f"<!doctype html><html><head><meta charset='utf-8'><title>{escape(_title(summary))}</title>"
+        f"<style>{style}</style></head><body><h1>{escape(_title(summary))}</h1><ul>{facts}</ul>"
+        f"<h2>Paired speedup</h2><div class='plots'>{figs}</div>{_html_table(speedup_rows(summary))}"
+        f"<h2>Per workload and arm</h2>{_html_table(cell_rows(summary))}<h2>Outliers and failures</h2>{outs}"
+        f"<script type='application/json' id='speed-data'>{escape(json.dumps(summary))}</script></body></html>"
+    )
 
 
 def write_speed_report(summary: dict[str, Any], measurements: list[Measurement], folder: Path) -> SpeedPaths:
     """Write the four files into `folder` (which exists)."""
-    paths = SpeedPaths(folder, folder / "speed.json", folder / "measurements.jsonl", folder / "report.md",
-                       folder / "report.html")  # fmt: skip
+    paths = SpeedPaths(
+        folder, folder / "speed.json", folder / "measurements.jsonl", folder / "report.md", folder / "report.html"
+    )
     paths.json.write_text(json.dumps(summary, indent=1), encoding="utf-8")
     with paths.measurements.open("w", encoding="utf-8") as fh:
         for m in measurements:

@@ -29,8 +29,14 @@ def with_slots(args: list[str], slots: int) -> list[str]:
 
 
 @contextlib.contextmanager
-def serve_slots(names: Sequence[str], slots: int, *, threads: int = 2, extra_args: Sequence[str] = (),
-                progress: Callable[[str], None] = lambda _m: None) -> Iterator[dict[str, str]]:  # fmt: skip
+def serve_slots(
+    names: Sequence[str],
+    slots: int,
+    *,
+    threads: int = 2,
+    extra_args: Sequence[str] = (),
+    progress: Callable[[str], None] = lambda _m: None,
+) -> Iterator[dict[str, str]]:
     """Base URLs of the named rig configurations, each with `slots` slots (and `extra_args`); all stopped on exit."""
     names = list(dict.fromkeys(names))
     if slots <= 1 and not extra_args:
@@ -41,8 +47,11 @@ def serve_slots(names: Sequence[str], slots: int, *, threads: int = 2, extra_arg
     if unknown:
         raise RigError(f"Unknown rig configuration(s) {', '.join(unknown)}; known: {', '.join(RIG_CONFIGS)}.")
     roles = {r for n in names for r in (RIG_CONFIGS[n].model, RIG_CONFIGS[n].draft) if r is not None}
-    assets = ensure_assets(progress, include_learned=any(r.startswith("learned") for r in roles),
-                           include_smollm2=any(r.startswith("smollm2") for r in roles))  # fmt: skip
+    assets = ensure_assets(
+        progress,
+        include_learned=any(r.startswith("learned") for r in roles),
+        include_smollm2=any(r.startswith("smollm2") for r in roles),
+    )
     commands = []
     for name in names:
         base = rig_command(RIG_CONFIGS[name], assets, threads)

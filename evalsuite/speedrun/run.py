@@ -12,8 +12,9 @@ tasks' prompts, one repetition at a time.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import httpx
 
@@ -90,9 +91,15 @@ async def _step(client: httpx.AsyncClient, arm: ArmEndpoint, step: Step, plan: S
     """One arm's requests of a step, concurrently; vLLM's speculative counters are read around them."""
     counted = arm.engine.dialect == "vllm"
     before = await arm.engine.run_stats() if counted else {}
-    jobs = [measure(client, _url(arm), _body(arm, text, plan, step.fixed_output),
-                    Measurement(arm.role, step.workload, step.concurrency, step.rep, slot))
-            for slot, text in enumerate(step.texts)]  # fmt: skip
+    jobs = [
+        measure(
+            client,
+            _url(arm),
+            _body(arm, text, plan, step.fixed_output),
+            Measurement(arm.role, step.workload, step.concurrency, step.rep, slot),
+        )
+        for slot, text in enumerate(step.texts)
+    ]
     out = list(await asyncio.gather(*jobs))
     if counted and out:
         after = await arm.engine.run_stats()
@@ -100,8 +107,14 @@ async def _step(client: httpx.AsyncClient, arm: ArmEndpoint, step: Step, plan: S
     return out
 
 
-async def plan_steps(plan: SpeedPlan, maker: PromptMaker, lengths: Sequence[int], levels: Sequence[int],
-                     sweep_length: int, tasks: Sequence[str]) -> list[Step]:  # fmt: skip
+async def plan_steps(
+    plan: SpeedPlan,
+    maker: PromptMaker,
+    lengths: Sequence[int],
+    levels: Sequence[int],
+    sweep_length: int,
+    tasks: Sequence[str],
+) -> list[Step]:
     """Every step in the order it runs: repetition by repetition, each through lengths, sweep and a task prompt."""
     steps: list[Step] = []
     for rep in range(max(plan.reps, len(tasks) if tasks else 0)):
@@ -112,16 +125,25 @@ async def plan_steps(plan: SpeedPlan, maker: PromptMaker, lengths: Sequence[int]
             for c in levels:
                 if c == 1 and sweep_length in lengths:
                     continue  # the length sweep already measured it
-                texts = tuple([(await maker.window(sweep_length, 7919 * (rep * 16 + s) + 104729 * sweep_length + 31 * c))[0]
-                               for s in range(c)])  # fmt: skip
+                texts = tuple(
+                    [
+                        (await maker.window(sweep_length, 7919 * (rep * 16 + s) + 104729 * sweep_length + 31 * c))[0]
+                        for s in range(c)
+                    ]
+                )
                 steps.append(Step(f"in-{sweep_length}", sweep_length, c, rep, texts, True))
         if rep < len(tasks):
             steps.append(Step("tasks", 0, 1, rep, (tasks[rep],), False))
     return steps
 
 
-async def run_speed(plan: SpeedPlan, arms: Sequence[ArmEndpoint], corpus: str, tasks: Sequence[str],
-                    say: Callable[[str], None] = lambda _m: None) -> SpeedRecord:  # fmt: skip
+async def run_speed(
+    plan: SpeedPlan,
+    arms: Sequence[ArmEndpoint],
+    corpus: str,
+    tasks: Sequence[str],
+    say: Callable[[str], None] = lambda _m: None,
+) -> SpeedRecord:
     """Probe both servers, build the workloads, warm up, then run every step on both arms, interleaved."""
     notes: list[str] = []
     for arm in arms:
@@ -138,21 +160,26 @@ async def run_speed(plan: SpeedPlan, arms: Sequence[ArmEndpoint], corpus: str, t
     levels = [c for c in sorted(set(plan.concurrency)) if not slots or c <= min(slots)]
     if len(levels) < len(set(plan.concurrency)):
         skipped = sorted(set(plan.concurrency) - set(levels))
-        notes.append(f"concurrency {', '.join(map(str, skipped))} skipped: the servers have {min(slots)} slot(s), "
-                     f"so more concurrent requests would only queue")  # fmt: skip
+        notes.append(
+            f"concurrency {', '.join(map(str, skipped))} skipped: the servers have {min(slots)} slot(s), "
+            f"so more concurrent requests would only queue"
+        )
     sweep = max([n for n in lengths if n <= plan.sweep_length] or lengths[:1])
     if any(a.engine.dialect not in IGNORE_EOS_DIALECTS for a in arms):
         notes.append("an engine here takes no ignore_eos: outputs stop where the model stops, not at a fixed length")
     base = arms[0]
-    async with httpx.AsyncClient(timeout=httpx.Timeout(base.engine.target.timeout_s, connect=10.0),
-                                 limits=httpx.Limits(max_connections=32)) as client:  # fmt: skip
+    async with httpx.AsyncClient(
+        timeout=httpx.Timeout(base.engine.target.timeout_s, connect=10.0), limits=httpx.Limits(max_connections=32)
+    ) as client:
         tokenizer = Tokenizer(client, base.engine.server_root, base.info.tokenizer if base.info else None, base.model)
         maker = PromptMaker(tokenizer, corpus)
         await maker.prepare()
         if maker.tokens is None:
             notes.append("the server has no tokenizer route: prompt lengths are estimated at 4 characters a token")
         text, content = await maker.window(64, 0)
-        calib = await measure(client, _url(base), _body(base, text, plan, True), Measurement("warmup", "calibrate", 1, 0, 0))
+        calib = await measure(
+            client, _url(base), _body(base, text, plan, True), Measurement("warmup", "calibrate", 1, 0, 0)
+        )
         if calib.error:
             from evalsuite.errors import EndpointError
 
@@ -165,13 +192,25 @@ async def run_speed(plan: SpeedPlan, arms: Sequence[ArmEndpoint], corpus: str, t
                 await measure(client, _url(arm), _body(arm, text, plan, True), Measurement("warmup", "warmup", 1, i, 0))
         steps = await plan_steps(plan, maker, lengths, levels, sweep, tasks[: plan.task_prompts])
         record = SpeedRecord(
-            plan={**plan.as_dict(), "lengths_run": lengths, "concurrency_run": levels, "sweep_length_run": sweep,
-                  "template_tokens": maker.overhead},
-            servers={a.role: {"target": a.target, "model": a.model, "dialect": a.engine.dialect,
-                              "base_url": a.engine.base_url, **asdict(a.info or ServerInfo(None, None, None))}
-                     for a in arms},
+            plan={
+                **plan.as_dict(),
+                "lengths_run": lengths,
+                "concurrency_run": levels,
+                "sweep_length_run": sweep,
+                "template_tokens": maker.overhead,
+            },
+            servers={
+                a.role: {
+                    "target": a.target,
+                    "model": a.model,
+                    "dialect": a.engine.dialect,
+                    "base_url": a.engine.base_url,
+                    **asdict(a.info or ServerInfo(None, None, None)),
+                }
+                for a in arms
+            },
             notes=notes,
-        )  # fmt: skip
+        )
         for i, step in enumerate(steps):
             order = list(arms) if i % 2 == 0 else list(reversed(arms))
             for arm in order:

@@ -14,8 +14,9 @@ report the real prompt lengths the server counted.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import httpx
 
@@ -55,8 +56,9 @@ async def server_info(client: httpx.AsyncClient, root: str, dialect: str) -> Ser
         props = await get("/props") or {}
         n_ctx = (props.get("default_generation_settings") or {}).get("n_ctx")
         slots = props.get("total_slots")
-        return ServerInfo(n_ctx if isinstance(n_ctx, int) else None, slots if isinstance(slots, int) else None,
-                          "llamacpp")  # fmt: skip
+        return ServerInfo(
+            n_ctx if isinstance(n_ctx, int) else None, slots if isinstance(slots, int) else None, "llamacpp"
+        )
     if dialect in ("vllm", "sglang"):
         models = await get("/v1/models") or {}
         lens = [m.get("max_model_len") for m in models.get("data", []) if isinstance(m, dict)]
@@ -108,15 +110,19 @@ def cap_lengths(lengths: Sequence[int], n_ctx: int | None, output_tokens: int) -
         return sorted(set(lengths)), None
     room = n_ctx - output_tokens - CONTEXT_MARGIN
     if room < 16:
-        raise ConfigError(f"The server's context ({n_ctx} tokens per slot) leaves no room for prompts with "
-                          f"--output-tokens {output_tokens}; lower --output-tokens.")  # fmt: skip
+        raise ConfigError(
+            f"The server's context ({n_ctx} tokens per slot) leaves no room for prompts with "
+            f"--output-tokens {output_tokens}; lower --output-tokens."
+        )
     fit = sorted({n for n in lengths if n <= room})
     dropped = sorted(n for n in set(lengths) if n > room)
     note = None
     if dropped:
         fit = sorted(set(fit) | {room})
-        note = (f"input lengths {', '.join(map(str, dropped))} do not fit the server's context of {n_ctx} tokens "
-                f"per slot with {output_tokens} output tokens; measured up to {room} instead")  # fmt: skip
+        note = (
+            f"input lengths {', '.join(map(str, dropped))} do not fit the server's context of {n_ctx} tokens "
+            f"per slot with {output_tokens} output tokens; measured up to {room} instead"
+        )
     return fit, note
 
 
@@ -149,7 +155,9 @@ class PromptMaker:
         return INSTRUCTION + repeated[start : start + chars], body
 
 
-async def length_prompts(maker: PromptMaker, lengths: Sequence[int], reps: int, slots: int) -> dict[tuple[int, int, int], Prompt]:
+async def length_prompts(
+    maker: PromptMaker, lengths: Sequence[int], reps: int, slots: int
+) -> dict[tuple[int, int, int], Prompt]:
     """Prompts by (length, rep, slot): a different window of the text for every repetition and slot."""
     out: dict[tuple[int, int, int], Prompt] = {}
     for length in lengths:

@@ -90,14 +90,22 @@ def wilson_interval(successes: float, n: int, level: float = 0.95) -> Interval:
     return Interval(max(0.0, centre - half), min(1.0, centre + half), level, "wilson")
 
 
-def _scipy_bootstrap(x: np.ndarray, level: float, method: BootstrapMethod, n_resamples: int, seed: int
-                     ) -> tuple[float, float]:
+def _scipy_bootstrap(
+    x: np.ndarray, level: float, method: BootstrapMethod, n_resamples: int, seed: int
+) -> tuple[float, float]:
     """scipy.stats.bootstrap of the mean, seeded, in bounded batches; NaN bounds where scipy finds none."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", stats.DegenerateDataWarning)
         result = stats.bootstrap(
-            (x,), np.mean, confidence_level=level, method=_SCIPY_METHOD[method], n_resamples=n_resamples,
-            batch=_CHUNK, vectorized=True, axis=-1, **{_RNG_KEYWORD: np.random.default_rng(seed)},
+            (x,),
+            np.mean,
+            confidence_level=level,
+            method=_SCIPY_METHOD[method],
+            n_resamples=n_resamples,
+            batch=_CHUNK,
+            vectorized=True,
+            axis=-1,
+            **{_RNG_KEYWORD: np.random.default_rng(seed)},
         )
     return float(result.confidence_interval.low), float(result.confidence_interval.high)
 

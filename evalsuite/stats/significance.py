@@ -9,8 +9,8 @@ procedure, so the method is always named in results.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 from scipy.stats import binom

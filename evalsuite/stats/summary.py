@@ -150,7 +150,9 @@ def paired_summary(
         method, p_method = "tango-score", "exact McNemar (binomial on discordant pairs)"
     else:
         iv95 = boot
-        iv90 = paired_bootstrap_interval(cand, base, level=0.90, method="percentile", n_resamples=n_resamples, seed=seed)
+        iv90 = paired_bootstrap_interval(
+            cand, base, level=0.90, method="percentile", n_resamples=n_resamples, seed=seed
+        )
         ok = bool(math.isfinite(iv90.low) and -delta < iv90.low and iv90.high < delta)
         equivalence = Equivalence(delta, iv90, ok)
         method, p_method = "paired-bootstrap (item means, K > 1)", "exact sign test on items whose means differ"

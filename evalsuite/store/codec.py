@@ -19,10 +19,32 @@ Strings = Literal["all", "pieces", "none"]
 """How much token text to decode: everything, the chosen pieces only (text windows), or none (ids suffice)."""
 
 RESULT_COLUMNS = (
-    "sample_id", "task", "strata", "finished_at", "attempts", "text", "finish_reason", "usage", "timings",
-    "latency_s", "ttft_s", "engine_extra", "n_tokens", "top_k", "ids", "logprobs", "top_ids", "top_logprobs",
-    "pieces", "top_pieces", "raw", "raw_lens", "reasoning", "answer", "reasoning_cut",
-)  # fmt: skip
+    "sample_id",
+    "task",
+    "strata",
+    "finished_at",
+    "attempts",
+    "text",
+    "finish_reason",
+    "usage",
+    "timings",
+    "latency_s",
+    "ttft_s",
+    "engine_extra",
+    "n_tokens",
+    "top_k",
+    "ids",
+    "logprobs",
+    "top_ids",
+    "top_logprobs",
+    "pieces",
+    "top_pieces",
+    "raw",
+    "raw_lens",
+    "reasoning",
+    "answer",
+    "reasoning_cut",
+)
 
 ADDED_RESULT_COLUMNS = {"reasoning": "TEXT", "answer": "TEXT", "reasoning_cut": "INTEGER"}
 """Columns later than the first store schema: added to older stores when they are opened (NULL there)."""
@@ -50,26 +72,40 @@ def result_to_row(result: SampleResult) -> tuple[Any, ...]:
     c = result.completion
     t = c.tokens
     base = (
-        result.sample_id, result.task, _dumps(result.strata), result.finished_at, result.attempts, c.text,
-        c.finish_reason, _dumps(c.usage), _dumps(c.timings), c.latency_s, c.ttft_s, _dumps(c.engine_extra),
-    )  # fmt: skip
+        result.sample_id,
+        result.task,
+        _dumps(result.strata),
+        result.finished_at,
+        result.attempts,
+        c.text,
+        c.finish_reason,
+        _dumps(c.usage),
+        _dumps(c.timings),
+        c.latency_s,
+        c.ttft_s,
+        _dumps(c.engine_extra),
+    )
     split = (c.reasoning, c.answer, int(c.reasoning_cut))
     if t is None:
         return base + (None,) * 10 + split
     raw_lens = np.array([-1 if b is None else len(b) for b in t.raw], np.int32)
     raw = b"".join(b for b in t.raw if b is not None)
-    return base + (
-        len(t),
-        t.top_ids.shape[1],
-        t.ids.astype("<i4").tobytes(),
-        t.logprobs.astype("<f4").tobytes(),
-        t.top_ids.astype("<i4").tobytes(),
-        t.top_logprobs.astype("<f4").tobytes(),
-        _dumps(t.pieces),
-        _dumps(t.top_pieces),
-        raw,
-        raw_lens.astype("<i4").tobytes(),
-    ) + split
+    return (
+        base
+        + (
+            len(t),
+            t.top_ids.shape[1],
+            t.ids.astype("<i4").tobytes(),
+            t.logprobs.astype("<f4").tobytes(),
+            t.top_ids.astype("<i4").tobytes(),
+            t.top_logprobs.astype("<f4").tobytes(),
+            _dumps(t.pieces),
+            _dumps(t.top_pieces),
+            raw,
+            raw_lens.astype("<i4").tobytes(),
+        )
+        + split
+    )
 
 
 def _trace_from_row(row: dict[str, Any], strings: Strings) -> TokenTrace | None:
@@ -128,9 +164,15 @@ GRADE_COLUMNS = ("sample_id", "status", "extracted", "reason", "score", "details
 
 def grade_to_row(grade: Grade, grader: str, version: str) -> tuple[Any, ...]:
     return (
-        grade.sample_id, grade.status, grade.extracted, grade.reason, grade.score,
-        _dumps(grade.details), grader, version,
-    )  # fmt: skip
+        grade.sample_id,
+        grade.status,
+        grade.extracted,
+        grade.reason,
+        grade.score,
+        _dumps(grade.details),
+        grader,
+        version,
+    )
 
 
 def row_to_grade(row: dict[str, Any]) -> Grade:
@@ -146,9 +188,13 @@ def row_to_grade(row: dict[str, Any]) -> Grade:
 
 def sample_to_row(sample: Sample) -> tuple[Any, ...]:
     return (
-        sample.id, sample.task, _dumps(list(sample.messages)), _dumps(sample.reference),
-        _dumps(sample.strata), _dumps(sample.metadata),
-    )  # fmt: skip
+        sample.id,
+        sample.task,
+        _dumps(list(sample.messages)),
+        _dumps(sample.reference),
+        _dumps(sample.strata),
+        _dumps(sample.metadata),
+    )
 
 
 def row_to_sample(row: dict[str, Any]) -> Sample:

@@ -13,8 +13,9 @@ import functools
 import json
 import sqlite3
 import time
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, TypeVar
+from typing import Any, TypeVar
 
 import numpy as np
 import pandas as pd
@@ -99,14 +100,20 @@ def _inspect(database: Path) -> None:
             tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         finally:
             conn.close()
-    except sqlite3.OperationalError:  # cannot look read-only (busy, a WAL without its index): the store's own open decides
+    except (
+        sqlite3.OperationalError
+    ):  # cannot look read-only (busy, a WAL without its index): the store's own open decides
         return
     if version not in (0, STORE_SCHEMA):
-        raise StoreError(f"{database.parent} was written by store schema {version}; this evalsuite reads {STORE_SCHEMA}.")
+        raise StoreError(
+            f"{database.parent} was written by store schema {version}; this evalsuite reads {STORE_SCHEMA}."
+        )
     foreign = tables - {"results", "grades", "samples", "sessions"}
     if version == 0 and foreign:  # (ours without the version: a creation cut short, completed by the schema script)
-        raise StoreError(f"{database} holds other tables ({', '.join(sorted(foreign))}); it is not a run database "
-                         "and was left as it is.")  # fmt: skip
+        raise StoreError(
+            f"{database} holds other tables ({', '.join(sorted(foreign))}); it is not a run database "
+            "and was left as it is."
+        )
 
 
 def _connect(path: Path) -> sqlite3.Connection:
@@ -143,7 +150,9 @@ class RunStore:
         if path.exists():
             existing = open_run(folder).close_and_manifest()
             if existing.get("fingerprint") != manifest.get("fingerprint"):
-                raise StoreError(f"{folder} holds run {existing.get('fingerprint')}, not {manifest.get('fingerprint')}.")
+                raise StoreError(
+                    f"{folder} holds run {existing.get('fingerprint')}, not {manifest.get('fingerprint')}."
+                )
             return cls(folder, existing)
         tmp = path.with_suffix(".tmp")
         tmp.write_text(json.dumps(manifest, indent=2, sort_keys=True, default=str), encoding="utf-8")
@@ -205,7 +214,9 @@ class RunStore:
         for row in rows.fetchall():
             record = dict(row)
             if strings != "all" and record["ids"] is not None and -1 in np.frombuffer(record["ids"], "<i4"):
-                record = dict(self._conn.execute(full, (record["sample_id"],)).fetchone())  # no ids: strings are the tokens
+                record = dict(
+                    self._conn.execute(full, (record["sample_id"],)).fetchone()
+                )  # no ids: strings are the tokens
             yield row_to_result(record, strings=strings)
 
     @_guarded
@@ -314,8 +325,10 @@ class RunWriter:
         self._timer: asyncio.TimerHandle | None = None
         self._last_commit = time.monotonic()
         self._open = False
-        self._sql = (f"INSERT OR IGNORE INTO results ({', '.join(RESULT_COLUMNS)}) "
-                     f"VALUES ({', '.join('?' * len(RESULT_COLUMNS))})")  # fmt: skip
+        self._sql = (
+            f"INSERT OR IGNORE INTO results ({', '.join(RESULT_COLUMNS)}) "
+            f"VALUES ({', '.join('?' * len(RESULT_COLUMNS))})"
+        )
         self.committed = 0
         self._pending = 0
 
@@ -361,8 +374,10 @@ def open_run(path: str | Path) -> RunStore:
         folder = folder.parent
     manifest_path = folder / MANIFEST
     if not folder.is_dir():
-        raise StoreError(f"{folder} is not a run folder ({'a file' if folder.exists() else 'it does not exist'}). "
-                         "Runs live under the runs/ folder; `evalsuite runs` lists them.")  # fmt: skip
+        raise StoreError(
+            f"{folder} is not a run folder ({'a file' if folder.exists() else 'it does not exist'}). "
+            "Runs live under the runs/ folder; `evalsuite runs` lists them."
+        )
     if not manifest_path.exists():
         raise StoreError(f"{folder} is not a run folder (no {MANIFEST}). Runs live under the runs/ folder.")
     try:
@@ -375,10 +390,13 @@ def open_run(path: str | Path) -> RunStore:
         raise StoreError(f"{manifest_path} must hold a JSON object, not {type(manifest).__name__}.")
     missing = [k for k in REQUIRED_KEYS if k not in manifest]
     if missing:
-        raise StoreError(f"{manifest_path} lacks the key(s) {', '.join(missing)}; it was not written by "
-                         "`evalsuite run`, or it was edited.")  # fmt: skip
+        raise StoreError(
+            f"{manifest_path} lacks the key(s) {', '.join(missing)}; it was not written by "
+            "`evalsuite run`, or it was edited."
+        )
     wrong = [k for k in REQUIRED_KEYS if not isinstance(manifest[k], str) or not manifest[k]]
     if wrong:
-        raise StoreError(f"{manifest_path}: {', '.join(f'{k} = {manifest[k]!r}' for k in wrong)} should be a "
-                         "non-empty string.")  # fmt: skip
+        raise StoreError(
+            f"{manifest_path}: {', '.join(f'{k} = {manifest[k]!r}' for k in wrong)} should be a non-empty string."
+        )
     return RunStore(folder, manifest)

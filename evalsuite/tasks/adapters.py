@@ -49,8 +49,9 @@ def find_adapter(name: str) -> Any:
         try:
             adapter = found[0].load()
         except Exception as exc:  # noqa: BLE001 - a broken plugin must be a sentence, not a traceback
-            raise DatasetError(f"Dataset adapter '{name}' ({found[0].value}) cannot be loaded: "
-                               f"{type(exc).__name__}: {exc}.") from None
+            raise DatasetError(
+                f"Dataset adapter '{name}' ({found[0].value}) cannot be loaded: {type(exc).__name__}: {exc}."
+            ) from None
     else:
         try:
             adapter = importlib.import_module(name)

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import gzip
 import hashlib
-import importlib
 import json
 import zlib
 from dataclasses import dataclass
@@ -48,7 +47,7 @@ def read_jsonl(path: Path) -> list[dict[str, Any]]:
     gzipped = path.name.endswith(".gz")
     lineno = 0
     try:
-        with (gzip.open(path, "rt", encoding="utf-8") if gzipped else path.open("r", encoding="utf-8")) as fh:
+        with gzip.open(path, "rt", encoding="utf-8") if gzipped else path.open("r", encoding="utf-8") as fh:
             for lineno, line in enumerate(fh, 1):
                 if not line.strip():
                     continue
@@ -145,8 +144,10 @@ def load_rows(
             identity = DatasetIdentity(identity.source, f"{identity.location}[{opts}]", identity.revision)
     if not rows:
         after = " after the task's dataset adapter filtered them" if adapter is not None else ""
-        raise DatasetError(f"Task '{spec.name}': the dataset {identity.location} ({identity.source}) has no rows"
-                           f"{after}; nothing to evaluate.")  # fmt: skip
+        raise DatasetError(
+            f"Task '{spec.name}': the dataset {identity.location} ({identity.source}) has no rows"
+            f"{after}; nothing to evaluate."
+        )
     return rows, identity
 
 

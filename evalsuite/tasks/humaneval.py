@@ -28,7 +28,7 @@ ADAPTER = "humaneval"  # this adapter's entry-point name, written into every ref
 ENTRY = "evalsuite_humaneval_check"
 _FIELDS = ("task_id", "prompt", "entry_point", "test")
 _FAILED_ASSERT = "a test assertion failed"
-_HARNESS = '''
+_HARNESS = """
 
 def {entry}():
     try:
@@ -36,7 +36,7 @@ def {entry}():
     except AssertionError:
         return {failed!r}
     return True
-'''
+"""
 
 
 def prepare_rows(rows: list[dict[str, Any]], options: Mapping[str, Any]) -> list[dict[str, Any]]:

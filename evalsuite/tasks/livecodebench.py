@@ -26,8 +26,9 @@ import json
 import pickle
 import pickletools
 import zlib
+from collections.abc import Mapping
 from datetime import date, datetime
-from typing import Any, Mapping
+from typing import Any
 
 from evalsuite.errors import DatasetError
 from evalsuite.sandbox.cases import CodeTests
@@ -38,11 +39,36 @@ _FILES = ["test.jsonl", "test2.jsonl", "test3.jsonl", "test4.jsonl", "test5.json
 MAX_DECODED_BYTES = 1 << 30
 
 # Opcodes that can only build str / list / dict values (plus framing and the memo).
-_SAFE_OPCODES = frozenset({
-    "PROTO", "FRAME", "STOP", "MARK", "MEMOIZE", "PUT", "BINPUT", "LONG_BINPUT", "GET", "BINGET", "LONG_BINGET",
-    "SHORT_BINUNICODE", "BINUNICODE", "BINUNICODE8", "UNICODE", "STRING", "BINSTRING", "SHORT_BINSTRING",
-    "EMPTY_LIST", "APPEND", "APPENDS", "LIST", "EMPTY_DICT", "DICT", "SETITEM", "SETITEMS",
-})
+_SAFE_OPCODES = frozenset(
+    {
+        "PROTO",
+        "FRAME",
+        "STOP",
+        "MARK",
+        "MEMOIZE",
+        "PUT",
+        "BINPUT",
+        "LONG_BINPUT",
+        "GET",
+        "BINGET",
+        "LONG_BINGET",
+        "SHORT_BINUNICODE",
+        "BINUNICODE",
+        "BINUNICODE8",
+        "UNICODE",
+        "STRING",
+        "BINSTRING",
+        "SHORT_BINSTRING",
+        "EMPTY_LIST",
+        "APPEND",
+        "APPENDS",
+        "LIST",
+        "EMPTY_DICT",
+        "DICT",
+        "SETITEM",
+        "SETITEMS",
+    }
+)
 
 
 def release_files(version_tag: str) -> list[str]:
@@ -50,8 +76,8 @@ def release_files(version_tag: str) -> list[str]:
     if version_tag == "release_latest":
         return list(_FILES)
     for prefix, cumulative in (("release_v", True), ("v", False)):
-        if version_tag.startswith(prefix) and version_tag[len(prefix):].isdigit():
-            n = int(version_tag[len(prefix):])
+        if version_tag.startswith(prefix) and version_tag[len(prefix) :].isdigit():
+            n = int(version_tag[len(prefix) :])
             if 1 <= n <= len(_FILES):
                 return _FILES[:n] if cumulative else [_FILES[n - 1]]
     known = ", ".join([f"release_v{i}" for i in range(1, len(_FILES) + 1)] + ["release_latest", "v1..v6"])

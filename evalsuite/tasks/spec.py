@@ -106,8 +106,9 @@ def _read_yaml(path: Path, seen: tuple[Path, ...] = ()) -> dict[str, Any]:
     if include is None:
         return raw
     if not isinstance(include, str) or not include.strip():
-        raise ConfigError(f"{path}: include = {include!r} must be the file name of another task spec, "
-                          "e.g. include: math500.yaml.")  # fmt: skip
+        raise ConfigError(
+            f"{path}: include = {include!r} must be the file name of another task spec, e.g. include: math500.yaml."
+        )
     target = (path.parent / include).resolve()
     if target.is_dir():
         raise ConfigError(f"{path}: include = {include!r} is a folder ({target}), not a task spec file.")
@@ -163,20 +164,23 @@ def _lmeval_spec(raw: dict[str, Any], path: Path) -> TaskSpec:
 
     unknown = sorted(set(raw) - {"lmeval", "name", "description", "equivalence_margin"})
     if unknown:
-        raise ConfigError(f"{path}: an lm-eval task file takes name, description, equivalence_margin and lmeval; "
-                          f"not {', '.join(unknown)}.")
+        raise ConfigError(
+            f"{path}: an lm-eval task file takes name, description, equivalence_margin and lmeval; "
+            f"not {', '.join(unknown)}."
+        )
     options = parse_options(raw["lmeval"], str(path))
     margin = raw.get("equivalence_margin", 0.02)
     if not isinstance(margin, (int, float)) or not 0 < margin < 1:
         raise ConfigError(f"{path}: equivalence_margin must be a proportion between 0 and 1, got {margin!r}.")
-    return lmeval_task_spec(str(raw["name"]), options, path.parent.parent, description=str(raw.get("description", "")),
-                            margin=float(margin))
+    return lmeval_task_spec(
+        str(raw["name"]), options, path.parent.parent, description=str(raw.get("description", "")), margin=float(margin)
+    )
 
 
 def find_task(name: str, tasks_dir: Path) -> TaskSpec:
     """Look a task up by name (its file stem) in the tasks folder, or `lmeval:NAME` for any lm-eval task."""
     if name.startswith(LMEVAL_PREFIX):
-        return _lmeval_spec({"name": name, "lmeval": name[len(LMEVAL_PREFIX):]}, tasks_dir / f"{name}.yaml")
+        return _lmeval_spec({"name": name, "lmeval": name[len(LMEVAL_PREFIX) :]}, tasks_dir / f"{name}.yaml")
     path = tasks_dir / f"{name}.yaml"
     if not path.exists():
         known = sorted(p.stem for p in tasks_dir.glob("*.yaml"))

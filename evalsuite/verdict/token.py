@@ -11,8 +11,9 @@ no logprobs and no control explains them.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Sequence
+from typing import Any, Literal
 
 import numpy as np
 
@@ -103,13 +104,24 @@ def token_verdict(
     max_margin = float(margins.max()) if len(margins) else math.nan
     checks = [rate_check(diffs, c) for c in controls if c.kind == "numerics"]
     by_control = sum(1 for d in diffs if (d.explained_by or "").startswith("control:"))
-    base = dict(n=n, identical=same, kinds=kinds, level=_levels(diffs), thresholds=thresholds,
-                max_margin=max_margin, explained_by_control=by_control, rate_checks=checks)
+    base = dict(
+        n=n,
+        identical=same,
+        kinds=kinds,
+        level=_levels(diffs),
+        thresholds=thresholds,
+        max_margin=max_margin,
+        explained_by_control=by_control,
+        rate_checks=checks,
+    )
     if n == 0:
         return TokenVerdict("UNDETERMINED", "No sample was answered by both runs.", **base)
     if same == n:
-        return TokenVerdict("IDENTICAL", f"All {n}/{n} outputs are token-identical to the baseline "
-                            f"(compared at the {base['level']} level).", **base)
+        return TokenVerdict(
+            "IDENTICAL",
+            f"All {n}/{n} outputs are token-identical to the baseline (compared at the {base['level']} level).",
+            **base,
+        )
     div = n - same
     confident = [d for d in diffs if d.kind == "confident"]
     if confident:

@@ -6,7 +6,7 @@ import gzip
 import json
 import os
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -44,13 +44,13 @@ class MemoryRun:
         return dict(self._grades)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _load(name: str) -> dict[str, Any]:
     with gzip.open(recordings_dir() / f"{name}.json.gz", "rt", encoding="utf-8") as fh:
         return json.load(fh)
 
 
-@lru_cache(maxsize=None)
+@cache
 def recording_run(name: str, pass_: int = 0) -> MemoryRun:
     """One pass of one recording file as a run of the 'gsm8k-first-24' task."""
     data = _load(name)
@@ -74,6 +74,11 @@ def recording_run(name: str, pass_: int = 0) -> MemoryRun:
         "server": {"model": model, "model_meta": meta, "args": data["args"]},
         "target": data["config"],
     }
-    manifest = {"fingerprint": f"{data['config']}-{pass_}", "fingerprint_fields": fields, "target": data["config"],
-                "task": "gsm8k", "role": "candidate"}
+    manifest = {
+        "fingerprint": f"{data['config']}-{pass_}",
+        "fingerprint_fields": fields,
+        "target": data["config"],
+        "task": "gsm8k",
+        "role": "candidate",
+    }
     return MemoryRun(manifest, results)

@@ -73,8 +73,11 @@ def test_fake_acceptance_is_lossy(with_control: bool) -> None:
 
 
 def test_json_summary_and_frames_from_real_data() -> None:
-    cmp = compare_runs(recording_run("spec_f16_draftq4"), recording_run("base_f16"),
-                       controls={"numerics": recording_run("spec_f16_self")})
+    cmp = compare_runs(
+        recording_run("spec_f16_draftq4"),
+        recording_run("base_f16"),
+        controls={"numerics": recording_run("spec_f16_self")},
+    )
     doc = json.loads(cmp.to_json())
     assert doc["schema_version"] == 1
     assert doc["token"]["label"] == "NUMERICAL-ONLY"

@@ -26,9 +26,18 @@ FIELDS = {
 
 
 def _completion(ids: list[int]) -> Completion:
-    entries = [{"id": i, "token": f"t{i}", "logprob": -0.1,
-                "top_logprobs": [{"id": i, "token": f"t{i}", "logprob": -0.1},
-                                 {"id": i + 1000, "token": f"u{i}", "logprob": -0.11}]} for i in ids]
+    entries = [
+        {
+            "id": i,
+            "token": f"t{i}",
+            "logprob": -0.1,
+            "top_logprobs": [
+                {"id": i, "token": f"t{i}", "logprob": -0.1},
+                {"id": i + 1000, "token": f"u{i}", "logprob": -0.11},
+            ],
+        }
+        for i in ids
+    ]
     return Completion(text="", finish_reason="stop", tokens=trace_from_entries(entries))
 
 

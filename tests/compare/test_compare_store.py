@@ -19,7 +19,10 @@ def _store(folder: Path, name: str, pass_: int = 0, *, max_tokens: int | None = 
     run = recording_run(name, pass_)
     manifest = {**run.manifest, "fingerprint_fields": {**run.manifest["fingerprint_fields"]}}
     if max_tokens is not None:
-        manifest["fingerprint_fields"]["params"] = {**manifest["fingerprint_fields"]["params"], "max_tokens": max_tokens}
+        manifest["fingerprint_fields"]["params"] = {
+            **manifest["fingerprint_fields"]["params"],
+            "max_tokens": max_tokens,
+        }
     store = RunStore.create(folder, manifest)
     writer = store.writer()
     for result in run.results().values():

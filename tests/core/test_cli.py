@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from fake_server import FakeServer, Fault
 
 from evalsuite.cli import main
-from fake_server import Fault, FakeServer
 
 
 @pytest.mark.parametrize("command", [[], ["run"], ["eval"], ["compare"], ["grade"], ["runs"], ["targets"]])

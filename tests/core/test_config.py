@@ -60,7 +60,9 @@ def test_unknown_target_lists_the_known_ones(project: Path) -> None:
 
 
 def test_task_spec_errors(tmp_path: Path) -> None:
-    (tmp_path / "t.yaml").write_text("name: t\ndataset: {}\nreference_field: a\nprompt: {user: x}\ngrader: {name: m}\ncolour: red\n")
+    (tmp_path / "t.yaml").write_text(
+        "name: t\ndataset: {}\nreference_field: a\nprompt: {user: x}\ngrader: {name: m}\ncolour: red\n"
+    )
     assert "colour: unknown key" in str(pytest.raises(ConfigError, load_task_spec, tmp_path / "t.yaml").value)
     (tmp_path / "a.yaml").write_text("include: b.yaml\n")
     (tmp_path / "b.yaml").write_text("include: a.yaml\n")
@@ -69,7 +71,9 @@ def test_task_spec_errors(tmp_path: Path) -> None:
 
 def test_variant_includes_base_spec(project: Path) -> None:
     tasks = project.parent / "tasks"
-    (tasks / "echo_loud.yaml").write_text("include: echo.yaml\nname: echo_loud\nprompt: {user: 'LOUD {{ question }}'}\n")
+    (tasks / "echo_loud.yaml").write_text(
+        "include: echo.yaml\nname: echo_loud\nprompt: {user: 'LOUD {{ question }}'}\n"
+    )
     spec = load_task_spec(tasks / "echo_loud.yaml")
     assert spec.prompt.user == "LOUD {{ question }}"
     assert spec.prompt.system == "You are terse." and spec.reference_field == "answer"

@@ -7,8 +7,8 @@ import json
 
 import numpy as np
 import pytest
-
 from projects import shared_data_dir
+
 from evalsuite.engines.parse import completion_from_chat
 from evalsuite.engines.stream import merge_chunks
 from evalsuite.engines.vllm import parse_counters
@@ -40,16 +40,32 @@ def test_real_llamacpp_responses_parse_with_ids_bytes_and_draft_gaps() -> None:
 
 def test_vllm_token_id_strings_and_token_ids_field() -> None:
     resp = {
-        "choices": [{
-            "message": {"content": "ab"}, "finish_reason": "stop", "token_ids": [11, 12],
-            "logprobs": {"content": [
-                {"token": "token_id:11", "logprob": -0.1, "top_logprobs": [{"token": "token_id:11", "logprob": -0.1},
-                                                                         {"token": "token_id:99", "logprob": -2.5}]},
-                {"token": "token_id:12", "logprob": -0.2, "top_logprobs": [{"token": "token_id:12", "logprob": -0.2}]},
-            ]},
-        }],
+        "choices": [
+            {
+                "message": {"content": "ab"},
+                "finish_reason": "stop",
+                "token_ids": [11, 12],
+                "logprobs": {
+                    "content": [
+                        {
+                            "token": "token_id:11",
+                            "logprob": -0.1,
+                            "top_logprobs": [
+                                {"token": "token_id:11", "logprob": -0.1},
+                                {"token": "token_id:99", "logprob": -2.5},
+                            ],
+                        },
+                        {
+                            "token": "token_id:12",
+                            "logprob": -0.2,
+                            "top_logprobs": [{"token": "token_id:12", "logprob": -0.2}],
+                        },
+                    ]
+                },
+            }
+        ],
         "usage": {"prompt_tokens": 3, "completion_tokens": 2},
-    }  # fmt: skip
+    }
     c = completion_from_chat(resp)
     assert c.tokens.ids.tolist() == [11, 12]
     assert c.tokens.top_ids.tolist() == [[11, 99], [12, -1]]
@@ -58,9 +74,19 @@ def test_vllm_token_id_strings_and_token_ids_field() -> None:
 
 
 def test_legacy_completions_logprobs_and_text_only() -> None:
-    legacy = {"choices": [{"text": "x y", "finish_reason": "length", "logprobs": {
-        "tokens": ["x", " y"], "token_logprobs": [-0.5, -0.1],
-        "top_logprobs": [{"x": -0.5, "z": -1.5}, {" y": -0.1, " q": -3.0}]}}]}  # fmt: skip
+    legacy = {
+        "choices": [
+            {
+                "text": "x y",
+                "finish_reason": "length",
+                "logprobs": {
+                    "tokens": ["x", " y"],
+                    "token_logprobs": [-0.5, -0.1],
+                    "top_logprobs": [{"x": -0.5, "z": -1.5}, {" y": -0.1, " q": -3.0}],
+                },
+            }
+        ]
+    }
     c = completion_from_chat(legacy)
     assert c.token_level == "strings" and c.truncated
     assert c.tokens.top_pieces == [["x", "z"], [" y", " q"]]

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from fake_server import FakeServer, Fault
 
 from evalsuite.config import load_config
 from evalsuite.errors import EndpointError
 from evalsuite.runner import execute, plan_run
 from evalsuite.store import open_run
-from fake_server import Fault, FakeServer
 
 
 def _run(config_path: Path, target: str = "base", **kw):
@@ -80,12 +80,17 @@ def test_changed_parameters_start_a_new_run_and_keep_the_old(project: Path) -> N
     ],
     ids=lambda f: f.kind,
 )
-def test_transient_failures_are_retried_and_nothing_is_lost(tmp_path: Path, fake_server: FakeServer, fault: Fault) -> None:
+def test_transient_failures_are_retried_and_nothing_is_lost(
+    tmp_path: Path, fake_server: FakeServer, fault: Fault
+) -> None:
     from projects import make_project
 
     config = make_project(tmp_path, fake_server.base_url, target_extra="timeout_s = 1.0")
-    fake_server.state.faults = [Fault(fault.kind, match="Question q0003", times=fault.times,
-                                      retry_after=fault.retry_after, delay_s=fault.delay_s)]  # fmt: skip
+    fake_server.state.faults = [
+        Fault(
+            fault.kind, match="Question q0003", times=fault.times, retry_after=fault.retry_after, delay_s=fault.delay_s
+        )
+    ]
     outcome = _run(config)
     results = open_run(outcome.folder).results()
     assert len(results) == 10

@@ -11,9 +11,10 @@ import sys
 import time
 from pathlib import Path
 
-from projects import make_project
-from evalsuite.store import open_run
 from fake_server import FakeServer
+from projects import make_project
+
+from evalsuite.store import open_run
 
 
 def _key(i: int) -> str:

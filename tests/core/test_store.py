@@ -14,8 +14,12 @@ from evalsuite.store import RunStore, open_run
 def _entries(ids: list[int | None]) -> list[dict]:
     out = []
     for i, tid in enumerate(ids):
-        entry = {"token": f"t{i}é", "bytes": list(f"t{i}é".encode()), "logprob": -0.1 * i,
-                 "top_logprobs": [{"token": f"t{i}é", "logprob": -0.1 * i}, {"token": "alt", "logprob": -3.0}]}  # fmt: skip
+        entry = {
+            "token": f"t{i}é",
+            "bytes": list(f"t{i}é".encode()),
+            "logprob": -0.1 * i,
+            "top_logprobs": [{"token": f"t{i}é", "logprob": -0.1 * i}, {"token": "alt", "logprob": -3.0}],
+        }
         if tid is not None:
             entry["id"] = tid
             entry["top_logprobs"][0]["id"] = tid
@@ -28,7 +32,9 @@ def _store(tmp_path: Path) -> RunStore:
     store = RunStore.create(tmp_path / "run", {"fingerprint": "f" * 64, "task": "t", "target": "x"})
     store.write_samples([Sample("a", "t", ({"role": "user", "content": "q"},), {"answer": [1, 2]}, {"s": "1"})])
     writer = store.writer()
-    with_ids = Completion("t0ét1é", "stop", trace_from_entries(_entries([5, 6])), {"completion_tokens": 2}, {"draft_n": 3.0}, 0.5, 0.1)
+    with_ids = Completion(
+        "t0ét1é", "stop", trace_from_entries(_entries([5, 6])), {"completion_tokens": 2}, {"draft_n": 3.0}, 0.5, 0.1
+    )
     no_ids = Completion("t0é", "length", trace_from_entries(_entries([None])))
     text_only = Completion("plain", "stop")
     for sid, c in (("a", with_ids), ("b", no_ids), ("c", text_only)):
@@ -98,8 +104,10 @@ def test_a_creation_cut_short_reopens_and_a_foreign_database_is_refused_untouche
     folder.mkdir()
     (folder / "manifest.json").write_text(json.dumps({"fingerprint": "f" * 64, "task": "t", "target": "x"}))
     with sqlite3.connect(folder / "records.sqlite") as conn:  # tables made, killed before the version was set
-        conn.execute("CREATE TABLE samples (sample_id TEXT PRIMARY KEY, task TEXT, messages TEXT, reference TEXT, "
-                     "strata TEXT, metadata TEXT)")  # fmt: skip
+        conn.execute(
+            "CREATE TABLE samples (sample_id TEXT PRIMARY KEY, task TEXT, messages TEXT, reference TEXT, "
+            "strata TEXT, metadata TEXT)"
+        )
     assert len(open_run(folder)) == 0
     other = tmp_path / "other"
     other.mkdir()

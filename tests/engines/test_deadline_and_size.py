@@ -10,6 +10,8 @@ from pathlib import Path
 
 import httpx
 import pytest
+from fake_server import FakeServer, Fault
+from projects import make_project
 
 from evalsuite.config import load_config
 from evalsuite.engines.body import read_body
@@ -17,8 +19,6 @@ from evalsuite.engines.retry import RequestFailed
 from evalsuite.errors import EndpointError
 from evalsuite.runner import execute, plan_run
 from evalsuite.store import open_run
-from fake_server import Fault, FakeServer
-from projects import make_project
 
 HANG_GUARD_S = 60.0  # turns a hang into a test failure; the runs below end after about timeout_s
 

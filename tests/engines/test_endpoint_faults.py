@@ -9,11 +9,11 @@ from typing import Any
 
 import numpy as np
 import pytest
+from fake_server import FakeServer, Fault
+from projects import make_project
 
 from evalsuite.cli import main
 from evalsuite.store import open_run
-from fake_server import Fault, FakeServer
-from projects import make_project
 
 TARGET = "Question q0003"
 PROMPT = b"You are terse.\nQuestion q0003: what is 3+1?"
@@ -31,22 +31,42 @@ FAULTS: dict[str, tuple[Fault, bool, str]] = {
     "choice is a number": (_fault("body", body={"choices": [1]}), False, "choices[0] is 1"),
     "usage is a list": (_fault("patch", patch=[["set", "usage", [3, 4]]]), False, "usage is [3, 4]"),
     "top_logprobs not objects": (
-        _fault("patch", patch=[["set", "choices.0.logprobs.content.0.top_logprobs", [1, 2]]]), False, "top_logprobs[0] is 1"),
-    "token id 2**64": (_fault("patch", patch=[["set", "choices.0.logprobs.content.4.id", 2**64]]), False, "content[4].id"),
+        _fault("patch", patch=[["set", "choices.0.logprobs.content.0.top_logprobs", [1, 2]]]),
+        False,
+        "top_logprobs[0] is 1",
+    ),
+    "token id 2**64": (
+        _fault("patch", patch=[["set", "choices.0.logprobs.content.4.id", 2**64]]),
+        False,
+        "content[4].id",
+    ),
     "negative token id": (_fault("patch", patch=[["set", "choices.0.logprobs.content.4.id", -7]]), False, "id is -7"),
     "token id beyond the vocabulary": (
-        _fault("patch", patch=[["set", "choices.0.logprobs.content.4.id", 4000]]), False, "vocabulary of 2048"),
+        _fault("patch", patch=[["set", "choices.0.logprobs.content.4.id", 4000]]),
+        False,
+        "vocabulary of 2048",
+    ),
     "no finish reason": (_fault("patch", patch=[["set", "choices.0.finish_reason", None]]), False, "finish_reason"),
     "text disagrees with tokens": (
-        _fault("patch", patch=[["set", "choices.0.message.content", " w1 w2 w3"]]), False, "does not match"),
-    "error inside a 200": (_fault("body", body={"error": {"message": "KV cache exhausted"}}), False, "KV cache exhausted"),
+        _fault("patch", patch=[["set", "choices.0.message.content", " w1 w2 w3"]]),
+        False,
+        "does not match",
+    ),
+    "error inside a 200": (
+        _fault("body", body={"error": {"message": "KV cache exhausted"}}),
+        False,
+        "KV cache exhausted",
+    ),
     "not JSON": (_fault("body", body="<html>bad gateway</html>"), False, "unreadable response"),
     "error event in a stream": (_fault("stream_error", after=3), True, "scripted failure inside the stream"),
     "stream cut short": (_fault("stream_cut", after=4), True, "without [DONE] and without a finish_reason"),
     "stream event not JSON": (_fault("events", events=["{oops", "[DONE]"]), True, "not JSON"),
     "stream text disagrees": (
-        _fault("patch", patch=[["set", "choices.0.message.content", "forged"]]), True, "does not match"),
-}  # fmt: skip
+        _fault("patch", patch=[["set", "choices.0.message.content", "forged"]]),
+        True,
+        "does not match",
+    ),
+}
 
 
 def _requests_for_target(server: FakeServer) -> int:
@@ -84,8 +104,12 @@ def test_a_fault_that_persists_stops_with_exit_3_stores_nothing_and_resume_asks_
     assert len(open_run(folder).results()) == 10
 
 
-@pytest.mark.parametrize("name", ["empty choice", "text disagrees with tokens", "error event in a stream", "stream cut short"])
-def test_a_passing_fault_is_retried_and_the_good_answer_stored(name: str, tmp_path: Path, fake_server: FakeServer) -> None:
+@pytest.mark.parametrize(
+    "name", ["empty choice", "text disagrees with tokens", "error event in a stream", "stream cut short"]
+)
+def test_a_passing_fault_is_retried_and_the_good_answer_stored(
+    name: str, tmp_path: Path, fake_server: FakeServer
+) -> None:
     fault, stream, _ = FAULTS[name]
     clean = open_run(_folder_after_run(tmp_path / "clean", fake_server, stream)).results()["q0003"].completion
     fake_server.state.faults = [dataclasses.replace(fault, times=1)]

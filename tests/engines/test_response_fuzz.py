@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from fake_server import FakeState, completion_body, stream_events
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -13,7 +14,6 @@ from evalsuite.engines import make_engine
 from evalsuite.engines.retry import RequestFailed
 from evalsuite.engines.stream import merge_chunks
 from evalsuite.records import GenerationParams
-from fake_server import FakeState, completion_body, stream_events
 
 JSON_VALUES = st.recursive(
     st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.floats(allow_nan=True) | st.text(max_size=8),
@@ -22,8 +22,10 @@ JSON_VALUES = st.recursive(
 )
 
 
-ENGINES = {chat: make_engine(TargetConfig(name="t", base_url="http://127.0.0.1:9/v1", api="chat" if chat else "completions"))
-           for chat in (True, False)}  # fmt: skip
+ENGINES = {
+    chat: make_engine(TargetConfig(name="t", base_url="http://127.0.0.1:9/v1", api="chat" if chat else "completions"))
+    for chat in (True, False)
+}
 
 
 def _paths(node: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
@@ -46,9 +48,21 @@ def _mutate(body: dict[str, Any], path: tuple[Any, ...], value: Any, delete: boo
     return body
 
 
-LEGACY = {"choices": [{"index": 0, "text": "a b", "finish_reason": "length", "logprobs": {
-    "tokens": ["a", " b"], "token_logprobs": [-0.1, -0.2], "top_logprobs": [{"a": -0.1, "c": -2.0}, {" b": -0.2}]}}],
-    "usage": {"prompt_tokens": 1, "completion_tokens": 2}}  # fmt: skip
+LEGACY = {
+    "choices": [
+        {
+            "index": 0,
+            "text": "a b",
+            "finish_reason": "length",
+            "logprobs": {
+                "tokens": ["a", " b"],
+                "token_logprobs": [-0.1, -0.2],
+                "top_logprobs": [{"a": -0.1, "c": -2.0}, {" b": -0.2}],
+            },
+        }
+    ],
+    "usage": {"prompt_tokens": 1, "completion_tokens": 2},
+}
 
 
 @settings(max_examples=300, deadline=None)

@@ -8,12 +8,12 @@ import math
 from typing import Any
 
 import pytest
+from fake_server import FakeState, apply_patch, completion_body
 
 from evalsuite.engines.agree import check_agreement
 from evalsuite.engines.retry import RequestFailed
 from evalsuite.engines.stream import merge_chunks
 from evalsuite.engines.validate import MAX_TOKEN_ID, ResponseSchema
-from fake_server import FakeState, apply_patch, completion_body
 
 CHAT = {"messages": [{"role": "user", "content": "Question q1"}], "logprobs": True, "top_logprobs": 3, "max_tokens": 64}
 LEGACY = {"prompt": "Question q1", "logprobs": 3, "max_tokens": 64}
@@ -33,13 +33,35 @@ def _refused(body: Any, *, chat: bool = True, vocab: int | None = None) -> str:
 def test_well_formed_answers_of_every_shape_pass() -> None:
     ResponseSchema(chat=True, vocab_size=2048).check(_good())
     ResponseSchema(chat=False).check(_good(LEGACY))
-    legacy = {"choices": [{"text": "x y", "finish_reason": "length", "logprobs": {
-        "tokens": ["x", " y"], "token_logprobs": [-0.5, None], "top_logprobs": [{"x": -0.5}, None]}}]}  # fmt: skip
+    legacy = {
+        "choices": [
+            {
+                "text": "x y",
+                "finish_reason": "length",
+                "logprobs": {
+                    "tokens": ["x", " y"],
+                    "token_logprobs": [-0.5, None],
+                    "top_logprobs": [{"x": -0.5}, None],
+                },
+            }
+        ]
+    }
     ResponseSchema(chat=False).check(legacy)
-    openai = {"choices": [{"message": {"role": "assistant", "content": None, "reasoning_content": "hm"},
-                           "finish_reason": "length", "logprobs": None}],
-              "usage": {"prompt_tokens": 3, "completion_tokens": 2,
-                        "completion_tokens_details": {"reasoning_tokens": 2}, "prompt_tokens_details": None}}  # fmt: skip
+    openai = {
+        "choices": [
+            {
+                "message": {"role": "assistant", "content": None, "reasoning_content": "hm"},
+                "finish_reason": "length",
+                "logprobs": None,
+            }
+        ],
+        "usage": {
+            "prompt_tokens": 3,
+            "completion_tokens": 2,
+            "completion_tokens_details": {"reasoning_tokens": 2},
+            "prompt_tokens_details": None,
+        },
+    }
     ResponseSchema(chat=True).check(openai)
 
 
@@ -104,7 +126,9 @@ def test_error_bodies_and_completions_shapes() -> None:
     failure = _refused({"error": {"message": "CUDA out of memory", "code": 500}})
     assert "CUDA out of memory" in failure
     assert "choices[0].text" in _refused(apply_patch(_good(LEGACY), [["set", "choices.0.text", None]]), chat=False)
-    legacy = {"choices": [{"text": "x", "finish_reason": "stop", "logprobs": {"tokens": ["x"], "token_logprobs": [1.0]}}]}
+    legacy = {
+        "choices": [{"text": "x", "finish_reason": "stop", "logprobs": {"tokens": ["x"], "token_logprobs": [1.0]}}]
+    }
     assert "token_logprobs[0]" in _refused(legacy, chat=False)
     legacy["choices"][0]["logprobs"] = {"tokens": ["x"], "token_logprobs": [-1.0], "top_logprobs": [{"x": None}]}
     assert "top_logprobs[0]['x'] is None" in _refused(legacy, chat=False)
@@ -146,13 +170,16 @@ def test_stream_chunks_with_bad_shapes_are_refused() -> None:
         merge_chunks([{"choices": [{"delta": {"content": 5}}]}])
     with pytest.raises(RequestFailed, match="reports model 'b' after 'a'"):
         merge_chunks([{"model": "a", "choices": []}, {"model": "b", "choices": []}])
-    merged = merge_chunks([{"choices": [{"text": "a", "finish_reason": None}]},
-                           {"choices": [{"text": "b", "finish_reason": "stop"}]}])  # fmt: skip
+    merged = merge_chunks(
+        [{"choices": [{"text": "a", "finish_reason": None}]}, {"choices": [{"text": "b", "finish_reason": "stop"}]}]
+    )
     assert merged["choices"][0]["text"] == "ab" and "message" not in merged["choices"][0]
 
 
 def test_a_message_without_any_reply_is_refused_and_a_body_without_choices_is_quoted() -> None:
-    assert "message.content is None" in _refused({"choices": [{"message": {"role": "assistant"}, "finish_reason": "stop"}]})
+    assert "message.content is None" in _refused(
+        {"choices": [{"message": {"role": "assistant"}, "finish_reason": "stop"}]}
+    )
     ResponseSchema(chat=True).check({"choices": [{"message": {"content": ""}, "finish_reason": "stop"}]})
     assert "the server sent {'detail': 'Model is loading'}" in _refused({"detail": "Model is loading"})
 
@@ -169,11 +196,21 @@ def test_sse_error_events_and_cut_streams() -> None:
 
         return await read_events(source())
 
-    ok = ['data: {"choices": [{"delta": {"content": "a"}}]}', "", 'data: {"choices": [{"delta": {}, "finish_reason": "stop"}]}']
+    ok = [
+        'data: {"choices": [{"delta": {"content": "a"}}]}',
+        "",
+        'data: {"choices": [{"delta": {}, "finish_reason": "stop"}]}',
+    ]
     assert len(asyncio.run(events(ok))) == 2  # a finish reason without [DONE] is a complete answer
     with pytest.raises(RequestFailed, match="overloaded"):
         asyncio.run(events(ok[:2] + ["event: error", 'data: {"message": "overloaded"}', ""]))
     with pytest.raises(RequestFailed, match="after 1 events without"):
         asyncio.run(events(ok[:2]))
-    multi = ["data: {\"choices\": [{\"delta\": {\"content\":", 'data: "a"}, "finish_reason": "stop"}]}', "", "data: [DONE]", ""]
+    multi = [
+        'data: {"choices": [{"delta": {"content":',
+        'data: "a"}, "finish_reason": "stop"}]}',
+        "",
+        "data: [DONE]",
+        "",
+    ]
     assert asyncio.run(events(multi))[0]["choices"][0]["delta"]["content"] == "a"

@@ -6,11 +6,11 @@ import hashlib
 from pathlib import Path
 
 import pytest
+from fake_server import FakeServer, Fault
+from projects import make_project
 
 from evalsuite.cli import main
 from evalsuite.store import open_run
-from fake_server import Fault, FakeServer
-from projects import make_project
 
 
 def _run(config: Path) -> int:

@@ -9,6 +9,8 @@ from typing import Any
 
 import numpy as np
 import pytest
+from fake_server import THINKING, FakeServer
+from projects import make_project
 
 from evalsuite.config import load_config
 from evalsuite.engines.parse import completion_from_chat
@@ -17,8 +19,6 @@ from evalsuite.grading import grade_run
 from evalsuite.report.model import Arm, truncation_rows
 from evalsuite.runner import execute, plan_run
 from evalsuite.store import open_run
-from fake_server import THINKING, FakeServer
-from projects import make_project
 
 
 def _chat(message: dict[str, Any], finish: str = "stop") -> dict[str, Any]:
@@ -27,26 +27,71 @@ def _chat(message: dict[str, Any], finish: str = "stop") -> dict[str, Any]:
 
 # (server format, response, reasoning, answer, cut)
 FORMATS = [
-    ("llama.cpp --reasoning-format deepseek", _chat({"content": "The answer is 4.", "reasoning_content": "2+2 = 4."}),
-     "2+2 = 4.", "The answer is 4.", False),
-    ("llama.cpp --reasoning-format none", _chat({"content": "<think>\n2+2 = 4.\n</think>\n\nThe answer is 4."}),
-     "\n2+2 = 4.\n", "\n\nThe answer is 4.", False),
-    ("llama.cpp deepseek-legacy", _chat({"content": "<think>2+2 = 4.</think>The answer is 4.", "reasoning_content": "2+2 = 4."}),
-     "2+2 = 4.", "The answer is 4.", False),
-    ("template opened the tag (Qwen3)", _chat({"content": "2+2 = 4.\n</think>\n\nThe answer is 4."}),
-     "2+2 = 4.\n", "\n\nThe answer is 4.", False),
-    ("vLLM reasoning parser", _chat({"content": "The answer is 4.", "reasoning": "2+2 = 4."}),
-     "2+2 = 4.", "The answer is 4.", False),
-    ("vLLM, cut in the reasoning", _chat({"content": None, "reasoning": "2+2 is, let me see"}, "length"),
-     "2+2 is, let me see", "", True),
-    ("SGLang reasoning parser", _chat({"content": "The answer is 4.", "reasoning_content": "2+2 = 4."}),
-     "2+2 = 4.", "The answer is 4.", False),
-    ("llama.cpp inline, cut in the reasoning", _chat({"content": "<think>2+2 is, let me"}, "length"),
-     "2+2 is, let me", "", True),
-    ("completions API, inline", {"choices": [{"text": "<think>2+2 = 4.</think> 4", "finish_reason": "stop"}]},
-     "2+2 = 4.", " 4", False),
+    (
+        "llama.cpp --reasoning-format deepseek",
+        _chat({"content": "The answer is 4.", "reasoning_content": "2+2 = 4."}),
+        "2+2 = 4.",
+        "The answer is 4.",
+        False,
+    ),
+    (
+        "llama.cpp --reasoning-format none",
+        _chat({"content": "<think>\n2+2 = 4.\n</think>\n\nThe answer is 4."}),
+        "\n2+2 = 4.\n",
+        "\n\nThe answer is 4.",
+        False,
+    ),
+    (
+        "llama.cpp deepseek-legacy",
+        _chat({"content": "<think>2+2 = 4.</think>The answer is 4.", "reasoning_content": "2+2 = 4."}),
+        "2+2 = 4.",
+        "The answer is 4.",
+        False,
+    ),
+    (
+        "template opened the tag (Qwen3)",
+        _chat({"content": "2+2 = 4.\n</think>\n\nThe answer is 4."}),
+        "2+2 = 4.\n",
+        "\n\nThe answer is 4.",
+        False,
+    ),
+    (
+        "vLLM reasoning parser",
+        _chat({"content": "The answer is 4.", "reasoning": "2+2 = 4."}),
+        "2+2 = 4.",
+        "The answer is 4.",
+        False,
+    ),
+    (
+        "vLLM, cut in the reasoning",
+        _chat({"content": None, "reasoning": "2+2 is, let me see"}, "length"),
+        "2+2 is, let me see",
+        "",
+        True,
+    ),
+    (
+        "SGLang reasoning parser",
+        _chat({"content": "The answer is 4.", "reasoning_content": "2+2 = 4."}),
+        "2+2 = 4.",
+        "The answer is 4.",
+        False,
+    ),
+    (
+        "llama.cpp inline, cut in the reasoning",
+        _chat({"content": "<think>2+2 is, let me"}, "length"),
+        "2+2 is, let me",
+        "",
+        True,
+    ),
+    (
+        "completions API, inline",
+        {"choices": [{"text": "<think>2+2 = 4.</think> 4", "finish_reason": "stop"}]},
+        "2+2 = 4.",
+        " 4",
+        False,
+    ),
     ("no reasoning at all", _chat({"content": "The answer is 4."}), None, None, False),
-]  # fmt: skip
+]
 
 
 @pytest.mark.parametrize(("fmt", "response", "reasoning", "answer", "cut"), FORMATS, ids=[f[0] for f in FORMATS])
@@ -63,8 +108,11 @@ def test_reasoning_is_split_from_the_answer_in_every_server_format(
 
 @pytest.mark.parametrize("key", ["reasoning_content", "reasoning"])
 def test_streamed_reasoning_deltas_merge_like_a_single_response(key: str) -> None:
-    chunks = [{"choices": [{"delta": {key: "2+2"}}]}, {"choices": [{"delta": {key: " = 4."}}]},
-              {"choices": [{"delta": {"content": "Four."}, "finish_reason": "stop"}]}]  # fmt: skip
+    chunks = [
+        {"choices": [{"delta": {key: "2+2"}}]},
+        {"choices": [{"delta": {key: " = 4."}}]},
+        {"choices": [{"delta": {"content": "Four."}, "finish_reason": "stop"}]},
+    ]
     c = completion_from_chat(merge_chunks(chunks))
     assert (c.reasoning, c.answer, c.text) == ("2+2 = 4.", "Four.", "2+2 = 4.Four.")
 
@@ -92,7 +140,9 @@ def test_a_thinking_server_is_stored_split_and_graded_on_its_answer_only(
     assert {g.extracted for g in grade_run(store)} == {"42"}
 
 
-def test_a_response_cut_in_the_reasoning_is_truncated_and_flagged_apart(tmp_path: Path, fake_server: FakeServer) -> None:
+def test_a_response_cut_in_the_reasoning_is_truncated_and_flagged_apart(
+    tmp_path: Path, fake_server: FakeServer
+) -> None:
     fake_server.state.think = "reasoning_content"
     config = make_project(tmp_path, fake_server.base_url)
     cut = open_run(_run(config, max_tokens=4).folder)

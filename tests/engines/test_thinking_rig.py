@@ -18,6 +18,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from projects import make_project
 
 from evalsuite.config import load_config
 from evalsuite.rig.assets import ensure_assets
@@ -25,7 +26,6 @@ from evalsuite.rig.build import rig_paths
 from evalsuite.rig.launcher import RIG_CONFIGS, free_port, server_args
 from evalsuite.runner import execute, plan_run
 from evalsuite.store import open_run
-from projects import make_project
 
 pytestmark = pytest.mark.rig
 
@@ -61,7 +61,9 @@ def _wait_healthy(root: str, process: subprocess.Popen[bytes], log: Path, timeou
     with httpx.Client(timeout=2.0) as client:
         while time.monotonic() < deadline:
             if process.poll() is not None:
-                pytest.fail(f"llama-server exited with {process.returncode}:\n{log.read_text(errors='replace')[-2000:]}")
+                pytest.fail(
+                    f"llama-server exited with {process.returncode}:\n{log.read_text(errors='replace')[-2000:]}"
+                )
             try:
                 if client.get(root + "/health").status_code == 200:
                     return
@@ -79,8 +81,9 @@ def _run(folder: Path, base_url: str, stream: bool) -> Path:
 
 @pytest.mark.parametrize("thinking_server", ["deepseek"], indirect=True)
 @pytest.mark.parametrize("stream", [False, True], ids=["plain", "stream"])
-def test_split_reasoning_from_a_real_server_is_stored_as_reasoning(thinking_server: str, stream: bool,
-                                                                   tmp_path: Path) -> None:  # fmt: skip
+def test_split_reasoning_from_a_real_server_is_stored_as_reasoning(
+    thinking_server: str, stream: bool, tmp_path: Path
+) -> None:
     results = open_run(_run(tmp_path, thinking_server, stream)).results()
     assert len(results) == 3
     for result in results.values():

@@ -71,14 +71,16 @@ def test_keyword_selection_and_xdist_agree_with_a_serial_run(tmp_path: Path, run
     def failed(text: str) -> set[str]:
         return {line.split()[1] for line in text.splitlines() if line.startswith("FAILED ")}
 
-    assert failed(parallel.stdout) == failed(serial.stdout) == {
-        f"evalsuite::math500::math500-{i:04d}" for i in (1, 4, 7)}
+    assert (
+        failed(parallel.stdout) == failed(serial.stdout) == {f"evalsuite::math500::math500-{i:04d}" for i in (1, 4, 7)}
+    )
 
 
 def test_baseline_is_found_through_the_config(tmp_path: Path, runs) -> None:
     (tmp_path / "evalsuite.toml").write_text(
         '[defaults]\nruns_dir = "runs"\n\n[targets.base]\nbase_url = "http://127.0.0.1:9/v1"\nengine = "llamacpp"\n\n'
-        '[targets.spec]\nbase_url = "http://127.0.0.1:9/v1"\nengine = "llamacpp"\nbaseline = "base"\n')
+        '[targets.spec]\nbase_url = "http://127.0.0.1:9/v1"\nengine = "llamacpp"\nbaseline = "base"\n'
+    )
     out = gate(tmp_path, "--evalsuite-run", runs["candidate"].folder)
     assert "1 failed, 11 passed" in out.stdout, out.stdout + out.stderr
     lonely = gate(tmp_path / "runs", "--evalsuite-run", runs["candidate"].folder)

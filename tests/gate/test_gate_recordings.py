@@ -11,13 +11,13 @@ import importlib.util
 from pathlib import Path
 
 import pytest
+from projects import copy_project, rig_target
 from stored_runs import recording_store, recordings_dir
 from test_gate import gate
 
-from projects import copy_project, rig_target
-
-needs_recordings = pytest.mark.skipif(not (recordings_dir() / "base_f16.json.gz").exists(),
-                                      reason=f"recordings not found under {recordings_dir()}")  # fmt: skip
+needs_recordings = pytest.mark.skipif(
+    not (recordings_dir() / "base_f16.json.gz").exists(), reason=f"recordings not found under {recordings_dir()}"
+)
 
 
 @needs_recordings
@@ -46,10 +46,33 @@ rig_missing = importlib.util.find_spec("evalsuite.rig.launcher") is None
 def test_reference_rig_draft_passes_and_synthetic_fails(tmp_path: Path) -> None:
     targets = rig_target("baseline", baseline=None, control=None) + rig_target("control", control=None)
     config = copy_project(tmp_path / "project", targets + rig_target("draft") + rig_target("synthetic"))
-    ok = gate(tmp_path, "--evalsuite-target", "draft", "--evalsuite-task", "gsm8k", "--evalsuite-limit", "8",
-              "--evalsuite-config", config, "--evalsuite-policy", "numerical", f"--basetemp={tmp_path / 'a'}",
-              timeout=3600)  # fmt: skip
+    ok = gate(
+        tmp_path,
+        "--evalsuite-target",
+        "draft",
+        "--evalsuite-task",
+        "gsm8k",
+        "--evalsuite-limit",
+        "8",
+        "--evalsuite-config",
+        config,
+        "--evalsuite-policy",
+        "numerical",
+        f"--basetemp={tmp_path / 'a'}",
+        timeout=3600,
+    )
     assert ok.returncode == 0 and "8 passed" in ok.stdout, ok.stdout + ok.stderr
-    bad = gate(tmp_path, "--evalsuite-target", "synthetic", "--evalsuite-task", "gsm8k", "--evalsuite-limit", "8",
-               "--evalsuite-config", config, f"--basetemp={tmp_path / 'b'}", timeout=3600)  # fmt: skip
+    bad = gate(
+        tmp_path,
+        "--evalsuite-target",
+        "synthetic",
+        "--evalsuite-task",
+        "gsm8k",
+        "--evalsuite-limit",
+        "8",
+        "--evalsuite-config",
+        config,
+        f"--basetemp={tmp_path / 'b'}",
+        timeout=3600,
+    )
     assert bad.returncode == 1 and "diverges from the baseline at token" in bad.stdout, bad.stdout + bad.stderr

@@ -22,19 +22,40 @@ class Pair(NamedTuple):
 PROSE_PAIRS: list[Pair] = [
     # no box: the answer stated in the last sentences
     Pair("9", "Each exponent can be 0, 1 or 2, so the number of divisors is 9.", True, "prose: 'is N.'"),
-    Pair("7", "Checking: 7 nickels and 5 dimes make 85 cents. Therefore, Hillary has 7 nickels.", True,
-         "prose: noun after the number"),
-    Pair("284", "Adding the proper divisors gives 284, so the sum is indeed 284. I think that's the final answer.",
-         True, "prose: closing remark after the answer"),
-    Pair("284", "Adding the proper divisors gives 248, so the sum is indeed 248. I think that's the final answer.",
-         False, "prose: wrong number"),
-    Pair(r"\frac{5}{12}", r"There are 36 outcomes and 15 favourable ones, so the probability is $\frac{15}{36} = \frac{5}{12}$.",
-         True, "prose: math span with working"),
+    Pair(
+        "7",
+        "Checking: 7 nickels and 5 dimes make 85 cents. Therefore, Hillary has 7 nickels.",
+        True,
+        "prose: noun after the number",
+    ),
+    Pair(
+        "284",
+        "Adding the proper divisors gives 284, so the sum is indeed 284. I think that's the final answer.",
+        True,
+        "prose: closing remark after the answer",
+    ),
+    Pair(
+        "284",
+        "Adding the proper divisors gives 248, so the sum is indeed 248. I think that's the final answer.",
+        False,
+        "prose: wrong number",
+    ),
+    Pair(
+        r"\frac{5}{12}",
+        r"There are 36 outcomes and 15 favourable ones, so the probability is $\frac{15}{36} = \frac{5}{12}$.",
+        True,
+        "prose: math span with working",
+    ),
     Pair("12", "She buys twelve boxes in all.", True, "prose: number word"),
-    Pair("30", "So far the total is 12 + 18 = 30 and then we still need to add the", False,
-         "prose: cut mid-sentence is not read"),
-    Pair("4", "The integers are 1, 2, 3 and 4; hmm, let me recount the cases where", False,
-         "prose: no answer sentence"),
+    Pair(
+        "30",
+        "So far the total is 12 + 18 = 30 and then we still need to add the",
+        False,
+        "prose: cut mid-sentence is not read",
+    ),
+    Pair(
+        "4", "The integers are 1, 2, 3 and 4; hmm, let me recount the cases where", False, "prose: no answer sentence"
+    ),
     # "the answer is" followed by words
     Pair("8000", r"The final answer is definitely \(8000\) since $20^3 = 8000$.", True, "answer-is: filler word"),
     Pair("9", "The answer is 9 customers.", True, "answer-is: noun after the number"),
@@ -55,8 +76,12 @@ WORDY_PAIRS: list[Pair] = [
     Pair(r"\frac{3}{2}", r"\boxed{\frac{3}{2} \text{ hours}}", True, "box: fraction with unit"),
     # several parts with words between them: every part must match
     Pair("40, 60, 10", r"\boxed{40 \text{ chickens}, 60 \text{ cows}, 10 \text{ pigs}}", True, "parts: words between"),
-    Pair("40, 60, 10", r"\boxed{40 \text{ chickens}, 50 \text{ cows}, 20 \text{ pigs}}", False,
-         "parts: first number right, others wrong"),
+    Pair(
+        "40, 60, 10",
+        r"\boxed{40 \text{ chickens}, 50 \text{ cows}, 20 \text{ pigs}}",
+        False,
+        "parts: first number right, others wrong",
+    ),
     Pair("40", r"\boxed{40 \text{ chickens and } 50 \text{ cows}}", False, "parts: extra part"),
     Pair("3, 5", r"The final answer is 3 red and 5 blue marbles.", True, "parts: prose with nouns"),
 ]
@@ -67,7 +92,13 @@ HARD_PAIRS: list[Pair] = [
     Pair(r"\frac{14}{3}", r"\boxed{4.68}", False, "approx: stated nowhere, wrong digits"),
     Pair(r"\frac{14}{3}", r"So the length is approximately $\boxed{4.68}$.", False, "approx: badly rounded"),
     Pair(r"2\sqrt{2}", r"\boxed{2.8}", True, "approx: precision asked", "Express your answer to the nearest tenth."),
-    Pair(r"2\sqrt{2}", r"\boxed{2.9}", False, "approx: precision asked, wrong", "Express your answer to the nearest tenth."),
+    Pair(
+        r"2\sqrt{2}",
+        r"\boxed{2.9}",
+        False,
+        "approx: precision asked, wrong",
+        "Express your answer to the nearest tenth.",
+    ),
     Pair(r"\pi", r"It is about $\boxed{3.1}$.", False, "approx: too few digits unasked"),
     # inequalities and set-builder notation against intervals
     Pair(r"(3, \infty)", r"\boxed{x > 3}", True, "sets: inequality"),
@@ -97,8 +128,12 @@ HARD_PAIRS: list[Pair] = [
     Pair(r"150^\circ", r"\boxed{\frac{5\pi}{3}}", False, "angles: wrong radians"),
     Pair(r"\frac{\pi}{3}", r"\boxed{60}", False, "angles: no degree mark"),
     # expressions sympy is slow to simplify are decided numerically
-    Pair("0", r"\boxed{\omega^{2024} + \omega^{2025} + \omega^{2026} - \omega^{2024}(1 + \omega + \omega^2)}", True,
-         "numeric: powers of omega"),
+    Pair(
+        "0",
+        r"\boxed{\omega^{2024} + \omega^{2025} + \omega^{2026} - \omega^{2024}(1 + \omega + \omega^2)}",
+        True,
+        "numeric: powers of omega",
+    ),
     Pair("1", r"\boxed{\omega^{1997} + \omega^{-1997}}", False, "numeric: omega expression is not constant"),
 ]
 
@@ -136,7 +171,12 @@ PAIRS: list[Pair] = [
     Pair(r"\text{(C)}", r"\boxed{(D)}", False, "different choice"),
     # matrices
     Pair(r"\begin{pmatrix} 1 \\ 2 \end{pmatrix}", r"\boxed{\begin{pmatrix}1\\2\end{pmatrix}}", True, "column vector"),
-    Pair(r"\begin{pmatrix} 1 \\ 2 \end{pmatrix}", r"\boxed{\begin{pmatrix}2\\1\end{pmatrix}}", False, "vector entries swapped"),
+    Pair(
+        r"\begin{pmatrix} 1 \\ 2 \end{pmatrix}",
+        r"\boxed{\begin{pmatrix}2\\1\end{pmatrix}}",
+        False,
+        "vector entries swapped",
+    ),
     # thousands separators and money
     Pair(r"10,000", r"\boxed{10000}", True, "thousands comma"),
     Pair(r"\$32,\!348", r"\boxed{32348}", True, "dollars with thin-space separator"),

@@ -11,8 +11,9 @@ from __future__ import annotations
 import json
 import random
 import re
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 from grader_helpers import item
@@ -72,7 +73,10 @@ def test_math500_shuffled_gold_scores_near_zero(math_rows: list[dict[str, Any]])
     latex = [LatexExtractionConfig()]
     for gold, other in hits:  # only problems whose answers really coincide may match
         same_text = re.sub(r"\s", "", gold) == re.sub(r"\s", "", other)
-        assert same_text or verify(parse(f"\\boxed{{{gold}}}", latex), parse(f"\\boxed{{{other}}}", latex)), (gold, other)
+        assert same_text or verify(parse(f"\\boxed{{{gold}}}", latex), parse(f"\\boxed{{{other}}}", latex)), (
+            gold,
+            other,
+        )
 
 
 def _unboxed(text: str) -> str:
@@ -90,7 +94,9 @@ def test_math500_answers_stated_in_prose_are_read(math_rows: list[dict[str, Any]
     The same texts against shuffled references match only where answers coincide.
     """
     texts = [_unboxed(r["solution"]) for r in math_rows]
-    grades = MathGrader().grade_batch([item(r["answer"], t, sid=str(i)) for i, (r, t) in enumerate(zip(math_rows, texts))], workers=2)
+    grades = MathGrader().grade_batch(
+        [item(r["answer"], t, sid=str(i)) for i, (r, t) in enumerate(zip(math_rows, texts))], workers=2
+    )
     assert sum(g.correct for g in grades) >= 450
     assert {g.details.get("step") for g in grades if g.correct} <= {"final_answer_is", "final_sentence"}
     perm = _derangement(len(math_rows))
@@ -114,8 +120,12 @@ def test_math500_near_miss_answers_are_rejected(math_rows: list[dict[str, Any]])
     for i, r in enumerate(math_rows):
         wrong = _bump(r["answer"])
         if wrong is not None:
-            items.append(item(r["answer"], f"So it is approximately $\\boxed{{{wrong}}}$.", sid=f"b{i}", problem=r["problem"]))
-            items.append(item(r["answer"], f"Putting it together, the result is ${wrong}$.", sid=f"s{i}", problem=r["problem"]))
+            items.append(
+                item(r["answer"], f"So it is approximately $\\boxed{{{wrong}}}$.", sid=f"b{i}", problem=r["problem"])
+            )
+            items.append(
+                item(r["answer"], f"Putting it together, the result is ${wrong}$.", sid=f"s{i}", problem=r["problem"])
+            )
     grades = MathGrader().grade_batch(items, workers=2)
     assert len(items) > 900
     assert [(g.sample_id, g.extracted, g.reason) for g in grades if g.correct] == []
@@ -133,6 +143,8 @@ def test_gsm8k_gold_answer_lines_score_1319(gsm_rows: list[dict[str, Any]], grad
 def test_gsm8k_shuffled_gold_matches_only_coinciding_answers(gsm_rows: list[dict[str, Any]]) -> None:
     perm = _derangement(len(gsm_rows))
     grades = GSM8KGrader().grade_batch([item(r["answer"], gsm_rows[j]["answer"]) for r, j in zip(gsm_rows, perm)])
-    coincide = [reference_number(r["answer"]) == reference_number(gsm_rows[j]["answer"]) for r, j in zip(gsm_rows, perm)]
+    coincide = [
+        reference_number(r["answer"]) == reference_number(gsm_rows[j]["answer"]) for r, j in zip(gsm_rows, perm)
+    ]
     assert [g.correct for g in grades] == coincide
     assert sum(coincide) <= 0.02 * len(gsm_rows)

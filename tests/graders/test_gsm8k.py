@@ -37,7 +37,9 @@ def test_numeric_match(response: str, status: str, extracted: str, step: str) ->
 
 def test_no_number_and_no_reference() -> None:
     grader = GSM8KGrader()
-    grades = grader.grade_batch([item(REF, "I cannot tell."), item("no final line here", "#### 3"), item("-7", "#### -7")])
+    grades = grader.grade_batch(
+        [item(REF, "I cannot tell."), item("no final line here", "#### 3"), item("-7", "#### -7")]
+    )
     assert grades[0].status == "incorrect" and grades[0].reason == "no '#### N' line and no number found"
     assert grades[1].status == "ungraded" and "no '#### N' line" in grades[1].reason
     assert grades[2].status == "correct"  # a bare-number reference is accepted

@@ -27,8 +27,11 @@ TASKS = REPO / "tasks"
 
 @pytest.mark.parametrize(
     ("name", "grader_cls", "hub"),
-    [("math500", MathGrader, "HuggingFaceH4/MATH-500"), ("gsm8k", GSM8KGrader, "openai/gsm8k"),
-     ("gsm8k_lmeval", LMEvalGSM8KGrader, "openai/gsm8k")],
+    [
+        ("math500", MathGrader, "HuggingFaceH4/MATH-500"),
+        ("gsm8k", GSM8KGrader, "openai/gsm8k"),
+        ("gsm8k_lmeval", LMEvalGSM8KGrader, "openai/gsm8k"),
+    ],
 )
 def test_specs_load_with_pinned_revisions_and_their_grader(name: str, grader_cls: type, hub: str) -> None:
     spec = find_task(name, TASKS)
@@ -55,8 +58,14 @@ def test_math500_fixture_samples_and_gold_grades() -> None:
     samples = build_samples(spec, rows, source="fixtures/math500.jsonl")
     assert len(samples) == 35 and identity.revision.startswith("sha256:")
     assert {s.strata["subject"] for s in samples} == {
-        "Algebra", "Counting & Probability", "Geometry", "Intermediate Algebra", "Number Theory", "Prealgebra",
-        "Precalculus"}
+        "Algebra",
+        "Counting & Probability",
+        "Geometry",
+        "Intermediate Algebra",
+        "Number Theory",
+        "Prealgebra",
+        "Precalculus",
+    }
     assert {s.strata["level"] for s in samples} == {"1", "2", "3", "4", "5"}
     assert samples[0].id == "test/precalculus/807.json"
     assert samples[0].messages[0]["content"].endswith(rows[0]["problem"].strip())
@@ -120,7 +129,6 @@ def test_malformed_json_array_dataset_is_named_by_file_and_line(tmp_path: Path) 
         read_local(scalars)
 
 
-
 _BUILD = """
 import sys
 from pathlib import Path
@@ -145,7 +153,12 @@ def test_every_shipped_task_builds_its_fixture_samples(path: Path, tmp_path: Pat
     """
     if "lmeval" in path.read_text():
         pytest.importorskip("lm_eval")
-    done = subprocess.run([sys.executable, "-I", "-c", _BUILD, str(REPO), path.stem], cwd=tmp_path,
-                          capture_output=True, text=True, timeout=300)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-I", "-c", _BUILD, str(REPO), path.stem],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     assert int(done.stdout.split()[-1]) > 0

@@ -6,14 +6,13 @@ import os
 from typing import Any
 
 import pytest
+from he_helpers import ROOT
 
 from evalsuite.graders.code import CodeGrader
 from evalsuite.records import Sample
 from evalsuite.tasks.build import build_samples
 from evalsuite.tasks.data import load_rows
 from evalsuite.tasks.spec import TaskSpec, load_task_spec
-
-from he_helpers import ROOT
 
 
 @pytest.fixture(scope="session")

@@ -11,6 +11,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from he_helpers import fenced
 
 from evalsuite.errors import DatasetError
 from evalsuite.graders import GradeInput, get_grader
@@ -20,8 +21,6 @@ from evalsuite.tasks.adapters import code_tests
 from evalsuite.tasks.build import build_samples
 from evalsuite.tasks.data import load_rows
 from evalsuite.tasks.spec import load_task_spec
-
-from he_helpers import fenced
 
 ADAPTER = '''
 """Rows {"id", "question", "cases": [[stdin, stdout], ...]}: stdin programs."""
@@ -36,14 +35,14 @@ def code_tests(reference, where="reference"):
     return CodeTests(tuple(TestCase(i, o) for i, o in reference["cases"]))
 '''
 
-SPEC = '''
+SPEC = """
 name: toy
 dataset: {fixture: toy.jsonl, adapter: toy_stdin_adapter}
 id_field: id
 reference_field: reference
 prompt: {user: "{{ question }}"}
 grader: {name: code, extraction: [last_code_block], options: {timeout_s: 2}}
-'''
+"""
 
 
 @pytest.fixture()
@@ -61,8 +60,9 @@ def toy_task(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[Sample]:
 
 def test_an_outside_code_task_needs_no_grader_change(toy_task: list[Sample], grader: CodeGrader) -> None:
     (sample,) = toy_task
-    good, bad = grader.grade_batch([GradeInput(sample, fenced("print(2 * int(input()))")),
-                                    GradeInput(sample, fenced("print(4)"))])
+    good, bad = grader.grade_batch(
+        [GradeInput(sample, fenced("print(2 * int(input()))")), GradeInput(sample, fenced("print(4)"))]
+    )
     assert good.status == "correct" and good.details["n_tests"] == 2
     assert (bad.status, bad.details["outcome"], bad.details["n_passed"]) == ("incorrect", "wrong_answer", 1)
 
@@ -77,8 +77,11 @@ def test_references_stored_before_naming_their_adapter_are_livecodebench() -> No
     [
         ("just text", "not an object naming its tests"),
         ({"cases": []}, "names no adapter"),
-        ({"adapter": "no_such_bench"}, r"Unknown dataset adapter 'no_such_bench': neither registered in the "
-                                       r"evalsuite.task_adapters entry-point group \(humaneval, livecodebench"),
+        (
+            {"adapter": "no_such_bench"},
+            r"Unknown dataset adapter 'no_such_bench': neither registered in the "
+            r"evalsuite.task_adapters entry-point group \(humaneval, livecodebench",
+        ),
         ({"adapter": "json"}, "has no prepare_rows"),
     ],
 )

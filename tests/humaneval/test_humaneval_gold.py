@@ -7,14 +7,13 @@ Reads ../shared/data/humaneval/HumanEval.jsonl.gz as a local dataset file
 from __future__ import annotations
 
 import pytest
+from he_helpers import ROOT, fenced, shared_data_dir
 
 from evalsuite.graders import GradeInput
 from evalsuite.graders.code import CodeGrader
 from evalsuite.tasks.build import build_samples
 from evalsuite.tasks.data import load_rows
 from evalsuite.tasks.spec import TaskSpec
-
-from he_helpers import ROOT, fenced, shared_data_dir
 
 pytestmark = pytest.mark.gold
 

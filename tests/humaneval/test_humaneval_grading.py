@@ -5,12 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from he_helpers import fenced
 
 from evalsuite.graders import GradeInput
 from evalsuite.graders.code import CodeGrader
 from evalsuite.records import Sample
-
-from he_helpers import fenced
 
 
 def _canonical(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -18,8 +17,9 @@ def _canonical(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
 
 
 @pytest.mark.parametrize("form", ["whole function", "body only"])
-def test_canonical_solutions_pass(grader: CodeGrader, he_samples: dict[str, Sample],
-                                  he_rows: list[dict[str, Any]], form: str) -> None:
+def test_canonical_solutions_pass(
+    grader: CodeGrader, he_samples: dict[str, Sample], he_rows: list[dict[str, Any]], form: str
+) -> None:
     rows = _canonical(he_rows)
     items = []
     for tid, sample in he_samples.items():
@@ -45,8 +45,9 @@ BROKEN = [
 
 
 @pytest.mark.parametrize("code, outcome", BROKEN, ids=[f"{b[1]}-{i}" for i, b in enumerate(BROKEN)])
-def test_broken_solutions_fail_with_the_right_outcome(grader: CodeGrader, he_samples: dict[str, Sample],
-                                                      code: str, outcome: str) -> None:
+def test_broken_solutions_fail_with_the_right_outcome(
+    grader: CodeGrader, he_samples: dict[str, Sample], code: str, outcome: str
+) -> None:
     """Redefining `check`, exiting early or printing what a pass looks like never passes."""
     grade = grader.grade_batch([GradeInput(he_samples[ADD], fenced(code))])[0]
     assert grade.status == "incorrect", grade.reason

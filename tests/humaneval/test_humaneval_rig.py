@@ -6,13 +6,13 @@ import os
 from pathlib import Path
 
 import pytest
+from projects import copy_project, rig_target
 
 from evalsuite.config import load_config
 from evalsuite.grading import grade_run
 from evalsuite.rig.assets import ensure_assets
 from evalsuite.store import open_run
 from evalsuite.workflow import RunOptions, compare_eval, eval_target
-from projects import copy_project, rig_target
 
 pytestmark = pytest.mark.rig
 
@@ -23,8 +23,9 @@ def test_humaneval_eval_and_compare_on_the_rig(tmp_path: Path) -> None:
     ensure_assets(progress=lambda msg: print(f"[rig] {msg}", flush=True))  # the cached build and models
     targets = rig_target("baseline", baseline=None, control=None) + rig_target("draft", control=None)
     config = load_config(copy_project(tmp_path, targets, tasks='["humaneval"]'))
-    runs = eval_target(config, "draft", ["humaneval"], RunOptions(data="fixture", limit=3, max_tokens=64),
-                       repeat_baseline=False)
+    runs = eval_target(
+        config, "draft", ["humaneval"], RunOptions(data="fixture", limit=3, max_tokens=64), repeat_baseline=False
+    )
     (comparison,) = compare_eval(config, runs)
     assert comparison.summary.startswith("LOSSLESS"), comparison.summary
     store = open_run(runs.folders["humaneval"]["candidate"])

@@ -11,13 +11,13 @@ import gzip
 import json
 import shutil
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import pytest
+from fake_server import FakeServer
 
 from evalsuite.cli import main
-from fake_server import FakeServer
 
 Breaker = Callable[[Path], str]  # breaks the project folder, returns text the error must contain
 
@@ -48,7 +48,9 @@ def _render_failure(project: Path) -> str:
     lines = _data(project).read_text().splitlines()
     lines[6] = json.dumps({"qid": "q0006", "question": "x", "answer": "#### 1", "group": "even", "n": 0})
     _data(project).write_text("\n".join(lines) + "\n")
-    _task(project).write_text(_task(project).read_text().replace("{{ question }}", "{{ question }} {{ 10 // (n | default(1)) }}"))
+    _task(project).write_text(
+        _task(project).read_text().replace("{{ question }}", "{{ question }} {{ 10 // (n | default(1)) }}")
+    )
     return "row 7: the prompt template fails on this row"
 
 
@@ -63,7 +65,9 @@ def _data_file(name: str, content: bytes, expected: str) -> Breaker:
 
 def _generation(key: str, value: str) -> Breaker:
     def breaker(project: Path) -> str:
-        _task(project).write_text(_task(project).read_text().replace("max_tokens: 64", f"max_tokens: 64\n  {key}: {value}"))
+        _task(project).write_text(
+            _task(project).read_text().replace("max_tokens: 64", f"max_tokens: 64\n  {key}: {value}")
+        )
         return key
 
     return breaker
@@ -71,7 +75,9 @@ def _generation(key: str, value: str) -> Breaker:
 
 def _grader(text: str, expected: str) -> Breaker:
     def breaker(project: Path) -> str:
-        _task(project).write_text(_task(project).read_text().replace("  name: gsm8k\n  extraction: [hash_line, last_number]", text))
+        _task(project).write_text(
+            _task(project).read_text().replace("  name: gsm8k\n  extraction: [hash_line, last_number]", text)
+        )
         return expected
 
     return breaker
@@ -104,7 +110,9 @@ CASES: dict[str, Breaker] = {
     "include a folder": _include("folder.yaml"),
     "include a missing file": _include("nope.yaml"),
     "template fails on one row": _render_failure,
-    "data not UTF-8": _data_file("latin.jsonl", b'{"qid": "q1", "question": "caf\xe9", "answer": "1", "group": "a"}\n', "not UTF-8"),
+    "data not UTF-8": _data_file(
+        "latin.jsonl", b'{"qid": "q1", "question": "caf\xe9", "answer": "1", "group": "a"}\n', "not UTF-8"
+    ),
     "gz that is not gzip": _data_file("rows.jsonl.gz", b'{"qid": "q1"}\n', "is not a valid gzip file"),
     "truncated gz": _data_file("cut.jsonl.gz", gzip.compress(b'{"qid": "q1", "question": "x"}\n' * 50)[:40], "gzip"),
     "parquet that is not Parquet": _data_file("rows.parquet", b"PAR1 but not really", "is not a readable Parquet file"),
@@ -114,7 +122,9 @@ CASES: dict[str, Breaker] = {
     "unknown grader": _grader("  name: gsm9k", "Unknown grader 'gsm9k'"),
     "unknown extraction step": _grader("  name: gsm8k\n  extraction: [hash_line, lastnumber]", "lastnumber"),
     "no tasks": _config_edit('tasks = ["echo"]', "tasks = []", "defaults.tasks"),
-    "control is the baseline": _config_edit('baseline = "base"', 'baseline = "base"\ncontrol = "base"', "also its baseline"),
+    "control is the baseline": _config_edit(
+        'baseline = "base"', 'baseline = "base"\ncontrol = "base"', "also its baseline"
+    ),
 }
 
 
@@ -138,8 +148,9 @@ def test_config_that_is_a_folder(tmp_path: Path, capsys: pytest.CaptureFixture[s
 
 
 @pytest.mark.parametrize("argv", [["--limit", "0"], ["--limit", "-2"], ["--limit", "two"], ["--max-tokens", "-5"]])
-def test_out_of_range_options_are_refused_by_the_parser(argv: list[str], project: Path, fake_server: FakeServer,
-                                                          capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
+def test_out_of_range_options_are_refused_by_the_parser(
+    argv: list[str], project: Path, fake_server: FakeServer, capsys: pytest.CaptureFixture[str]
+) -> None:
     with pytest.raises(SystemExit) as exit_:
         main(["run", "base", "--config", str(project), *argv])
     assert exit_.value.code == 2
@@ -165,7 +176,9 @@ def _stored_run(project: Path, capsys: pytest.CaptureFixture[str]) -> Path:
 
 
 @pytest.mark.parametrize("damage", ["truncated", "garbage", "folder"])
-def test_damaged_store_is_named_and_left_as_it_is(damage: str, project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_damaged_store_is_named_and_left_as_it_is(
+    damage: str, project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert main(["run", "spec", "--config", str(project), "-q"]) == 0
     other = capsys.readouterr().out.strip()
     folder = _stored_run(project, capsys)
@@ -182,8 +195,11 @@ def test_damaged_store_is_named_and_left_as_it_is(damage: str, project: Path, ca
         db.unlink()
         db.mkdir()
     before = db.read_bytes() if db.is_file() else None
-    for argv in (["grade", str(folder)], ["compare", other, str(folder), "--no-report"],
-                 ["report", other, "--baseline", str(folder), "-q"]):  # fmt: skip
+    for argv in (
+        ["grade", str(folder)],
+        ["compare", other, str(folder), "--no-report"],
+        ["report", other, "--baseline", str(folder), "-q"],
+    ):
         code = main(argv)
         err = capsys.readouterr().err
         assert code == 2, (argv, err)

@@ -11,9 +11,9 @@ import shutil
 from pathlib import Path
 
 import pytest
+from fake_server import FakeServer
 
 from evalsuite.cli import main
-from fake_server import FakeServer
 
 
 def _run(project: Path, target: str, capsys: pytest.CaptureFixture[str], *extra: str) -> Path:
@@ -51,7 +51,9 @@ def test_compare_a_run_with_itself_is_refused(project: Path, capsys: pytest.Capt
     _expect_refusal(["compare", str(copy), str(run), "--no-report"], capsys, "same run (fingerprint")
 
 
-def test_a_control_or_determinism_run_that_is_the_candidate_is_refused(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_control_or_determinism_run_that_is_the_candidate_is_refused(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     base, spec = _run(project, "base", capsys), _run(project, "spec", capsys)
     argv = ["compare", str(spec), str(base), "--no-report"]
     _expect_refusal([*argv, "--control", str(spec)], capsys, "same run folder")
@@ -67,17 +69,30 @@ def _url(project: Path) -> str:
     return re.search(r'base_url = "([^"]+)"', project.read_text()).group(1)  # type: ignore[union-attr]
 
 
-def test_a_target_that_is_its_own_baseline_or_control_is_refused_at_load(project: Path, fake_server: FakeServer,
-                                                                         capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
+def test_a_target_that_is_its_own_baseline_or_control_is_refused_at_load(
+    project: Path, fake_server: FakeServer, capsys: pytest.CaptureFixture[str]
+) -> None:
     text = project.read_text()
     project.write_text(text.replace('baseline = "base"', 'baseline = "spec"'))
-    _expect_refusal(["eval", "spec", "--config", str(project), "-q"], capsys, "targets.spec.baseline = 'spec' names the target itself")
+    _expect_refusal(
+        ["eval", "spec", "--config", str(project), "-q"],
+        capsys,
+        "targets.spec.baseline = 'spec' names the target itself",
+    )
     project.write_text(text + '\n[targets.ctl]\nbase_url = "http://LOCALHOST:1/v1/"\nengine = "llamacpp"\n')
     project.write_text(project.read_text().replace('baseline = "base"', 'baseline = "base"\ncontrol = "spec"'))
-    _expect_refusal(["eval", "spec", "--config", str(project), "-q"], capsys, "targets.spec.control = 'spec' names the target itself")
-    project.write_text(text.replace('baseline = "base"', 'baseline = "base"\ncontrol = "twin"')
-                       + f'\n[targets.twin]\nbase_url = "{_url(project).replace("127.0.0.1", "localhost")}/"\nengine = "llamacpp"\n')
-    _expect_refusal(["eval", "spec", "--config", str(project), "-q"], capsys, "is the same endpoint, asked the same way")
+    _expect_refusal(
+        ["eval", "spec", "--config", str(project), "-q"],
+        capsys,
+        "targets.spec.control = 'spec' names the target itself",
+    )
+    project.write_text(
+        text.replace('baseline = "base"', 'baseline = "base"\ncontrol = "twin"')
+        + f'\n[targets.twin]\nbase_url = "{_url(project).replace("127.0.0.1", "localhost")}/"\nengine = "llamacpp"\n'
+    )
+    _expect_refusal(
+        ["eval", "spec", "--config", str(project), "-q"], capsys, "is the same endpoint, asked the same way"
+    )
     assert fake_server.state.total == 0
 
 
@@ -103,7 +118,9 @@ def test_readme_flow_run_then_eval_then_report(project: Path, capsys: pytest.Cap
 
 
 def test_one_run_is_a_baseline_here_and_a_control_there(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    _add_target(project, f'[targets.other]\nbase_url = "{_url(project)}"\nengine = "llamacpp"\nextra = {{ n_probs = 5 }}\n')
+    _add_target(
+        project, f'[targets.other]\nbase_url = "{_url(project)}"\nengine = "llamacpp"\nextra = {{ n_probs = 5 }}\n'
+    )
     base, spec, other = (_run(project, t, capsys) for t in ("base", "spec", "other"))
     assert main(["report", str(spec), "--baseline", str(base), "--control", str(other), "-q"]) == 0  # other: control
     assert main(["report", str(spec), "--baseline", str(other), "-q"]) == 0  # other: baseline
@@ -114,21 +131,30 @@ def test_one_run_is_a_baseline_here_and_a_control_there(project: Path, capsys: p
 
 def test_refusal_names_the_cli_option_and_the_config_key(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
     base, spec = _run(project, "base", capsys), _run(project, "spec", capsys, "--max-tokens", "32")
-    _expect_refusal(["compare", str(spec), str(base), "--no-report"], capsys, "--allow params.max_tokens",
-                    'allow_differences = ["params.max_tokens"]')  # fmt: skip
+    _expect_refusal(
+        ["compare", str(spec), str(base), "--no-report"],
+        capsys,
+        "--allow params.max_tokens",
+        'allow_differences = ["params.max_tokens"]',
+    )
     assert "allow=[" not in capsys.readouterr().err
     assert main(["compare", str(spec), str(base), "--no-report", "--allow", "params.max_tokens"]) == 0
 
 
 def _reproduce_lines(report: Path) -> list[str]:
     text = report.read_text()
-    block = text[text.index("Reproduce"):]
+    block = text[text.index("Reproduce") :]
     return [line.strip() for line in block.splitlines() if line.strip().startswith("evalsuite ")]
 
 
 @pytest.mark.parametrize("repeat", [True, False])
-def test_every_reproduce_line_works_when_pasted(repeat: bool, project: Path, fake_server: FakeServer,
-                                               capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+def test_every_reproduce_line_works_when_pasted(
+    repeat: bool,
+    project: Path,
+    fake_server: FakeServer,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.chdir(project.parent)
     flag = "--repeat-baseline" if repeat else "--no-repeat-baseline"
     assert main(["eval", "spec", "--limit", "6", flag, "-q"]) == 0

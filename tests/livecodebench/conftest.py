@@ -5,14 +5,13 @@ from __future__ import annotations
 import os
 
 import pytest
+from lcb_helpers import ROOT
 
 from evalsuite.graders.code import CodeGrader
 from evalsuite.records import Sample
 from evalsuite.tasks.build import build_samples
 from evalsuite.tasks.data import load_rows
 from evalsuite.tasks.spec import TaskSpec, load_task_spec
-
-from lcb_helpers import ROOT
 
 
 @pytest.fixture(scope="session")

@@ -78,7 +78,11 @@ def test_pass_at_k_is_the_unbiased_estimator() -> None:
 
 
 def test_pass_at_k_by_problem_skips_ungraded() -> None:
-    grades = [Grade("a", "correct", "x", ""), Grade("a", "incorrect", "x", ""), Grade("a", "ungraded", None, ""),
-              Grade("b", "incorrect", "x", "")]
+    grades = [
+        Grade("a", "correct", "x", ""),
+        Grade("a", "incorrect", "x", ""),
+        Grade("a", "ungraded", None, ""),
+        Grade("b", "incorrect", "x", ""),
+    ]
     assert pass_at_k_by_problem(grades, 1) == {"a": 0.5, "b": 0.0}
     assert pass_at_k_by_problem(grades, 2) == {"a": 1.0}

@@ -10,13 +10,12 @@ import zlib
 from pathlib import Path
 
 import pytest
+from lcb_helpers import ROOT
 
 from evalsuite.errors import DatasetError
 from evalsuite.tasks import livecodebench as lcb
 from evalsuite.tasks.data import load_rows
 from evalsuite.tasks.spec import TaskSpec
-
-from lcb_helpers import ROOT
 
 TESTS = [{"input": "1 2\n", "output": "3\n", "testtype": "stdin"}]
 
@@ -39,8 +38,14 @@ class _Boom:
 
 @pytest.mark.parametrize(
     "payload",
-    [pickle.dumps(_Boom()), pickle.dumps(_Boom(), protocol=0), pickle.dumps([1, 2]), pickle.dumps((b"x",)),
-     pickle.dumps({"a": 1.5}), pickle.dumps(None)],
+    [
+        pickle.dumps(_Boom()),
+        pickle.dumps(_Boom(), protocol=0),
+        pickle.dumps([1, 2]),
+        pickle.dumps((b"x",)),
+        pickle.dumps({"a": 1.5}),
+        pickle.dumps(None),
+    ],
     ids=["reduce", "reduce-proto0", "ints", "tuple-bytes", "float", "none"],
 )
 def test_refuses_anything_but_plain_values(payload: bytes) -> None:
@@ -92,7 +97,9 @@ def test_bad_options_are_named() -> None:
         lcb.prepare_rows([{"contest_date": "2024-01-01T00:00:00"}], {"start_date": "last week"})
 
 
-@pytest.mark.parametrize("revision", ["main", "release_v5", "v5", "6e4ed1a", "6E4ED1A2A79AF7D8630A6B768EC859CB5AF4D3BE"])
+@pytest.mark.parametrize(
+    "revision", ["main", "release_v5", "v5", "6e4ed1a", "6E4ED1A2A79AF7D8630A6B768EC859CB5AF4D3BE"]
+)
 def test_hub_revision_must_be_a_commit(revision: str) -> None:
     """A branch or tag moves, so the rows behind one name could change between runs: refused before any download."""
     with pytest.raises(DatasetError, match="pin dataset.hf.revision"):

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import pytest
+from lcb_helpers import SOLUTIONS, fenced
 
 from evalsuite.graders import GradeInput
 from evalsuite.graders.code import CodeGrader
 from evalsuite.records import Sample
-
-from lcb_helpers import SOLUTIONS, fenced
 
 
 def test_fixture_covers_both_kinds_platforms_and_difficulties(lcb_samples: dict[str, Sample]) -> None:
@@ -46,16 +45,38 @@ BROKEN = [
     ("abc365_a", "xs = []\nwhile True:\n    xs.append(' ' * 10**7)", "memory_limit", 0),
     ("abc365_a", "print(int(input()) // 0)", "runtime_error", 0),
     ("abc367_b", "print(round(float(input())))", "wrong_answer", 0),
-    ("3264", "class Solution:\n    def getFinalState(self, nums, k, multiplier):\n        return nums", "wrong_answer", 0),
-    ("3264", "class Solution:\n    def getFinalState(self, nums, k, multiplier):\n        return nums[10]", "runtime_error", 0),
-    ("3264", "class Solution:\n    def getFinalState(self, nums, k, multiplier):\n        while True: pass", "time_limit", 0),
+    (
+        "3264",
+        "class Solution:\n    def getFinalState(self, nums, k, multiplier):\n        return nums",
+        "wrong_answer",
+        0,
+    ),
+    (
+        "3264",
+        "class Solution:\n    def getFinalState(self, nums, k, multiplier):\n        return nums[10]",
+        "runtime_error",
+        0,
+    ),
+    (
+        "3264",
+        "class Solution:\n    def getFinalState(self, nums, k, multiplier):\n        while True: pass",
+        "time_limit",
+        0,
+    ),
     ("3264", "class Solution:\n    def getFinal(self, nums, k, multiplier):\n        return nums", "runtime_error", 0),
-    ("3264", "class Solution:\n    def getFinalState(self, nums, k, multiplier):\n        return [0] * 10**9", "memory_limit", 0),
+    (
+        "3264",
+        "class Solution:\n    def getFinalState(self, nums, k, multiplier):\n        return [0] * 10**9",
+        "memory_limit",
+        0,
+    ),
 ]
 NO_CGROUP = {"memory_limit": "runtime_error"}  # address-space limit: an instant MemoryError proves no limit was hit
 
 
-@pytest.mark.parametrize("qid, code, outcome, n_passed", BROKEN, ids=[f"{b[0]}-{b[2]}-{i}" for i, b in enumerate(BROKEN)])
+@pytest.mark.parametrize(
+    "qid, code, outcome, n_passed", BROKEN, ids=[f"{b[0]}-{b[2]}-{i}" for i, b in enumerate(BROKEN)]
+)
 def test_broken_solutions_fail_with_the_right_outcome(
     grader: CodeGrader, lcb_samples: dict[str, Sample], qid: str, code: str, outcome: str, n_passed: int
 ) -> None:
@@ -88,8 +109,9 @@ def test_decimal_equal_lines_pass_as_in_livecodebench(grader: CodeGrader, lcb_sa
     assert grade.status == "correct"
 
 
-def test_one_program_never_fails_the_grading_of_a_run(grader: CodeGrader, lcb_samples: dict[str, Sample],
-                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+def test_one_program_never_fails_the_grading_of_a_run(
+    grader: CodeGrader, lcb_samples: dict[str, Sample], monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Whatever goes wrong judging one program, that sample is ungraded and the others are graded."""
     from evalsuite.sandbox.judge import Judge
 
@@ -101,8 +123,10 @@ def test_one_program_never_fails_the_grading_of_a_run(grader: CodeGrader, lcb_sa
         return real(self, code, tests, fn_name)
 
     monkeypatch.setattr(Judge, "run", flaky)
-    items = [GradeInput(lcb_samples["abc365_a"], fenced("print('boom')")),
-             GradeInput(lcb_samples["abc365_a"], fenced((SOLUTIONS / "abc365_a.py").read_text()))]
+    items = [
+        GradeInput(lcb_samples["abc365_a"], fenced("print('boom')")),
+        GradeInput(lcb_samples["abc365_a"], fenced((SOLUTIONS / "abc365_a.py").read_text())),
+    ]
     bad, good = grader.grade_batch(items)
     assert bad.status == "ungraded" and "ArithmeticError" in bad.reason
     assert good.status == "correct"

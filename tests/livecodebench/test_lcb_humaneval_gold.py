@@ -15,11 +15,10 @@ import os
 from typing import Any
 
 import pytest
+from lcb_helpers import shared_data_dir
 
 from evalsuite.sandbox import Limits, Sandbox
 from evalsuite.sandbox.judge import Judge
-
-from lcb_helpers import shared_data_dir
 
 pytestmark = pytest.mark.gold
 
@@ -47,8 +46,13 @@ def functional_tests(test_source: str) -> list[dict[str, str]]:
         except (ValueError, SyntaxError):
             continue
         if all(_json_exact(a) for a in args) and _json_exact(expected) and not isinstance(expected, float):
-            tests.append({"input": "\n".join(json.dumps(a) for a in args), "output": json.dumps(expected),
-                          "testtype": "functional"})
+            tests.append(
+                {
+                    "input": "\n".join(json.dumps(a) for a in args),
+                    "output": json.dumps(expected),
+                    "testtype": "functional",
+                }
+            )
     return tests
 
 

@@ -41,7 +41,9 @@ def lmeval_task_dir(folder: Path, name: str, base: str, data: Path) -> Path:
     return folder
 
 
-def lmeval_side(base_url: str, model: str, task_dir: Path, task: str, *, chat: bool, limit: int, max_gen_toks: int) -> Side:
+def lmeval_side(
+    base_url: str, model: str, task_dir: Path, task: str, *, chat: bool, limit: int, max_gen_toks: int
+) -> Side:
     """lm-eval's own evaluation, with per-sample logs, as {doc_id: {prompt, response, filtered, scores}}.
 
     The TaskManager over `task_dir` is lm-eval's own class; it is taken from the adapter's per-process
@@ -55,9 +57,14 @@ def lmeval_side(base_url: str, model: str, task_dir: Path, task: str, *, chat: b
     results = lm_eval.simple_evaluate(
         model="local-chat-completions" if chat else "local-completions",
         model_args={
-            "base_url": f"{base_url}/v1/{route}", "model": model, "tokenizer_backend": None,
-            "tokenized_requests": False, "max_gen_toks": max_gen_toks, "seed": 42, "max_retries": 1,
-        },  # fmt: skip
+            "base_url": f"{base_url}/v1/{route}",
+            "model": model,
+            "tokenizer_backend": None,
+            "tokenized_requests": False,
+            "max_gen_toks": max_gen_toks,
+            "seed": 42,
+            "max_retries": 1,
+        },
         tasks=[task],
         task_manager=task_manager(str(task_dir)),
         apply_chat_template=chat,
@@ -84,7 +91,8 @@ def suite_project(folder: Path, base_url: str, task_files: dict[str, str]) -> Pa
         (folder / "tasks" / f"{name}.yaml").write_text(text)
     config = folder / "evalsuite.toml"
     targets = "".join(
-        f'[targets.{api}]\nbase_url = "{base_url}/v1"\nengine = "llamacpp"\napi = "{api}"\n\n' for api in ("chat", "completions")
+        f'[targets.{api}]\nbase_url = "{base_url}/v1"\nengine = "llamacpp"\napi = "{api}"\n\n'
+        for api in ("chat", "completions")
     )
     config.write_text(f'[defaults]\ndata = "local"\n\n{targets}')
     return config

@@ -56,8 +56,11 @@ def test_few_shot_needs_its_split_and_then_uses_it(tmp_path: Path) -> None:
     flat = _samples(spec, GSM8K)[0].messages
     assert len(flat) == 1 and flat[0]["content"].count("Question:") == 3
     assert flat[0]["content"].count("Shot question") == 2 and flat[0]["content"].endswith("Answer:")
-    multi = _spec(tmp_path, {"task": "gsm8k", "num_fewshot": 2, "fewshot_as_multiturn": True,
-                             "splits": {"train": str(train)}}, name="m")  # fmt: skip
+    multi = _spec(
+        tmp_path,
+        {"task": "gsm8k", "num_fewshot": 2, "fewshot_as_multiturn": True, "splits": {"train": str(train)}},
+        name="m",
+    )
     turns = _samples(multi, GSM8K)[0].messages
     assert [m["role"] for m in turns] == ["user", "assistant", "user", "assistant", "user"]
     assert turns[1]["content"].startswith("Because.")
@@ -98,7 +101,9 @@ def test_math_subtask_on_the_math_fixture(tmp_path: Path) -> None:
 
 
 def test_run_grade_and_strata_through_the_pipeline(project: Path, fake_server) -> None:
-    (project.parent / "tasks" / "lm.yaml").write_text("lmeval: {task: gsm8k, num_fewshot: 0, max_gen_toks: 16, local: data.jsonl}\n")
+    (project.parent / "tasks" / "lm.yaml").write_text(
+        "lmeval: {task: gsm8k, num_fewshot: 0, max_gen_toks: 16, local: data.jsonl}\n"
+    )
     plan = plan_run(load_config(project), "base", "lm")
     assert plan.params.stop == ("Question:", "</s>", "<|im_end|>") and plan.params.max_tokens == 16
     outcome = asyncio.run(execute(plan))
@@ -114,7 +119,9 @@ def test_run_grade_and_strata_through_the_pipeline(project: Path, fake_server) -
 def test_a_group_is_compared_with_one_accuracy_row_per_subtask(project: Path) -> None:
     from evalsuite.workflow import RunOptions, compare_eval, eval_target
 
-    (project.parent / "tasks" / "hm.yaml").write_text(f"lmeval: {{task: hendrycks_math, max_gen_toks: 8, local: {MATH}}}\n")
+    (project.parent / "tasks" / "hm.yaml").write_text(
+        f"lmeval: {{task: hendrycks_math, max_gen_toks: 8, local: {MATH}}}\n"
+    )
     config = load_config(project)
     runs = eval_target(config, "spec", ["hm"], RunOptions(limit=None), repeat_baseline=False)
     (comparison,) = compare_eval(config, runs)

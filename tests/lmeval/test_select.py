@@ -34,7 +34,10 @@ def test_options_change_the_fingerprinted_prompt_identity(tmp_path: Path) -> Non
     three = tmp_path / "tasks" / "b.yaml"
     three.write_text("lmeval: {task: gsm8k, num_fewshot: 3, apply_chat_template: false, max_gen_toks: 32}\n")
     a, b = load_task_spec(zero), load_task_spec(three)
-    assert a.grader.options["identity"]["tasks"]["gsm8k"]["config"] != b.grader.options["identity"]["tasks"]["gsm8k"]["config"]
+    assert (
+        a.grader.options["identity"]["tasks"]["gsm8k"]["config"]
+        != b.grader.options["identity"]["tasks"]["gsm8k"]["config"]
+    )
     assert prompt_template_digest(a) != prompt_template_digest(b)
     assert b.generation["max_tokens"] == 32
     assert prompt_template_digest(a) == prompt_template_digest(load_task_spec(zero))

@@ -21,10 +21,18 @@ from pathlib import Path
 from typing import Any
 
 FLAGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
-    "--proxy-server=http://127.0.0.1:9", "--proxy-bypass-list=<-loopback>", "--hide-scrollbars",
-]  # fmt: skip
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--proxy-server=http://127.0.0.1:9",
+    "--proxy-bypass-list=<-loopback>",
+    "--hide-scrollbars",
+]
 INSTALL = "apt-get update && apt-get install -y chromium"
 
 
@@ -50,8 +58,11 @@ class Browser:
         self.timeout = timeout
         self.proc = subprocess.Popen(
             [exe, *FLAGS, "--remote-debugging-pipe", f"--user-data-dir={profile}", "about:blank"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, preexec_fn=wire, pass_fds=(3, 4),
-        )  # fmt: skip
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            preexec_fn=wire,
+            pass_fds=(3, 4),
+        )
         os.close(to_child_r)
         os.close(from_child_w)
         self._next = 0
@@ -91,8 +102,18 @@ class Browser:
         if event.get("method") == "Fetch.requestPaused":
             params = {"requestId": event["params"]["requestId"], "errorReason": "BlockedByClient"}
             self._next += 1
-            os.write(self._to_child, json.dumps({"id": self._next, "method": "Fetch.failRequest", "params": params,
-                                                 "sessionId": event.get("sessionId")}).encode() + b"\0")  # fmt: skip
+            os.write(
+                self._to_child,
+                json.dumps(
+                    {
+                        "id": self._next,
+                        "method": "Fetch.failRequest",
+                        "params": params,
+                        "sessionId": event.get("sessionId"),
+                    }
+                ).encode()
+                + b"\0",
+            )
 
     def wait_event(self, method: str, session: str) -> dict[str, Any]:
         deadline = time.monotonic() + self.timeout
@@ -130,12 +151,16 @@ class Page:
         self.b, self.session = browser, session
         for method in ("Page.enable", "Runtime.enable", "Log.enable", "Network.enable"):
             self.cmd(method)
-        self.cmd("Network.emulateNetworkConditions",
-                 {"offline": True, "latency": 0, "downloadThroughput": -1, "uploadThroughput": -1})  # fmt: skip
+        self.cmd(
+            "Network.emulateNetworkConditions",
+            {"offline": True, "latency": 0, "downloadThroughput": -1, "uploadThroughput": -1},
+        )
         patterns = [{"urlPattern": p} for p in ("http://*", "https://*", "ws://*", "wss://*")]
         self.cmd("Fetch.enable", {"patterns": patterns})
-        self.cmd("Emulation.setDeviceMetricsOverride",
-                 {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": False})  # fmt: skip
+        self.cmd(
+            "Emulation.setDeviceMetricsOverride",
+            {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": False},
+        )
 
     def cmd(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
         return self.b.send(method, params, self.session)
@@ -165,7 +190,12 @@ class Page:
         for e in self._mine():
             m, p = e.get("method"), e.get("params", {})
             if m == "Runtime.consoleAPICalled" and p.get("type") in ("error", "assert"):
-                out.append("console." + p["type"] + ": " + " ".join(str(a.get("value", a.get("description"))) for a in p.get("args", [])))
+                out.append(
+                    "console."
+                    + p["type"]
+                    + ": "
+                    + " ".join(str(a.get("value", a.get("description"))) for a in p.get("args", []))
+                )
             elif m == "Runtime.exceptionThrown":
                 d = p.get("exceptionDetails", {})
                 out.append("exception: " + str(d.get("exception", {}).get("description") or d.get("text")))

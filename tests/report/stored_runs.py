@@ -107,16 +107,34 @@ def _arm_tokens(plan: Plan, i: int, rng: np.random.Generator) -> tuple[dict[str,
 
 def _completion(trace: TokenTrace, *, finish: str, tps: float, draft: tuple[int, int] | None) -> Completion:
     n = len(trace)
-    timings = {"prompt_n": 40.0, "prompt_ms": 20.0, "predicted_n": float(n), "predicted_ms": 1000.0 * max(n - 1, 1) / tps}
+    timings = {
+        "prompt_n": 40.0,
+        "prompt_ms": 20.0,
+        "predicted_n": float(n),
+        "predicted_ms": 1000.0 * max(n - 1, 1) / tps,
+    }
     if draft is not None:
         timings["draft_n"], timings["draft_n_accepted"] = float(draft[0]), float(draft[1])
     text = "".join(trace.pieces)
-    return Completion(text=text, finish_reason=finish, tokens=trace, usage={"completion_tokens": n},
-                      timings=timings, latency_s=0.02 + n / tps, ttft_s=0.02)  # fmt: skip
+    return Completion(
+        text=text,
+        finish_reason=finish,
+        tokens=trace,
+        usage={"completion_tokens": n},
+        timings=timings,
+        latency_s=0.02 + n / tps,
+        ttft_s=0.02,
+    )
 
 
-def write_run(folder: Path, man: dict[str, Any], results: list[SampleResult], grades: list[Grade],
-              samples: list[Sample], sessions: list[dict[str, Any]] | None = None) -> RunStore:  # fmt: skip
+def write_run(
+    folder: Path,
+    man: dict[str, Any],
+    results: list[SampleResult],
+    grades: list[Grade],
+    samples: list[Sample],
+    sessions: list[dict[str, Any]] | None = None,
+) -> RunStore:
     """Write one run folder through the store's own writer and return it reopened for reading."""
     store = RunStore.create(folder, man)
     store.write_samples(samples)
@@ -142,18 +160,25 @@ def synthetic_runs(root: Path, plan: Plan, *, control: bool = False) -> dict[str
     for i in range(plan.n):
         sid = f"{plan.task}-{i:04d}"
         strata = {"subject": SUBJECTS[i % len(SUBJECTS)], "level": str(1 + i % 3)}
-        samples.append(Sample(sid, plan.task, ({"role": "user", "content": f"Problem {i}: what is {i} + 1?"},),
-                              f"{i + 1}", strata))  # fmt: skip
+        samples.append(
+            Sample(sid, plan.task, ({"role": "user", "content": f"Problem {i}: what is {i} + 1?"},), f"{i + 1}", strata)
+        )
         cols, pos = _arm_tokens(plan, i, rng)
         has_top = np.ones(plan.tokens, bool)
         base = _trace(cols["ids"], cols["top_ids"], cols["top_lp"], has_top)
         right = (i % 10) < 7
         answer = f"{i + 1}" if right else f"{i + 2}"
         finish = "length" if i in plan.truncated else "stop"
-        results["baseline"].append(SampleResult(sid, plan.task, strata, _completion(base, finish=finish, tps=50.0, draft=None)))
-        grades["baseline"].append(Grade(sid, "correct" if right else "incorrect", answer, "matched" if right else "mismatch"))
+        results["baseline"].append(
+            SampleResult(sid, plan.task, strata, _completion(base, finish=finish, tps=50.0, draft=None))
+        )
+        grades["baseline"].append(
+            Grade(sid, "correct" if right else "incorrect", answer, "matched" if right else "mismatch")
+        )
         for role in [r for r in roles if r != "baseline"]:
-            diverges = (i in plan.numerical or i in plan.confident) if role == "candidate" else i in plan.control_diverges
+            diverges = (
+                (i in plan.numerical or i in plan.confident) if role == "candidate" else i in plan.control_diverges
+            )
             ids, top_ids, top_lp = cols["ids"].copy(), cols["top_ids"].copy(), cols["top_lp"].copy()
             if diverges:
                 ids[pos] = top_ids[pos, 1]

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 from browser import INSTALL, Browser, Page, chromium_path
@@ -26,8 +26,9 @@ def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Browser]:
 @pytest.fixture(scope="module")
 def report(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("runs")
-    plan = Plan(n=60, tokens=80, numerical={2, 5, 11, 20}, confident={7, 30}, flips={7}, control_diverges={2},
-                truncated={9})  # fmt: skip
+    plan = Plan(
+        n=60, tokens=80, numerical={2, 5, 11, 20}, confident={7, 30}, flips={7}, control_diverges={2}, truncated={9}
+    )
     runs = synthetic_runs(root, plan, control=True)
     cmp = compare_runs(runs["candidate"], runs["baseline"], controls={"numerics": runs["control"]}, n_resamples=300)
     return write_reports([cmp], root / "report", runs={"math500": runs}).html
@@ -48,8 +49,9 @@ def test_harness_catches_errors_and_network_attempts(browser: Browser, tmp_path:
     assert page.blocked() == ["https://cdn.example.com/x.png"]
 
 
-def test_report_works_offline_with_plots_and_viewer(browser: Browser, report: Path, tmp_path: Path,
-                                                     capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
+def test_report_works_offline_with_plots_and_viewer(
+    browser: Browser, report: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     page = _open(browser, report)
     plots = page.eval("""Array.from(document.querySelectorAll('svg.plot')).map(s => ({
         kind: s.dataset.plot, width: s.getBoundingClientRect().width,
@@ -62,7 +64,9 @@ def test_report_works_offline_with_plots_and_viewer(browser: Browser, report: Pa
     assert rows == 6
     page.eval("document.getElementById('f-confident').click()")
     assert page.eval("Array.from(document.querySelectorAll('#sample-list tbody tr')).map(r => r.dataset.key)") == [
-        "math500/math500-0007", "math500/math500-0030"]
+        "math500/math500-0007",
+        "math500/math500-0030",
+    ]
     page.eval("document.getElementById('f-flipped').click()")
     assert page.eval("document.getElementById('f-count').textContent") == "1 of 6 shown"
 

@@ -15,7 +15,9 @@ from evalsuite.records import Completion, Grade, Sample, SampleResult
 from evalsuite.report import report_folder, write_reports
 from evalsuite.report.plots import IntervalRow, forest, margins
 
-PLAN = Plan(n=60, tokens=80, numerical={2, 5, 11, 20}, confident={7, 30}, flips={7}, control_diverges={2}, truncated={9})
+PLAN = Plan(
+    n=60, tokens=80, numerical={2, 5, 11, 20}, confident={7, 30}, flips={7}, control_diverges={2}, truncated={9}
+)
 
 
 @pytest.fixture(scope="module")
@@ -31,7 +33,9 @@ def test_markdown_carries_verdict_tables_speed_and_provenance(lossy) -> None:
     md = paths.markdown.read_text()
     assert md.count("> [!CAUTION]") == 1 and f"**math500: {cmp.summary}**" in md
     assert f"> - Tokens: **LOSSY**. {cmp.token.reason}" in md
-    overall = re.search(r"^\| \*\*overall\*\* \| 60 \| 70\.0 % \| \[57\.5, 80\.1\] \| 71\.7 % \|.*\| INCONCLUSIVE \|$", md, re.M)
+    overall = re.search(
+        r"^\| \*\*overall\*\* \| 60 \| 70\.0 % \| \[57\.5, 80\.1\] \| 71\.7 % \|.*\| INCONCLUSIVE \|$", md, re.M
+    )
     assert overall, md
     assert "| subject = Geometry | 20 |" in md and "| level = 3 | 20 |" in md
     assert "**54/60** outputs token-identical (90.0 %)" in md
@@ -39,9 +43,13 @@ def test_markdown_carries_verdict_tables_speed_and_provenance(lossy) -> None:
     assert "| candidate | spec | 60/60 | 90.0 | 90.0 | 20 ms |" in md and "| 75.0 % | 3,600/4,800 | 4.00 |" in md
     assert "**1.80×** geometric mean" in md
     assert "- baseline `base`: 1/60 outputs stopped at max_tokens (1.7 %)." in md
-    assert "| server flags | `-m target.gguf` | `-m target.gguf -md draft.gguf` | `-m target.gguf -md draft.gguf` |" in md
-    assert (f"evalsuite report {runs['candidate'].folder.resolve()} --baseline {runs['baseline'].folder.resolve()} "
-            f"--control {runs['control'].folder.resolve()}") in md
+    assert (
+        "| server flags | `-m target.gguf` | `-m target.gguf -md draft.gguf` | `-m target.gguf -md draft.gguf` |" in md
+    )
+    assert (
+        f"evalsuite report {runs['candidate'].folder.resolve()} --baseline {runs['baseline'].folder.resolve()} "
+        f"--control {runs['control'].folder.resolve()}"
+    ) in md
     assert json.loads(paths.json[0].read_text()) == json.loads(cmp.to_json())
 
 
@@ -53,9 +61,18 @@ def test_html_is_self_contained(lossy) -> None:
     data = json.loads(re.search(r'<script type="application/json" id="evalsuite-data">(.*?)</script>', html, re.S)[1])
     assert [s["id"] for s in data["samples"]] == [f"math500-{i:04d}" for i in (2, 5, 7, 11, 20, 30)]
     seven = data["samples"][2]
-    assert seven["kind"] == "confident" and seven["flipped"] is True and seven["grades"]["candidate"]["status"] == "correct"
-    assert seven["baseline"]["tokens"][seven["pos"] - seven["start"]][0] != seven["candidate"]["tokens"][seven["pos"] - seven["start"]][0]
-    assert [a[1] for a in seven["baseline"]["alternatives"]] == sorted((a[1] for a in seven["baseline"]["alternatives"]), reverse=True)
+    assert (
+        seven["kind"] == "confident"
+        and seven["flipped"] is True
+        and seven["grades"]["candidate"]["status"] == "correct"
+    )
+    assert (
+        seven["baseline"]["tokens"][seven["pos"] - seven["start"]][0]
+        != seven["candidate"]["tokens"][seven["pos"] - seven["start"]][0]
+    )
+    assert [a[1] for a in seven["baseline"]["alternatives"]] == sorted(
+        (a[1] for a in seven["baseline"]["alternatives"]), reverse=True
+    )
 
 
 def _hostile_runs(root: Path) -> dict:
@@ -64,8 +81,13 @@ def _hostile_runs(root: Path) -> dict:
     out = {}
     for role, text in (("baseline", "answer 1"), ("candidate", evil)):
         comp = Completion(text=text, finish_reason="stop", latency_s=1.0)
-        out[role] = write_run(root / role, manifest(role, role), [SampleResult("s|1", "math500", {"subject": "A|B"}, comp)],
-                              [Grade("s|1", "correct", text, "r")], [Sample("s|1", "math500", ({"role": "user", "content": evil},), "1")])  # fmt: skip
+        out[role] = write_run(
+            root / role,
+            manifest(role, role),
+            [SampleResult("s|1", "math500", {"subject": "A|B"}, comp)],
+            [Grade("s|1", "correct", text, "r")],
+            [Sample("s|1", "math500", ({"role": "user", "content": evil},), "1")],
+        )
     return out
 
 

@@ -27,15 +27,25 @@ MAX_TOKENS = 384
 
 
 @pytest.fixture(scope="module")
-def dflash_servers(rig_assets: RigAssets, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, RunningServer]]:
+def dflash_servers(
+    rig_assets: RigAssets, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[dict[str, RunningServer]]:
     names = ["learned-baseline", "learned-dflash"]
     with serve_with_assets(names, rig_assets, log_dir=tmp_path_factory.mktemp("dflash-logs"), threads=1) as running:
         yield running
 
 
 def _ask(client: httpx.Client, url: str, messages: list[dict[str, str]]) -> dict[str, Any]:
-    body = {"messages": messages, "max_tokens": MAX_TOKENS, "temperature": 0.0, "seed": 42, "top_k": 1,
-            "cache_prompt": False, "logprobs": True, "top_logprobs": 2}  # fmt: skip
+    body = {
+        "messages": messages,
+        "max_tokens": MAX_TOKENS,
+        "temperature": 0.0,
+        "seed": 42,
+        "top_k": 1,
+        "cache_prompt": False,
+        "logprobs": True,
+        "top_logprobs": 2,
+    }
     response = client.post(url + "/v1/chat/completions", json=body)
     response.raise_for_status()
     return response.json()
@@ -96,6 +106,8 @@ def test_server_drafts_what_the_torch_graph_predicts(
         replay = simulate_acceptance(params, dshape, feats, ex.tokens, ex.start, mask_id, embd, embd, eog=eog)
         server = reply["timings"]
         exact += (replay.drafted, replay.accepted) == (server["draft_n"], server["draft_n_accepted"])
-        print(f"drafted/accepted: replay {replay.drafted}/{replay.accepted}, "
-              f"server {server['draft_n']}/{server['draft_n_accepted']}")
+        print(
+            f"drafted/accepted: replay {replay.drafted}/{replay.accepted}, "
+            f"server {server['draft_n']}/{server['draft_n_accepted']}"
+        )
     assert exact >= len(examples) - 1, f"only {exact}/{len(examples)} prompts replayed exactly"

@@ -42,6 +42,7 @@ def test_a_block_sees_only_context_before_its_anchor_and_is_non_causal() -> None
     assert not torch.allclose(block_logits(params, shape, earlier, block, anchor, embd, embd), base)
     changed_last = torch.tensor([[7, 3, 3, 5]])  # non-causal: the last block token changes the first positions
     assert not torch.allclose(block_logits(params, shape, feats, changed_last, anchor, embd, embd)[0, 1], base[0, 1])
-    both = block_logits(params, shape, feats, torch.tensor([[7, 3, 3, 3], [4, 3, 3, 3]]), torch.tensor([12, 5]),
-                        embd, embd)  # fmt: skip
+    both = block_logits(
+        params, shape, feats, torch.tensor([[7, 3, 3, 3], [4, 3, 3, 3]]), torch.tensor([12, 5]), embd, embd
+    )
     assert torch.allclose(both[0], base[0], atol=1e-5)  # batched blocks do not see each other

@@ -32,15 +32,24 @@ ITEMS = _pick()
 
 
 @pytest.fixture(scope="module")
-def learned_servers(rig_assets: RigAssets, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, RunningServer]]:
+def learned_servers(
+    rig_assets: RigAssets, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[dict[str, RunningServer]]:
     names = ["learned-baseline", "learned-draft"]
     with serve_with_assets(names, rig_assets, log_dir=tmp_path_factory.mktemp("rig-logs"), threads=1) as running:
         yield running
 
 
 def _ask(client: httpx.Client, server: RunningServer, item: LearnedItem) -> dict[str, Any]:
-    body = {"messages": list(item.sample.messages), "max_tokens": 700, "temperature": 0.0, "seed": 42,
-            "cache_prompt": False, "logprobs": True, "top_logprobs": 2}  # fmt: skip
+    body = {
+        "messages": list(item.sample.messages),
+        "max_tokens": 700,
+        "temperature": 0.0,
+        "seed": 42,
+        "cache_prompt": False,
+        "logprobs": True,
+        "top_logprobs": 2,
+    }
     response = client.post(server.base_url + "/v1/chat/completions", json=body)
     response.raise_for_status()
     return response.json()

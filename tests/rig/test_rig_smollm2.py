@@ -14,11 +14,11 @@ from typing import Any
 
 import httpx
 import pytest
+from test_rig_servers import CONFIDENT, PROMPTS, Trace, assert_near_tie_divergences, first_divergence
 
 from evalsuite.rig.assets import RigAssets, ensure_assets
 from evalsuite.rig.launcher import RIG_CONFIGS, RunningServer, serve_with_assets
 from evalsuite.rig.smollm2 import DRAFT_LAYERS
-from test_rig_servers import CONFIDENT, PROMPTS, Trace, assert_near_tie_divergences, first_divergence
 
 pytestmark = pytest.mark.rig
 
@@ -33,14 +33,20 @@ def smol_assets(rig_assets: RigAssets) -> RigAssets:
 
 
 @pytest.fixture(scope="module")
-def smol_servers(smol_assets: RigAssets, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, RunningServer]]:
+def smol_servers(
+    smol_assets: RigAssets, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[dict[str, RunningServer]]:
     with serve_with_assets(CONFIGS, smol_assets, log_dir=tmp_path_factory.mktemp("smol-logs"), threads=1) as running:
         yield running
 
 
 @pytest.fixture(scope="module")
-def smol_traces(smol_servers: dict[str, RunningServer], rig_chat: Callable[..., dict[str, Any]]) -> dict[str, list[Trace]]:
-    return {name: [Trace.of(rig_chat(s.base_url, p, MAX_TOKENS)) for p in SMOL_PROMPTS] for name, s in smol_servers.items()}
+def smol_traces(
+    smol_servers: dict[str, RunningServer], rig_chat: Callable[..., dict[str, Any]]
+) -> dict[str, list[Trace]]:
+    return {
+        name: [Trace.of(rig_chat(s.base_url, p, MAX_TOKENS)) for p in SMOL_PROMPTS] for name, s in smol_servers.items()
+    }
 
 
 def test_real_tokenizer_round_trips_multibyte_text_and_uses_chatml(
@@ -79,7 +85,9 @@ def test_lossless_configs_match_the_real_baseline_except_at_near_ties(
     assert_near_tie_divergences(name, "smollm2-baseline", smol_traces["smollm2-baseline"], smol_traces[name])
 
 
-@pytest.mark.parametrize("name, floor", [("smollm2-control", 0.9), ("smollm2-draft", 0.005), ("smollm2-synthetic", 0.3)])
+@pytest.mark.parametrize(
+    "name, floor", [("smollm2-control", 0.9), ("smollm2-draft", 0.005), ("smollm2-synthetic", 0.3)]
+)
 def test_real_drafters_are_accepted(name: str, floor: float, smol_traces: dict[str, list[Trace]]) -> None:
     drafted = sum(t.timings.get("draft_n", 0) for t in smol_traces[name])
     accepted = sum(t.timings.get("draft_n_accepted", 0) for t in smol_traces[name])

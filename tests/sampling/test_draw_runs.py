@@ -9,6 +9,8 @@ from typing import Any
 
 import numpy as np
 import pytest
+from fake_server import FakeServer
+from sampling_sim import ToyModel
 
 from evalsuite.cli import main
 from evalsuite.errors import ConfigError, NotComparableError
@@ -18,8 +20,6 @@ from evalsuite.sampling.plan import TASK_SUFFIX, DrawSettings, SeededDraws, draw
 from evalsuite.sampling.run import judge_arms, load_arm
 from evalsuite.sampling.verdict import JudgeSettings
 from evalsuite.store import RunStore
-from fake_server import FakeServer
-from sampling_sim import ToyModel
 
 
 class Recorder:
@@ -56,10 +56,16 @@ def test_draw_params_carry_the_sampling_settings_and_the_stream() -> None:
     assert (p.temperature, p.top_p, p.top_k, p.max_tokens, p.seed, p.top_logprobs) == (0.8, 0.9, 20, 12, 43, 1)
 
 
-@pytest.mark.parametrize("kwargs, words", [
-    ({"temperature": 0.0}, "--temperature must be above 0"), ({"top_k": 1}, "greedy"), ({"draws": 1}, "--draws"),
-    ({"top_p": 1.5}, "--top-p"), ({"max_tokens": 0}, "--tokens"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "kwargs, words",
+    [
+        ({"temperature": 0.0}, "--temperature must be above 0"),
+        ({"top_k": 1}, "greedy"),
+        ({"draws": 1}, "--draws"),
+        ({"top_p": 1.5}, "--top-p"),
+        ({"max_tokens": 0}, "--tokens"),
+    ],
+)
 def test_bad_settings_are_refused_with_a_sentence(kwargs: dict[str, Any], words: str) -> None:
     with pytest.raises(ConfigError, match=words):
         DrawSettings(**kwargs)
@@ -73,8 +79,23 @@ def test_sample_test_draws_resumes_extends_and_fingerprints_the_settings(
     project: Path, fake_server: FakeServer, capsys: pytest.CaptureFixture[str]
 ) -> None:
     def cli(draws: int = 5, *more: str) -> list[str]:
-        return ["sample-test", "spec", "--config", str(project), "--task", "echo", "--prompts", "2", "--draws",
-                str(draws), "--tokens", "4", "-q", "--no-report", *more]  # fmt: skip
+        return [
+            "sample-test",
+            "spec",
+            "--config",
+            str(project),
+            "--task",
+            "echo",
+            "--prompts",
+            "2",
+            "--draws",
+            str(draws),
+            "--tokens",
+            "4",
+            "-q",
+            "--no-report",
+            *more,
+        ]
 
     args = cli()
     assert main(args) == 1  # the scripted server answers the same for every seed: nothing to test
@@ -107,10 +128,18 @@ def test_sample_test_input_errors_exit_2(project: Path, capsys: pytest.CaptureFi
 def _store(folder: Path, model: ToyModel, n: int, stream: int, params: dict[str, Any] | None = None) -> Path:
     """A draw run written the way sample-test writes one, from the simulated model."""
     rng = np.random.default_rng(stream)
-    fields = {"task": "toy" + TASK_SUFFIX, "prompt_template": "t", "dataset": {"name": "toy"},
-              "params": {"temperature": 1.0, "top_p": 1.0, "top_k": 0, "max_tokens": 5, "seed": stream, **(params or {})}}  # fmt: skip
-    manifest = {"fingerprint": f"fp{stream}{folder.name}", "fingerprint_fields": fields, "target": folder.name,
-                "task": "toy" + TASK_SUFFIX}  # fmt: skip
+    fields = {
+        "task": "toy" + TASK_SUFFIX,
+        "prompt_template": "t",
+        "dataset": {"name": "toy"},
+        "params": {"temperature": 1.0, "top_p": 1.0, "top_k": 0, "max_tokens": 5, "seed": stream, **(params or {})},
+    }
+    manifest = {
+        "fingerprint": f"fp{stream}{folder.name}",
+        "fingerprint_fields": fields,
+        "target": folder.name,
+        "task": "toy" + TASK_SUFFIX,
+    }
     store = RunStore.create(folder, manifest)
     prompt = Sample(model.prompt, "toy", ({"role": "user", "content": f"prompt {model.prompt}"},), None)
     samples = draw_samples([prompt], n, stream)
@@ -118,9 +147,18 @@ def _store(folder: Path, model: ToyModel, n: int, stream: int, params: dict[str,
     writer = store.writer()
     for sample, draw in zip(samples, model.draws(n, 5, rng)):
         ids = np.array(draw.ids, np.int64)
-        trace = TokenTrace(ids, [f"t{i}" for i in draw.ids], [None] * len(ids), np.zeros(len(ids), np.float32),
-                           np.full((len(ids), 1), -1), np.full((len(ids), 1), np.nan, np.float32), [[] for _ in ids])  # fmt: skip
-        writer.put(SampleResult(sample.id, "toy" + TASK_SUFFIX, {}, Completion("", "stop" if draw.ended else "length", trace)))
+        trace = TokenTrace(
+            ids,
+            [f"t{i}" for i in draw.ids],
+            [None] * len(ids),
+            np.zeros(len(ids), np.float32),
+            np.full((len(ids), 1), -1),
+            np.full((len(ids), 1), np.nan, np.float32),
+            [[] for _ in ids],
+        )
+        writer.put(
+            SampleResult(sample.id, "toy" + TASK_SUFFIX, {}, Completion("", "stop" if draw.ended else "length", trace))
+        )
     writer.close()
     store.close()
     return folder

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from projects import copy_project, rig_target
 
 from evalsuite.config import load_config
 from evalsuite.rig.launcher import serve
@@ -20,7 +21,6 @@ from evalsuite.sampling.plan import DrawSettings
 from evalsuite.sampling.run import SampleTest, draw_arm, judge_arms, load_arm
 from evalsuite.sampling.tree import build_tree
 from evalsuite.sampling.verdict import JudgeSettings
-from projects import copy_project, rig_target
 
 pytestmark = pytest.mark.rig
 
@@ -47,8 +47,16 @@ def tests(rig_assets, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Sam
 
 
 def test_the_rig_reproduces_a_draw_from_its_seed(rig_assets) -> None:
-    body = {"messages": [{"role": "user", "content": "Tom has 3 apples and buys 4 more."}], "max_tokens": 12,
-            "temperature": 1.0, "top_k": 0, "top_p": 1.0, "cache_prompt": False, "logprobs": True, "top_logprobs": 1}  # fmt: skip
+    body = {
+        "messages": [{"role": "user", "content": "Tom has 3 apples and buys 4 more."}],
+        "max_tokens": 12,
+        "temperature": 1.0,
+        "top_k": 0,
+        "top_p": 1.0,
+        "cache_prompt": False,
+        "logprobs": True,
+        "top_logprobs": 1,
+    }
 
     def ids(client: httpx.Client, url: str, seed: int) -> list[int]:
         r = client.post(url + "/v1/chat/completions", json={**body, "seed": seed})

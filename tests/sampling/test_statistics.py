@@ -7,14 +7,23 @@ from collections import Counter
 
 import numpy as np
 import pytest
+from sampling_sim import ToyModel, arm
 from scipy import stats
 
 from evalsuite.sampling import (
-    END, Draw, JudgeSettings, build_tree, detectable_tv, draws_for_tv, judge, node_test, pool, total_variation,
-)  # fmt: skip
+    END,
+    Draw,
+    JudgeSettings,
+    build_tree,
+    detectable_tv,
+    draws_for_tv,
+    judge,
+    node_test,
+    pool,
+    total_variation,
+)
 from evalsuite.sampling.nodetest import OTHER
 from evalsuite.stats.significance import holm_adjust as holm
-from sampling_sim import ToyModel, arm
 
 
 def test_tree_counts_outcomes_at_every_prefix_and_end_only_when_the_draw_stopped() -> None:
@@ -59,8 +68,9 @@ def test_node_test_matches_scipy_on_the_pooled_table() -> None:
     ref = stats.chi2_contingency([[60, 25, 15], [45, 35, 20]], correction=False)
     assert t.df == 2 and t.p == pytest.approx(ref.pvalue) and t.statistic == pytest.approx(ref.statistic)
     g = node_test(a, b, method="g")
-    assert g.p == pytest.approx(stats.chi2_contingency([[60, 25, 15], [45, 35, 20]], correction=False,
-                                                       lambda_="log-likelihood").pvalue)  # fmt: skip
+    assert g.p == pytest.approx(
+        stats.chi2_contingency([[60, 25, 15], [45, 35, 20]], correction=False, lambda_="log-likelihood").pvalue
+    )
 
 
 def test_holm_matches_statsmodels_and_skips_untestable_nodes() -> None:
@@ -123,8 +133,11 @@ def test_any_other_shape_at_the_same_tv_is_detected_at_least_as_often() -> None:
     p = np.array([0.7, 0.2, 0.1])
     q = p + np.array([-d, 0, d])  # TV d, moved onto a rare token: larger noncentrality
     rng = np.random.default_rng(3)
-    hits = sum(node_test(Counter(dict(enumerate(rng.multinomial(n, p)))),
-                         Counter(dict(enumerate(rng.multinomial(n, q))))).p < level for _ in range(800))  # fmt: skip
+    hits = sum(
+        node_test(Counter(dict(enumerate(rng.multinomial(n, p)))), Counter(dict(enumerate(rng.multinomial(n, q))))).p
+        < level
+        for _ in range(800)
+    )
     assert hits / 800 > 0.8
 
 

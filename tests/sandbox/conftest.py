@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import pytest
+from sandbox_helpers import SMALL, job_dirs, sandbox_processes
 
 from evalsuite.sandbox import Sandbox, detect_isolation
 from evalsuite.sandbox.isolation import STATE_DIR, reserve_uid_block
-from sandbox_helpers import SMALL, job_dirs, sandbox_processes
 
 
 @pytest.fixture(scope="session")

@@ -27,11 +27,14 @@ def test_calls_are_asked_one_at_a_time_after_ready() -> None:
     assert [r.get("ok") for r in d.results] == [2, [1, (2,)]] and d.violation is None
 
 
-@pytest.mark.parametrize("stream, why", [
-    (frame({"ready": True}) + frame({"i": 0, "ok": 2}), "written ahead"),
-    (frame({"i": 0, "ok": 2}), "not the ready signal"),
-    (b"x" * 30, "length header"),
-])
+@pytest.mark.parametrize(
+    "stream, why",
+    [
+        (frame({"ready": True}) + frame({"i": 0, "ok": 2}), "written ahead"),
+        (frame({"i": 0, "ok": 2}), "not the ready signal"),
+        (b"x" * 30, "length header"),
+    ],
+)
 def test_frames_the_protocol_does_not_allow_end_the_run(stream: bytes, why: str) -> None:
     d = driver()
     assert d.feed(stream, 0.0, 0.0) is None
@@ -61,17 +64,26 @@ def test_cpu_and_wall_budgets_per_phase() -> None:
     assert d.results[-1]["timeout"] == "cpu" and d.results[-1]["during"] == "call" and d.finished
 
 
-@pytest.mark.parametrize("node, value", [
-    ({"$x": "ff"}, 255), ({"$f": "nan"}, "nan"), ({"$s": [1, 2]}, {1, 2}), ({"$fs": []}, frozenset()),
-    ({"$d": [[1, "a"], [{"$t": [1]}, 2]]}, {1: "a", (1,): 2}), ({"$b": ["\u00ff"]}, b"\xff"), ({"$c": [1, 2]}, 1 + 2j),
-])
+@pytest.mark.parametrize(
+    "node, value",
+    [
+        ({"$x": "ff"}, 255),
+        ({"$f": "nan"}, "nan"),
+        ({"$s": [1, 2]}, {1, 2}),
+        ({"$fs": []}, frozenset()),
+        ({"$d": [[1, "a"], [{"$t": [1]}, 2]]}, {1: "a", (1,): 2}),
+        ({"$b": ["\u00ff"]}, b"\xff"),
+        ({"$c": [1, 2]}, 1 + 2j),
+    ],
+)
 def test_tagged_values_decode(node: object, value: object) -> None:
     got = decode_value(node)
     assert (got != got) if value == "nan" else got == value
 
 
-@pytest.mark.parametrize("node", [{"a": 1}, {"$d": [[[1], 2]]}, {"$x": "zz"}, {"$q": []}, {"$t": 1},
-                                  json.loads("[" * 300 + "]" * 300)])
+@pytest.mark.parametrize(
+    "node", [{"a": 1}, {"$d": [[[1], 2]]}, {"$x": "zz"}, {"$q": []}, {"$t": 1}, json.loads("[" * 300 + "]" * 300)]
+)
 def test_malformed_values_are_refused_not_crashed_on(node: object) -> None:
     with pytest.raises(Malformed):
         decode_value(node)

@@ -5,15 +5,16 @@ from __future__ import annotations
 import os
 from dataclasses import replace
 
-from evalsuite.sandbox import Limits, Program, Sandbox
-
 from sandbox_helpers import SMALL
+
+from evalsuite.sandbox import Limits, Program, Sandbox
 
 
 def test_stdin_roundtrip_large_input(sandbox: Sandbox) -> None:
     data = b"".join(b"%d\n" % i for i in range(200_000))  # ~1.3 MB, more than a pipe buffer
-    r = sandbox.run(Program("import sys\nxs = sys.stdin.buffer.read().split()\nprint(len(xs), sum(map(int, xs)))",
-                            stdin=data))
+    r = sandbox.run(
+        Program("import sys\nxs = sys.stdin.buffer.read().split()\nprint(len(xs), sum(map(int, xs)))", stdin=data)
+    )
     assert r.exit_code == 0, r.stderr
     assert r.stdout.split() == [b"200000", str(sum(range(200_000))).encode()]
 
@@ -36,7 +37,9 @@ def test_exit_codes_and_stderr(sandbox: Sandbox) -> None:
 def test_runs_unprivileged_with_clean_environment(sandbox: Sandbox) -> None:
     os.environ["EVALSUITE_PARENT_ONLY"] = "leak"
     try:
-        r = sandbox.run(Program("import os\nprint(os.getuid(), os.getgid(), os.getgroups())\nprint(sorted(os.environ))"))
+        r = sandbox.run(
+            Program("import os\nprint(os.getuid(), os.getgid(), os.getgroups())\nprint(sorted(os.environ))")
+        )
     finally:
         del os.environ["EVALSUITE_PARENT_ONLY"]
     uid_line, env_line = r.stdout.decode().splitlines()
@@ -80,16 +83,20 @@ def test_file_size_limit(sandbox: Sandbox) -> None:
 
 
 def test_process_limit_stops_threads(sandbox: Sandbox) -> None:
-    src = ("import threading, time\nn = 0\ntry:\n    for _ in range(50):\n"
-           "        threading.Thread(target=time.sleep, args=(1,), daemon=True).start()\n        n += 1\n"
-           "except RuntimeError:\n    pass\nprint(n)")
+    src = (
+        "import threading, time\nn = 0\ntry:\n    for _ in range(50):\n"
+        "        threading.Thread(target=time.sleep, args=(1,), daemon=True).start()\n        n += 1\n"
+        "except RuntimeError:\n    pass\nprint(n)"
+    )
     r = sandbox.run(Program(src))
     assert r.exit_code == 0, r.stderr
     assert int(r.stdout) < SMALL.processes
 
 
 def test_open_files_limit(sandbox: Sandbox) -> None:
-    src = "fs = []\ntry:\n    while True: fs.append(open('/dev/null'))\nexcept OSError as e:\n    print(len(fs), e.errno)"
+    src = (
+        "fs = []\ntry:\n    while True: fs.append(open('/dev/null'))\nexcept OSError as e:\n    print(len(fs), e.errno)"
+    )
     r = sandbox.run(Program(src))
     count, errno = map(int, r.stdout.split())
     assert count < SMALL.open_files and errno == 24
@@ -135,7 +142,9 @@ def test_uid_fallback_still_drops_privileges_and_blocks_sockets(isolation: str) 
 
 def test_deep_recursion_through_c_frames_has_stack(sandbox: Sandbox) -> None:
     """lru_cache recursion uses the C stack: 8 MiB segfaults near depth 20,000, as accepted solutions go deeper."""
-    src = ("import sys\nfrom functools import lru_cache\nsys.setrecursionlimit(10 ** 6)\n"
-           "@lru_cache(None)\ndef f(n):\n    return 0 if n == 0 else f(n - 1) + 1\nprint(f(60000))\n")
+    src = (
+        "import sys\nfrom functools import lru_cache\nsys.setrecursionlimit(10 ** 6)\n"
+        "@lru_cache(None)\ndef f(n):\n    return 0 if n == 0 else f(n - 1) + 1\nprint(f(60000))\n"
+    )
     r = sandbox.run(Program(src), replace(SMALL, cpu_s=5.0, wall_s=20.0))
     assert (r.exit_code, r.stdout) == (0, b"60000\n"), (r.signal_name, r.stderr[-300:])

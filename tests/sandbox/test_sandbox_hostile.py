@@ -14,15 +14,14 @@ import stat
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import pytest
+from sandbox_helpers import SMALL, sandbox_processes
 
 from evalsuite.sandbox import Program, Sandbox
 from evalsuite.sandbox.judge import Judge
-
-from sandbox_helpers import SMALL, sandbox_processes
 
 
 @pytest.fixture
@@ -39,7 +38,7 @@ def test_no_connection_to_a_loopback_listener(sandbox: Sandbox, listener: socket
     port = listener.getsockname()[1]
     src = (
         "import socket\n"
-        "for family, addr in ((socket.AF_INET, ('127.0.0.1', %d)),):\n"
+        f"for family, addr in ((socket.AF_INET, ('127.0.0.1', {port})),):\n"
         "    try:\n"
         "        s = socket.socket(family, socket.SOCK_STREAM)\n"
         "        s.settimeout(1)\n"
@@ -47,7 +46,7 @@ def test_no_connection_to_a_loopback_listener(sandbox: Sandbox, listener: socket
         "        s.sendall(b'hello')\n"
         "        print('CONNECTED')\n"
         "    except OSError as e:\n"
-        "        print('refused', e)\n" % port
+        "        print('refused', e)\n"
     )
     r = sandbox.run(Program(src))
     assert b"CONNECTED" not in r.stdout
@@ -59,12 +58,20 @@ def test_cannot_write_outside_scratch(sandbox: Sandbox, namespaces: None) -> Non
     open_dir = Path(tempfile.mkdtemp(prefix="evalsuite-open-", dir="/tmp"))
     os.chmod(open_dir, 0o777)  # world-writable: only the mount namespace keeps the program out
     # /tmp inside the sandbox is its own scratch, so writing there is allowed but must not reach the host's /tmp.
-    targets = [open_dir / "pwned", Path(__file__).resolve().parent / "pwned", Path("/usr/pwned"),
-               Path("/tmp/evalsuite-pwned-" + secrets.token_hex(4))]
-    src = "import os\n" + "".join(
-        f"try:\n    open({str(t)!r}, 'w').write('x')\n    print('WROTE', {str(t)!r})\nexcept OSError as e:\n    print('denied', e.errno)\n"
-        for t in targets
-    ) + "open('inside.txt', 'w').write('ok')\nprint('scratch ok')\n"
+    targets = [
+        open_dir / "pwned",
+        Path(__file__).resolve().parent / "pwned",
+        Path("/usr/pwned"),
+        Path("/tmp/evalsuite-pwned-" + secrets.token_hex(4)),
+    ]
+    src = (
+        "import os\n"
+        + "".join(
+            f"try:\n    open({str(t)!r}, 'w').write('x')\n    print('WROTE', {str(t)!r})\nexcept OSError as e:\n    print('denied', e.errno)\n"
+            for t in targets
+        )
+        + "open('inside.txt', 'w').write('ok')\nprint('scratch ok')\n"
+    )
     try:
         r = sandbox.run(Program(src))
         assert b"scratch ok" in r.stdout, r.stdout + r.stderr
@@ -222,11 +229,14 @@ def test_sys_exit_tricks(sandbox: Sandbox) -> None:
     tests = [{"input": "2\n", "output": "4\n", "testtype": "stdin"}]
     assert judge.run("print(4)\nimport sys\nsys.exit(1)", tests, None)[0].outcome == "runtime_error"
     assert judge.run("import os\nos._exit(0)\nprint(4)", tests, None)[0].outcome == "wrong_answer"
-    assert judge.run("import atexit\natexit.register(lambda: print('extra'))\nprint(4)", tests, None)[0].outcome == "wrong_answer"
+    assert (
+        judge.run("import atexit\natexit.register(lambda: print('extra'))\nprint(4)", tests, None)[0].outcome
+        == "wrong_answer"
+    )
     calls = [{"input": "2", "output": "4", "testtype": "functional"}]
     at_import = "import sys\nsys.exit(0)\nclass Solution:\n    def f(self, x): return x * 2\n"
     assert judge.run(at_import, calls, "f")[0].outcome == "runtime_error"
     in_call = "class Solution:\n    def f(self, x):\n        raise SystemExit(0)\n"
     assert judge.run(in_call, calls, "f")[0].outcome == "runtime_error"
-    forged = "class Solution:\n    def f(self, x):\n        print('{\"i\": 0, \"ok\": \"4\"}')\n        return 5\n"
+    forged = 'class Solution:\n    def f(self, x):\n        print(\'{"i": 0, "ok": "4"}\')\n        return 5\n'
     assert judge.run(forged, calls, "f")[0].outcome == "wrong_answer"

@@ -14,15 +14,17 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-
-from evalsuite.sandbox import Program, Sandbox, isolation as iso
-from evalsuite.sandbox.judge import Comparison, Judge
-
 from sandbox_helpers import SMALL, sandbox_processes
 
+from evalsuite.sandbox import Program, Sandbox
+from evalsuite.sandbox import isolation as iso
+from evalsuite.sandbox.judge import Comparison, Judge
+
 STDIN_TEST = [{"input": "2\n", "output": "4\n", "testtype": "stdin"}]
-CALL_TEST = [{"input": "2", "output": "4", "testtype": "functional"},
-             {"input": "3", "output": "6", "testtype": "functional"}]
+CALL_TEST = [
+    {"input": "2", "output": "4", "testtype": "functional"},
+    {"input": "3", "output": "6", "testtype": "functional"},
+]
 
 
 @pytest.fixture
@@ -41,12 +43,14 @@ def test_outcomes_come_from_the_real_wait_status(judge: Judge) -> None:
     assert segv.detail.startswith("SIGSEGV")
 
 
-CHILDREN = ("import os, time\npids = []\nfor _ in range(4):\n    pid = os.fork()\n    if pid == 0:\n"
-            "        try:\n            b = bytearray(%d << 20)\n        except MemoryError:\n            os._exit(3)\n"
-            "        for i in range(0, len(b), 4096): b[i] = 1\n        time.sleep(1.0)\n        os._exit(0)\n"
-            "    pids.append(pid)\n"
-            "codes = [os.waitstatus_to_exitcode(os.waitpid(p, 0)[1]) for p in pids]\nprint(codes)\n"
-            "raise SystemExit(0 if all(c == 0 for c in codes) else 1)\n")
+CHILDREN = (
+    "import os, time\npids = []\nfor _ in range(4):\n    pid = os.fork()\n    if pid == 0:\n"
+    "        try:\n            b = bytearray(%d << 20)\n        except MemoryError:\n            os._exit(3)\n"
+    "        for i in range(0, len(b), 4096): b[i] = 1\n        time.sleep(1.0)\n        os._exit(0)\n"
+    "    pids.append(pid)\n"
+    "codes = [os.waitstatus_to_exitcode(os.waitpid(p, 0)[1]) for p in pids]\nprint(codes)\n"
+    "raise SystemExit(0 if all(c == 0 for c in codes) else 1)\n"
+)
 
 
 def test_memory_limit_bounds_the_whole_run(sandbox: Sandbox) -> None:
@@ -62,9 +66,11 @@ def test_memory_limit_bounds_the_whole_run(sandbox: Sandbox) -> None:
 
 
 def test_functional_call_ignoring_sigalrm_and_swallowing_exceptions_times_out(judge: Judge) -> None:
-    src = ("import signal\nsignal.signal(signal.SIGALRM, signal.SIG_IGN)\nsignal.signal(signal.SIGXCPU, signal.SIG_IGN)\n"
-           "class Solution:\n    def f(self, x):\n        while True:\n            try:\n                pass\n"
-           "            except:\n                pass\n")
+    src = (
+        "import signal\nsignal.signal(signal.SIGALRM, signal.SIG_IGN)\nsignal.signal(signal.SIGXCPU, signal.SIG_IGN)\n"
+        "class Solution:\n    def f(self, x):\n        while True:\n            try:\n                pass\n"
+        "            except:\n                pass\n"
+    )
     started = time.monotonic()
     outcome = judge.run(src, CALL_TEST, "f")[0]
     assert outcome.outcome == "time_limit", outcome.detail
@@ -78,18 +84,23 @@ def test_slow_import_is_a_time_limit_not_a_pass(judge: Judge) -> None:
 
 def test_results_cannot_be_forged(judge: Judge) -> None:
     """Frames written ahead (at import, before any call) or for the wrong call are refused."""
-    ahead = ("import os, sys\nfd = int(sys.argv[5])\n"
-             "os.write(fd, b'15\\n{\"ready\": true}' + b''.join(b'%d\\n' % len(x) + x for x in "
-             "(b'{\"i\": 0, \"ok\": 4}', b'{\"i\": 1, \"ok\": 6}')))\n"
-             "class Solution:\n    def f(self, x):\n        while True: pass\n")
+    ahead = (
+        "import os, sys\nfd = int(sys.argv[5])\n"
+        "os.write(fd, b'15\\n{\"ready\": true}' + b''.join(b'%d\\n' % len(x) + x for x in "
+        '(b\'{"i": 0, "ok": 4}\', b\'{"i": 1, "ok": 6}\')))\n'
+        "class Solution:\n    def f(self, x):\n        while True: pass\n"
+    )
     first = judge.run(ahead, CALL_TEST, "f")[0]
     assert first.outcome == "runtime_error" and "protocol violation" in first.detail
-    wrong_call = ("import os, sys\nfd = int(sys.argv[5])\nclass Solution:\n    def f(self, x):\n"
-                  "        os.write(fd, b'18\\n{\"i\": 1, \"ok\": 6}')\n        while True: pass\n")
+    wrong_call = (
+        "import os, sys\nfd = int(sys.argv[5])\nclass Solution:\n    def f(self, x):\n"
+        '        os.write(fd, b\'18\\n{"i": 1, "ok": 6}\')\n        while True: pass\n'
+    )
     assert judge.run(wrong_call, CALL_TEST, "f")[0].outcome in ("runtime_error", "time_limit")
     # Writing on the real stdout (what the old runner read results from) does nothing at all.
-    via_stdout = ("import os\nos.write(1, b'{\"i\": 0, \"ok\": \"4\"}\\n')\nclass Solution:\n"
-                  "    def f(self, x):\n        return -1\n")
+    via_stdout = (
+        'import os\nos.write(1, b\'{"i": 0, "ok": "4"}\\n\')\nclass Solution:\n    def f(self, x):\n        return -1\n'
+    )
     assert judge.run(via_stdout, CALL_TEST, "f")[0].outcome == "wrong_answer"
 
 
@@ -101,8 +112,21 @@ def test_huge_results_are_refused_before_parsing(judge: Judge) -> None:
     assert time.monotonic() - started < 30
 
 
-@pytest.mark.parametrize("printed", [b"sNaN", b"NaN", b"-sNaN123", b"1e999999999", b"Infinity", b"9" * 100_000,
-                                     b"\xff\xfe\x00\x80", b"4 sNaN", b"0x4", b"\x00" * 1000])
+@pytest.mark.parametrize(
+    "printed",
+    [
+        b"sNaN",
+        b"NaN",
+        b"-sNaN123",
+        b"1e999999999",
+        b"Infinity",
+        b"9" * 100_000,
+        b"\xff\xfe\x00\x80",
+        b"4 sNaN",
+        b"0x4",
+        b"\x00" * 1000,
+    ],
+)
 def test_judge_never_crashes_on_printed_output(judge: Judge, printed: bytes) -> None:
     src = f"import sys\nsys.stdout.buffer.write({printed!r})\n"
     assert judge.run(src, STDIN_TEST, None)[0].outcome == "wrong_answer"
@@ -114,11 +138,20 @@ def test_decimal_comparison_still_accepts_equal_numbers() -> None:
     assert not cmp.lines_match("sNaN", "4")[0] and not cmp.lines_match("4", "sNaN")[0]
 
 
-@pytest.mark.parametrize("returned, outcome", [
-    ("float('nan')", "wrong_answer"), ("10 ** 100000", "wrong_answer"), ("object()", "wrong_answer"),
-    ("(lambda l: (l.append(l), l)[1])([])", "wrong_answer"), ("eval('[' * 150 + ']' * 150)", "wrong_answer"),
-    ("{4}", "wrong_answer"), ("(4,)", "wrong_answer"), ("4.0", "passed"), ("True and 4", "passed"),
-])
+@pytest.mark.parametrize(
+    "returned, outcome",
+    [
+        ("float('nan')", "wrong_answer"),
+        ("10 ** 100000", "wrong_answer"),
+        ("object()", "wrong_answer"),
+        ("(lambda l: (l.append(l), l)[1])([])", "wrong_answer"),
+        ("eval('[' * 150 + ']' * 150)", "wrong_answer"),
+        ("{4}", "wrong_answer"),
+        ("(4,)", "wrong_answer"),
+        ("4.0", "passed"),
+        ("True and 4", "passed"),
+    ],
+)
 def test_judge_never_crashes_on_returned_values(judge: Judge, returned: str, outcome: str) -> None:
     src = f"class Solution:\n    def f(self, x):\n        return {returned}\n"
     assert judge.run(src, CALL_TEST[:1], "f")[0].outcome == outcome
@@ -126,11 +159,15 @@ def test_judge_never_crashes_on_returned_values(judge: Judge, returned: str, out
 
 def test_keys_do_not_leak_between_programs(sandbox: Sandbox) -> None:
     name = "evalsuite-" + secrets.token_hex(4)
-    add = ("import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\n"
-           f"for ring in (-4, -5, -3):\n    print(libc.syscall(248, b'user', {name.encode()!r}, b'SECRET', 6, "
-           "ctypes.c_long(ring)))\n")
-    look = ("import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\n"
-            f"print([libc.syscall(250, 10, ctypes.c_long(r), b'user', {name.encode()!r}, 0) for r in (-4, -5, -3)])\n")
+    add = (
+        "import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+        f"for ring in (-4, -5, -3):\n    print(libc.syscall(248, b'user', {name.encode()!r}, b'SECRET', 6, "
+        "ctypes.c_long(ring)))\n"
+    )
+    look = (
+        "import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+        f"print([libc.syscall(250, 10, ctypes.c_long(r), b'user', {name.encode()!r}, 0) for r in (-4, -5, -3)])\n"
+    )
     added = sandbox.run(Program(add))
     if all(int(x) < 0 for x in added.stdout.split()):
         pytest.skip("this kernel or container refuses keys to programs altogether")
@@ -141,9 +178,11 @@ def test_keys_do_not_leak_between_programs(sandbox: Sandbox) -> None:
 def test_state_folder_owned_by_someone_else_is_refused(isolation: str, monkeypatch: pytest.MonkeyPatch) -> None:
     base = Path(tempfile.mkdtemp(prefix="evalsuite-state-"))
     try:
-        for name, prepare in (("other-owner", lambda p: os.chown(p, 12345, 12345)),
-                              ("world-writable", lambda p: os.chmod(p, 0o777)),
-                              ("a-link", None)):
+        for name, prepare in (
+            ("other-owner", lambda p: os.chown(p, 12345, 12345)),
+            ("world-writable", lambda p: os.chmod(p, 0o777)),
+            ("a-link", None),
+        ):
             target = base / name
             if prepare is None:
                 target.symlink_to(base)
@@ -173,11 +212,13 @@ def test_another_evaluators_sandbox_is_not_counted(uid_block: range) -> None:
 def test_numpy_is_importable_single_threaded_within_the_memory_limit(sandbox: Sandbox) -> None:
     if "numpy" not in sandbox.describe()["packages"]:
         pytest.skip("numpy is not installed for this interpreter")
-    src = ("import numpy as np, os\na = np.random.default_rng(0).random((300, 300))\nb = a @ a\n"
-           "threads = [l for l in open('/proc/self/status') if l.startswith('Threads')][0].split()[1]\n"
-           "print(round(float(b.trace()), 3) > 0, threads, os.environ.get('OPENBLAS_NUM_THREADS'))\n"
-           "import numpy.linalg\nprint(numpy.__file__.startswith(os.getcwd()))\n"
-           "try:\n    import boto3\nexcept ImportError:\n    print('no boto3')\n")
+    src = (
+        "import numpy as np, os\na = np.random.default_rng(0).random((300, 300))\nb = a @ a\n"
+        "threads = [l for l in open('/proc/self/status') if l.startswith('Threads')][0].split()[1]\n"
+        "print(round(float(b.trace()), 3) > 0, threads, os.environ.get('OPENBLAS_NUM_THREADS'))\n"
+        "import numpy.linalg\nprint(numpy.__file__.startswith(os.getcwd()))\n"
+        "try:\n    import boto3\nexcept ImportError:\n    print('no boto3')\n"
+    )
     r = sandbox.run(Program(src))
     assert r.exit_code == 0, r.stderr[-500:]
     lines = r.stdout.decode().split("\n")
@@ -257,9 +298,11 @@ def test_launcher_configuration_is_not_visible(isolation: str, uid_block: range,
     """The launcher's configuration (host paths, uid, limits) is in its environment, which only root reads."""
     if mode == "namespaces" and isolation != "namespaces":
         pytest.skip("namespace isolation is not available here")
-    src = ("import os\nfor pid in os.listdir('/proc'):\n    for name in ('cmdline', 'environ'):\n        try:\n"
-           "            print(open(f'/proc/{pid}/{name}', 'rb').read())\n        except (OSError, ValueError):\n"
-           "            pass\n")
+    src = (
+        "import os\nfor pid in os.listdir('/proc'):\n    for name in ('cmdline', 'environ'):\n        try:\n"
+        "            print(open(f'/proc/{pid}/{name}', 'rb').read())\n        except (OSError, ValueError):\n"
+        "            pass\n"
+    )
     r = Sandbox(limits=SMALL, isolation=mode).run(Program(src))  # type: ignore[arg-type]
     assert r.exit_code == 0 and b"launcher.py" in r.stdout, r.stderr  # the launcher is seen, its settings are not
     assert b"EVALSUITE_LAUNCH" not in r.stdout and b'"binds"' not in r.stdout

@@ -14,13 +14,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from projects import ROOT, make_project
 
 from evalsuite.config import load_config
 from evalsuite.errors import ConfigError
 from evalsuite.serve.process import ServeError, ServerCommand, served
 from evalsuite.serve.target import check_command, server_command
 from evalsuite.workflow import RunOptions, eval_target, run_target
-from projects import ROOT, make_project
 
 FAKE = ROOT / "fixtures" / "fake_server.py"
 
@@ -29,7 +29,9 @@ def _served_project(tmp_path: Path, *, base_cmd: str, spec_cmd: str, extra: str 
     config = make_project(tmp_path, "http://unused")
     text = config.read_text()
     head = text.split("[targets.base]")[0]
-    config.write_text(head + f"""
+    config.write_text(
+        head
+        + f"""
 [targets.base]
 engine = "llamacpp"
 [targets.base.serve]
@@ -45,7 +47,8 @@ baseline = "base"
 command = {spec_cmd}
 health_path = "/v1/models"
 startup_timeout_s = 30
-""")
+"""
+    )
     return config
 
 
@@ -57,8 +60,9 @@ def test_eval_starts_each_role_records_the_command_and_stops_it(tmp_path: Path) 
     config_path = _served_project(tmp_path, base_cmd=_fake_cmd(), spec_cmd=_fake_cmd("--tokens", "12"))
     config = load_config(config_path)
     said: list[str] = []
-    runs = eval_target(config, "spec", ["echo"], RunOptions(limit=3, grade=False), repeat_baseline=False,
-                       say=said.append)  # fmt: skip
+    runs = eval_target(
+        config, "spec", ["echo"], RunOptions(limit=3, grade=False), repeat_baseline=False, say=said.append
+    )
     from evalsuite.store import open_run
 
     spec_store = open_run(runs.folders["echo"]["candidate"])
@@ -111,8 +115,9 @@ def test_missing_binary_or_model_file_is_a_config_error_before_anything_runs(
 def test_hub_model_ids_and_existing_files_pass_the_preflight(tmp_path: Path) -> None:
     model = tmp_path / "m.gguf"
     model.write_bytes(b"GGUF")
-    command = ServerCommand("t", (sys.executable, "serve", "Qwen/Qwen3-8B", "-m", "./m.gguf", "--port", "{port}"),
-                            cwd=tmp_path)  # fmt: skip
+    command = ServerCommand(
+        "t", (sys.executable, "serve", "Qwen/Qwen3-8B", "-m", "./m.gguf", "--port", "{port}"), cwd=tmp_path
+    )
     check_command(command, "cfg")
 
 
@@ -126,7 +131,7 @@ def test_hub_model_ids_and_existing_files_pass_the_preflight(tmp_path: Path) -> 
 )
 def test_bad_serve_tables_name_the_key(tmp_path: Path, table: str, message: str) -> None:
     config = tmp_path / "evalsuite.toml"
-    config.write_text(f"[targets.a]\nengine = \"llamacpp\"\n[targets.a.serve]\n{table}\n")
+    config.write_text(f'[targets.a]\nengine = "llamacpp"\n[targets.a.serve]\n{table}\n')
     with pytest.raises(ConfigError) as info:
         load_config(config)
     assert "targets.a.serve" in str(info.value) and message in str(info.value)
@@ -150,8 +155,10 @@ def test_env_and_cwd_reach_the_server(tmp_path: Path) -> None:
         "import fake_server\nfake_server.main()\n"
     )
     config = tmp_path / "evalsuite.toml"
-    config.write_text(f'[targets.a]\nengine = "llamacpp"\n[targets.a.serve]\ncommand = ["{sys.executable}", "srv.py", '
-                      '"{port}"]\ncwd = "work"\nhealth_path = "/v1/models"\nenv = { EVALSUITE_TEST_VALUE = "42" }\n')  # fmt: skip
+    config.write_text(
+        f'[targets.a]\nengine = "llamacpp"\n[targets.a.serve]\ncommand = ["{sys.executable}", "srv.py", '
+        '"{port}"]\ncwd = "work"\nhealth_path = "/v1/models"\nenv = { EVALSUITE_TEST_VALUE = "42" }\n'
+    )
     target = load_config(config).target("a")
     with served([server_command(target, tmp_path)], tmp_path / "logs") as running:
         assert running["a"].process.poll() is None

@@ -60,8 +60,9 @@ def test_ratio_estimate_is_a_geometric_mean_with_a_seeded_interval() -> None:
 
 def _completion(tokens: int, decode_s: float) -> Completion:
     timings = {"predicted_n": float(tokens), "predicted_ms": decode_s * 1000.0, "prompt_ms": 20.0}
-    return Completion("x", "length", usage={"completion_tokens": tokens}, timings=timings,
-                      latency_s=0.02 + decode_s, ttft_s=0.02)  # fmt: skip
+    return Completion(
+        "x", "length", usage={"completion_tokens": tokens}, timings=timings, latency_s=0.02 + decode_s, ttft_s=0.02
+    )
 
 
 def _stalled_eval(n: int = 20) -> tuple[dict[str, Completion], dict[str, Completion]]:
@@ -101,8 +102,11 @@ def test_report_speed_section_states_the_definition_and_every_warning() -> None:
     base_c, cand_c = _stalled_eval()
     rng = np.random.default_rng(5)
     repeat = {k: _completion(257, 256 / (1230 * 1.3 * math.exp(rng.normal(0, 0.02)))) for k in base_c}
-    arms = {"baseline": _arm("baseline", "baseline", base_c), "determinism": _arm("determinism", "baseline", repeat),
-            "candidate": _arm("candidate", "dflash", cand_c)}  # fmt: skip
+    arms = {
+        "baseline": _arm("baseline", "baseline", base_c),
+        "determinism": _arm("determinism", "baseline", repeat),
+        "candidate": _arm("candidate", "dflash", cand_c),
+    }
     section, speeds, sp = speed_section(arms)
     assert section is not None and sp is not None
     assert "(output tokens - 1)" in section["definition"]
@@ -110,7 +114,9 @@ def test_report_speed_section_states_the_definition_and_every_warning() -> None:
     assert "outliers by the MAD rule" in warnings and "too spread to trust" in warnings
     assert "The two runs of the baseline differ in decode speed by 1.3" in warnings
     assert {r["role"]: r["outliers"] for r in section["rows"]} == {"baseline": 1, "determinism": 0, "candidate": 0}
-    quiet, _, _ = speed_section({"baseline": _arm("baseline", "b", cand_c), "candidate": _arm("candidate", "c", cand_c)})
+    quiet, _, _ = speed_section(
+        {"baseline": _arm("baseline", "b", cand_c), "candidate": _arm("candidate", "c", cand_c)}
+    )
     assert quiet is not None and quiet["warnings"] == []
 
 
@@ -127,12 +133,17 @@ def test_the_written_report_carries_the_warnings(tmp_path) -> None:  # type: ign
     results = base.results()
     stalled = results["math500-0003"]
     timings = {**stalled.completion.timings, "predicted_ms": stalled.completion.timings["predicted_ms"] * 400}
-    results["math500-0003"] = replace(stalled, completion=replace(stalled.completion, timings=timings,
-                                                                  latency_s=stalled.completion.latency_s * 400))  # fmt: skip
+    results["math500-0003"] = replace(
+        stalled, completion=replace(stalled.completion, timings=timings, latency_s=stalled.completion.latency_s * 400)
+    )
     grades = list(base.grades().values())
-    slow = write_run(tmp_path / "slow", dict(base.manifest), list(results.values()), grades, list(base.samples().values()))
+    slow = write_run(
+        tmp_path / "slow", dict(base.manifest), list(results.values()), grades, list(base.samples().values())
+    )
     cmp = compare_runs(runs["candidate"], slow, n_resamples=200)
-    paths = write_reports([cmp], tmp_path / "report", runs={"math500": {"baseline": slow, "candidate": runs["candidate"]}})
+    paths = write_reports(
+        [cmp], tmp_path / "report", runs={"math500": {"baseline": slow, "candidate": runs["candidate"]}}
+    )
     md, html = paths.markdown.read_text(), paths.html.read_text()
     for text in (md, html):
         assert "(output tokens - 1)" in text

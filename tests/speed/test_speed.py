@@ -12,13 +12,18 @@ from evalsuite.records import Completion, SampleResult
 from evalsuite.speed import RequestSpeed, paired_speedup, request_speed, speed_summary, speedup
 from evalsuite.speed.summary import summarize
 
-needs_recordings = pytest.mark.skipif(not (recordings_dir() / "base_f16.json.gz").exists(),
-                                      reason=f"recordings not found under {recordings_dir()}")  # fmt: skip
+needs_recordings = pytest.mark.skipif(
+    not (recordings_dir() / "base_f16.json.gz").exists(), reason=f"recordings not found under {recordings_dir()}"
+)
 
 
 def test_decode_time_prefers_the_engine_then_latency_minus_ttft_then_latency() -> None:
-    engine = request_speed("a", Completion("x", "stop", usage={"completion_tokens": 100},
-                                           timings={"predicted_ms": 500.0}, latency_s=2.0, ttft_s=0.5))  # fmt: skip
+    engine = request_speed(
+        "a",
+        Completion(
+            "x", "stop", usage={"completion_tokens": 100}, timings={"predicted_ms": 500.0}, latency_s=2.0, ttft_s=0.5
+        ),
+    )
     # the first token comes from the prompt pass: 99 decode tokens over the engine's 0.5 s
     assert (engine.source, engine.tokens_per_s) == ("engine", 198.0)
     streamed = request_speed("b", Completion("x", "stop", usage={"completion_tokens": 100}, latency_s=2.5, ttft_s=0.5))
@@ -41,7 +46,8 @@ def test_acceptance_and_speed_of_real_llamacpp_recordings(tmp_path: Path) -> Non
     assert (synth.draft_accepted, synth.draft_n) == (4536, 6312)
     assert q4.acceptance_rate == pytest.approx(2805 / 26009)
     assert self_draft.mean_accepted_length == pytest.approx(
-        self_draft.predicted_n / (self_draft.predicted_n - self_draft.draft_accepted))
+        self_draft.predicted_n / (self_draft.predicted_n - self_draft.draft_accepted)
+    )
     assert math.isnan(base.acceptance_rate) and base.acceptance_source == "not reported by the engine"
     assert base.decode_source.startswith("engine decode time")
     assert 600 < base.median_tokens_per_s < 720
@@ -54,14 +60,23 @@ def test_acceptance_and_speed_of_real_llamacpp_recordings(tmp_path: Path) -> Non
 
 def test_vllm_counter_deltas_over_sessions(tmp_path: Path) -> None:
     comp = Completion("x", "stop", usage={"completion_tokens": 10}, latency_s=1.0)
-    before = {"vllm:spec_decode_num_drafts": 100.0, "vllm:spec_decode_num_draft_tokens": 400.0,
-              "vllm:spec_decode_num_accepted_tokens": 250.0}  # fmt: skip
-    after = {"vllm:spec_decode_num_drafts": 300.0, "vllm:spec_decode_num_draft_tokens": 1200.0,
-             "vllm:spec_decode_num_accepted_tokens": 650.0}  # fmt: skip
-    sessions = [{"engine_stats_before": before, "engine_stats_after": after},
-                {"engine_stats_before": after, "engine_stats_after": {}}]  # an interrupted session read nothing after
-    store = write_run(tmp_path / "v", manifest("vllm-spec", "candidate"), [SampleResult("s1", "t", {}, comp)], [], [],
-                      sessions)  # fmt: skip
+    before = {
+        "vllm:spec_decode_num_drafts": 100.0,
+        "vllm:spec_decode_num_draft_tokens": 400.0,
+        "vllm:spec_decode_num_accepted_tokens": 250.0,
+    }
+    after = {
+        "vllm:spec_decode_num_drafts": 300.0,
+        "vllm:spec_decode_num_draft_tokens": 1200.0,
+        "vllm:spec_decode_num_accepted_tokens": 650.0,
+    }
+    sessions = [
+        {"engine_stats_before": before, "engine_stats_after": after},
+        {"engine_stats_before": after, "engine_stats_after": {}},
+    ]  # an interrupted session read nothing after
+    store = write_run(
+        tmp_path / "v", manifest("vllm-spec", "candidate"), [SampleResult("s1", "t", {}, comp)], [], [], sessions
+    )
     s = speed_summary(store)
     assert s.counters is not None and (s.counters.drafts, s.counters.accepted) == (200.0, 400.0)
     assert s.acceptance_rate == pytest.approx(400 / 800)
@@ -70,9 +85,19 @@ def test_vllm_counter_deltas_over_sessions(tmp_path: Path) -> None:
 
 
 def test_sglang_accept_length_is_averaged() -> None:
-    reqs = {sid: request_speed(sid, Completion("x", "stop", usage={"completion_tokens": 5}, latency_s=1.0,
-                                               engine_extra={"meta_info": {"spec_accept_length": v}}))
-            for sid, v in (("a", 2.0), ("b", 3.0))}  # fmt: skip
+    reqs = {
+        sid: request_speed(
+            sid,
+            Completion(
+                "x",
+                "stop",
+                usage={"completion_tokens": 5},
+                latency_s=1.0,
+                engine_extra={"meta_info": {"spec_accept_length": v}},
+            ),
+        )
+        for sid, v in (("a", 2.0), ("b", 3.0))
+    }
     s = summarize("sglang", reqs, [])
     assert s.mean_accepted_length == pytest.approx(2.5) and "SGLang" in s.acceptance_source
 

@@ -27,8 +27,29 @@ baseline = "baseline"
 def test_speed_run_on_the_rig(rig_assets, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     config = copy_project(tmp_path / "project", TARGETS, tasks='["gsm8k", "math500"]')
     out = tmp_path / "speed"
-    code = main(["speed", "draft", "--config", str(config), "--lengths", "64,512,8192", "--output-tokens", "32",
-                 "--reps", "2", "--warmup", "1", "--concurrency", "1,2", "--task-prompts", "2", "--out", str(out), "-q"])  # fmt: skip
+    code = main(
+        [
+            "speed",
+            "draft",
+            "--config",
+            str(config),
+            "--lengths",
+            "64,512,8192",
+            "--output-tokens",
+            "32",
+            "--reps",
+            "2",
+            "--warmup",
+            "1",
+            "--concurrency",
+            "1,2",
+            "--task-prompts",
+            "2",
+            "--out",
+            str(out),
+            "-q",
+        ]
+    )
     assert code == 0, capsys.readouterr().err
     summary = json.loads((out / "speed.json").read_text())
     plan = summary["plan"]

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from fake_server import Fault, FakeServer
+from fake_server import FakeServer, Fault
 from projects import ECHO_TASK
 
 from evalsuite.cli import main
@@ -19,11 +19,34 @@ from evalsuite.speedrun.report import render_html, render_markdown
 from evalsuite.speedrun.workload import cap_lengths
 
 
-def _m(arm: str, workload: str, conc: int, rep: int, slot: int, itl: float, *, n: int = 65, ttft: float = 0.05,
-       start: float = 0.0, drafted: tuple[float, float] | None = None) -> Measurement:  # fmt: skip
-    m = Measurement(arm, workload, conc, rep, slot, prompt_tokens=int(workload[3:]) if workload.startswith("in-") else 30,
-                    output_tokens=n, ttft_s=ttft, last_token_s=ttft + itl * (n - 1), latency_s=ttft + itl * (n - 1) + 0.001,
-                    chunks=n, gaps_s=[itl] * (n - 1), started_at=start)  # fmt: skip
+def _m(
+    arm: str,
+    workload: str,
+    conc: int,
+    rep: int,
+    slot: int,
+    itl: float,
+    *,
+    n: int = 65,
+    ttft: float = 0.05,
+    start: float = 0.0,
+    drafted: tuple[float, float] | None = None,
+) -> Measurement:
+    m = Measurement(
+        arm,
+        workload,
+        conc,
+        rep,
+        slot,
+        prompt_tokens=int(workload[3:]) if workload.startswith("in-") else 30,
+        output_tokens=n,
+        ttft_s=ttft,
+        last_token_s=ttft + itl * (n - 1),
+        latency_s=ttft + itl * (n - 1) + 0.001,
+        chunks=n,
+        gaps_s=[itl] * (n - 1),
+        started_at=start,
+    )
     m.timings = {"predicted_n": float(n), "predicted_ms": itl * (n - 1) * 1000 * 1.002}
     if drafted:
         m.timings["draft_n"], m.timings["draft_n_accepted"] = drafted
@@ -71,10 +94,22 @@ def test_figures_speedups_and_outliers_from_known_timings() -> None:
 
 
 def test_reports_show_the_plots_and_the_same_numbers() -> None:
-    summary = analyze({"sweep_length_run": 1024, "warmup": 2, "reps": 6, "output_tokens": 64, "lengths_run": [128, 1024],
-                       "concurrency_run": [1, 2]}, {"baseline": {"target": "b", "dialect": "llamacpp", "model": "m"},
-                                                     "candidate": {"target": "c", "dialect": "llamacpp", "model": "m"}},
-                      ["a note"], _record())  # fmt: skip
+    summary = analyze(
+        {
+            "sweep_length_run": 1024,
+            "warmup": 2,
+            "reps": 6,
+            "output_tokens": 64,
+            "lengths_run": [128, 1024],
+            "concurrency_run": [1, 2],
+        },
+        {
+            "baseline": {"target": "b", "dialect": "llamacpp", "model": "m"},
+            "candidate": {"target": "c", "dialect": "llamacpp", "model": "m"},
+        },
+        ["a note"],
+        _record(),
+    )
     html, md = render_html(summary), render_markdown(summary)
     assert 'data-plot="length"' in html and 'data-plot="concurrency"' in html
     assert "2.00x" in md and "2.00x" in html and "1.25x" in md
@@ -84,20 +119,46 @@ def test_reports_show_the_plots_and_the_same_numbers() -> None:
 
 def test_lengths_are_capped_at_the_context() -> None:
     assert cap_lengths([128, 1024, 4096, 16384], 4096, 128) == (
-        [128, 1024, 3960], "input lengths 4096, 16384 do not fit the server's context of 4096 tokens per slot "
-        "with 128 output tokens; measured up to 3960 instead")  # fmt: skip
+        [128, 1024, 3960],
+        "input lengths 4096, 16384 do not fit the server's context of 4096 tokens per slot "
+        "with 128 output tokens; measured up to 3960 instead",
+    )
     assert cap_lengths([512, 128], None, 64) == ([128, 512], None)
 
 
-def test_speed_command_end_to_end_on_a_scripted_server(project: Path, tmp_path: Path,
-                                                       capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
+def test_speed_command_end_to_end_on_a_scripted_server(
+    project: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     out = tmp_path / "speed"
-    args = ["speed", "spec", "--config", str(project), "--lengths", "32,64", "--reps", "3", "--concurrency", "1,2",
-            "--warmup", "1", "--task-prompts", "2", "--output-tokens", "8", "--out", str(out), "-q"]  # fmt: skip
+    args = [
+        "speed",
+        "spec",
+        "--config",
+        str(project),
+        "--lengths",
+        "32,64",
+        "--reps",
+        "3",
+        "--concurrency",
+        "1,2",
+        "--warmup",
+        "1",
+        "--task-prompts",
+        "2",
+        "--output-tokens",
+        "8",
+        "--out",
+        str(out),
+        "-q",
+    ]
     assert main(args) == 0
     assert capsys.readouterr().out.strip().endswith(str(out))
     summary = json.loads((out / "speed.json").read_text())
-    assert [(s["workload"], s["concurrency"]) for s in summary["speedups"]] == [("in-32", 1), ("in-64", 1), ("tasks", 1)]
+    assert [(s["workload"], s["concurrency"]) for s in summary["speedups"]] == [
+        ("in-32", 1),
+        ("in-64", 1),
+        ("tasks", 1),
+    ]
     assert any("concurrency 2 skipped" in n for n in summary["notes"])  # the fake server has one slot
     lines = (out / "measurements.jsonl").read_text().splitlines()
     arms = [json.loads(line)["arm"] for line in lines if json.loads(line)["arm"] != "warmup"]
@@ -105,8 +166,9 @@ def test_speed_command_end_to_end_on_a_scripted_server(project: Path, tmp_path: 
     assert (out / "report.html").exists() and (out / "report.md").exists()
 
 
-def test_failed_requests_exit_3_and_are_listed(project: Path, fake_server: FakeServer, tmp_path: Path,
-                                               monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+def test_failed_requests_exit_3_and_are_listed(
+    project: Path, fake_server: FakeServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     out = tmp_path / "speed"
     planned = run_module.plan_steps
 
@@ -116,17 +178,40 @@ def test_failed_requests_exit_3_and_are_listed(project: Path, fake_server: FakeS
         return steps
 
     monkeypatch.setattr(run_module, "plan_steps", plan_then_fail)
-    args = ["speed", "spec", "--config", str(project), "--lengths", "32", "--reps", "2", "--concurrency", "1",
-            "--warmup", "0", "--task-prompts", "1", "--output-tokens", "8", "--out", str(out), "-q"]  # fmt: skip
+    args = [
+        "speed",
+        "spec",
+        "--config",
+        str(project),
+        "--lengths",
+        "32",
+        "--reps",
+        "2",
+        "--concurrency",
+        "1",
+        "--warmup",
+        "0",
+        "--task-prompts",
+        "1",
+        "--output-tokens",
+        "8",
+        "--out",
+        str(out),
+        "-q",
+    ]
     assert main(args) == 3
     summary = json.loads((out / "speed.json").read_text())
-    assert [(f["arm"], f["workload"], f["rep"]) for f in summary["failed"]] == [("baseline", "in-32", 0), ("candidate", "in-32", 0)]
+    assert [(f["arm"], f["workload"], f["rep"]) for f in summary["failed"]] == [
+        ("baseline", "in-32", 0),
+        ("candidate", "in-32", 0),
+    ]
     assert "HTTP 500" in summary["failed"][0]["error"]
     assert summary["speedups"][0]["decode"]["n"] + summary["speedups"][0]["latency"]["n"] > 0  # rep 1 still counts
 
 
-def test_a_refusing_endpoint_exits_3_before_measuring(project: Path, fake_server: FakeServer, tmp_path: Path,
-                                                      capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
+def test_a_refusing_endpoint_exits_3_before_measuring(
+    project: Path, fake_server: FakeServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     fake_server.state.faults = [Fault("400", times=-1)]
     assert main(["speed", "spec", "--config", str(project), "--out", str(tmp_path / "s"), "-q"]) == 3
     assert "failed the first speed request: HTTP 400" in capsys.readouterr().err
@@ -143,14 +228,44 @@ def test_vllm_acceptance_comes_from_metrics_deltas_around_each_step(tmp_path: Pa
     config = tmp_path / "evalsuite.toml"
     (tmp_path / "tasks").mkdir()
     (tmp_path / "tasks" / "echo.yaml").write_text(ECHO_TASK)
-    (tmp_path / "data.jsonl").write_text("".join(json.dumps({"qid": f"q{i}", "question": f"what is {i}?", "answer": "1",
-                                                             "group": "a"}) + "\n" for i in range(3)))  # fmt: skip
-    config.write_text(f'[defaults]\ndata = "local"\ntasks = ["echo"]\n\n[targets.base]\nbase_url = "{fake_server.base_url}"\n'
-                      f'engine = "vllm"\n\n[targets.spec]\nbase_url = "{fake_server.base_url}"\nengine = "vllm"\n'
-                      'baseline = "base"\n')  # fmt: skip
+    (tmp_path / "data.jsonl").write_text(
+        "".join(
+            json.dumps({"qid": f"q{i}", "question": f"what is {i}?", "answer": "1", "group": "a"}) + "\n"
+            for i in range(3)
+        )
+    )
+    config.write_text(
+        f'[defaults]\ndata = "local"\ntasks = ["echo"]\n\n[targets.base]\nbase_url = "{fake_server.base_url}"\n'
+        f'engine = "vllm"\n\n[targets.spec]\nbase_url = "{fake_server.base_url}"\nengine = "vllm"\n'
+        'baseline = "base"\n'
+    )
     out = tmp_path / "speed"
-    assert main(["speed", "spec", "--config", str(config), "--lengths", "32", "--reps", "2", "--concurrency", "1",
-                 "--warmup", "0", "--task-prompts", "0", "--output-tokens", "8", "--out", str(out), "-q"]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "speed",
+                "spec",
+                "--config",
+                str(config),
+                "--lengths",
+                "32",
+                "--reps",
+                "2",
+                "--concurrency",
+                "1",
+                "--warmup",
+                "0",
+                "--task-prompts",
+                "0",
+                "--output-tokens",
+                "8",
+                "--out",
+                str(out),
+                "-q",
+            ]
+        )
+        == 0
+    )
     cells = json.loads((out / "speed.json").read_text())["cells"]
     # the scripted /metrics adds 4 drafts and 6 accepted tokens per request: tau = 1 + 6 / 4
     assert all(c["mean_accepted_length"] == pytest.approx(2.5) for c in cells)
@@ -161,5 +276,14 @@ def test_rig_command_line_gets_the_slots_and_context_to_match() -> None:
     from evalsuite.speedrun.rigslots import with_slots
 
     args = ["llama-server", "--model", "t.gguf", "--parallel", "1", "--ctx-size", "4096", "--threads", "2"]
-    assert with_slots(args, 4) == ["llama-server", "--model", "t.gguf", "--parallel", "4", "--ctx-size", "16384",
-                                   "--threads", "2"]  # fmt: skip
+    assert with_slots(args, 4) == [
+        "llama-server",
+        "--model",
+        "t.gguf",
+        "--parallel",
+        "4",
+        "--ctx-size",
+        "16384",
+        "--threads",
+        "2",
+    ]

@@ -28,8 +28,9 @@ def test_wilson_of_no_items_is_undefined_not_an_error() -> None:
     assert math.isnan(iv.low) and iv.degenerate
 
 
-def _textbook_bootstrap(x: np.ndarray, method: str, n_resamples: int, seed: int, level: float = 0.95
-                        ) -> tuple[float, float]:
+def _textbook_bootstrap(
+    x: np.ndarray, method: str, n_resamples: int, seed: int, level: float = 0.95
+) -> tuple[float, float]:
     """Efron & Tibshirani (1993) ch. 13-14 written out: an oracle independent of scipy's code."""
     rng = np.random.default_rng(seed)
     n, theta, alpha = len(x), float(x.mean()), (1 - level) / 2

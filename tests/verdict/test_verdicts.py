@@ -13,8 +13,9 @@ from evalsuite.verdict import accuracy_verdict, summary_line, token_verdict
 def sd(sid: str, pos: int | None, margin: float = float("nan"), token: int | None = 7) -> SampleDiff:
     if pos is None:
         return SampleDiff(sid, "ids", True, None, 100, 100, 100)
-    return SampleDiff(sid, "ids", False, pos, pos, 100, 100, margin=margin, candidate_token_id=token,
-                      candidate_next="x")
+    return SampleDiff(
+        sid, "ids", False, pos, pos, 100, 100, margin=margin, candidate_token_id=token, candidate_next="x"
+    )
 
 
 def judge(diffs: list[SampleDiff], controls: list[ControlProfile] = ()):  # type: ignore[assignment]
@@ -104,5 +105,7 @@ def test_summary_line_reads_like_the_spec() -> None:
     tv = judge(diffs)
     s = paired_summary(*_arms(500, 2, 1), delta=0.02, n_resamples=500)
     line = summary_line(tv, [("math500", s, accuracy_verdict(s))])
-    assert line.startswith("LOSSLESS within numerics: 493/500 token-identical, 7 divergences all at near-ties; accuracy ")
+    assert line.startswith(
+        "LOSSLESS within numerics: 493/500 token-identical, 7 divergences all at near-ties; accuracy "
+    )
     assert line.endswith("equivalent within ±2 points")

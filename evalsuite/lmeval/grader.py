@@ -18,7 +18,7 @@ from evalsuite.errors import ConfigError
 from evalsuite.graders import GradeInput
 from evalsuite.lmeval.rows import make_task
 from evalsuite.lmeval.select import Leaf, LMEvalOptions, leaves
-from evalsuite.records import Grade
+from evalsuite.records import Grade, GradeStatus
 from evalsuite.store.fingerprint import fingerprint
 
 
@@ -99,7 +99,7 @@ def _grade(item: GradeInput, scored: dict[str, dict[str, Any]]) -> Grade:
         )
     extracted = scored[primary]["filtered"]
     shown = None if extracted is None else str(extracted)
-    status = "correct" if value >= 1.0 else "incorrect"
+    status: GradeStatus = "correct" if value >= 1.0 else "incorrect"
     return Grade(item.sample.id, status, shown, f"lm-eval {primary}/{metric} = {value:g}", value, details)
 
 

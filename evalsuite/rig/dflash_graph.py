@@ -80,7 +80,7 @@ def target_features(
     pos = torch.arange(n)
     h = w["token_embd.weight"][torch.tensor(list(ids))]
     mask = torch.full((n, n), float("-inf")).triu(1)
-    taken: dict[int, torch.Tensor] = {}
+    taken: dict[int, Any] = {}  # torch tensors; torch is imported lazily, so no static type here
     with torch.no_grad():
         for il in range(max(layers) + 1):
             taken[il] = h

@@ -20,6 +20,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -56,17 +57,17 @@ class DraftExample:
     start: int
 
 
-def _init(dshape: DrafterShape, n_inp: int, gen: object) -> dict[str, object]:
+def _init(dshape: DrafterShape, n_inp: int, gen: object) -> dict[str, Any]:
     torch = require_torch()
     d, hd, ff = dshape.n_embd, dshape.head_dim, dshape.n_ff
 
-    def param(*size: int, std: float) -> object:
+    def param(*size: int, std: float) -> Any:
         return torch.nn.Parameter(torch.randn(*size, generator=gen) * std)
 
-    def ones(n: int, value: float = 1.0) -> object:
+    def ones(n: int, value: float = 1.0) -> Any:
         return torch.nn.Parameter(torch.full((n,), value))
 
-    params: dict[str, object] = {
+    params: dict[str, Any] = {
         "fc.weight": param(d, n_inp, std=n_inp**-0.5),
         "enc.output_norm.weight": ones(d),
         "output_norm.weight": ones(d, 0.1),
@@ -99,7 +100,7 @@ def eog_ids(vocab: Vocab) -> frozenset[int]:
 
 def train_drafter(
     examples: Sequence[DraftExample],
-    features: Sequence[object],
+    features: Sequence[Any],  # torch tensors [len(tokens), n_features]; torch is optional
     embd: np.ndarray,
     mask_id: int,
     config: DFlashTrainConfig = DFlashTrainConfig(),

@@ -210,6 +210,6 @@ def train(
     }
     for key, value in params.items():
         if "." in key:
-            i, part = key.split(".")
-            out[f"blk.{i}.{names[part]}.weight"] = value.detach().numpy().astype(np.float32)
+            layer, part = key.split(".")
+            out[f"blk.{layer}.{names[part]}.weight"] = value.detach().numpy().astype(np.float32)
     return out

@@ -119,3 +119,22 @@ def test_init_then_eval_on_packaged_tasks_in_an_empty_folder(
     for target in ("baseline", "control", "speculative"):
         assert len(list((empty / "runs" / target / "gsm8k").glob("*/manifest.json"))) == 1
     assert sorted(p.name for p in empty.iterdir()) == ["evalsuite.toml", "reports", "runs"]
+
+
+@pytest.mark.rig
+def test_the_installed_package_serves_its_packaged_rig_models(installed: Path, tmp_path: Path) -> None:
+    """The rig targets `init` documents, uncommented as they stand, run from the wheel's own model files."""
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert _run([str(installed / "evalsuite"), "init"], empty).returncode == 0
+    config = empty / "evalsuite.toml"
+    text = config.read_text()
+    start = text.index("# [targets.rig-baseline]")
+    config.write_text(text[:start] + "\n".join(line.removeprefix("# ") for line in text[start:].splitlines()))
+
+    command = [str(installed / "evalsuite"), "eval", "rig-dflash", "--task", "gsm8k", "--data", "fixture"]
+    done = _run([*command, "--limit", "2", "-q"], empty, timeout=600)
+    assert done.returncode in (0, 1), done.stdout + done.stderr  # 1: a verdict, not a failure to run
+    assert "token-identical" in done.stdout, done.stdout
+    [manifest] = (empty / "runs" / "rig-dflash" / "gsm8k").glob("*/manifest.json")
+    assert str(installed.parent) in manifest.read_text()  # served from the installed package's model file

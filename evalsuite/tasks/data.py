@@ -162,7 +162,11 @@ def fixture_file(name: str, root: Path) -> Path:
     if own.exists():
         return own
     packaged = packaged_fixtures() / name
-    return packaged if packaged.exists() else own
+    if packaged.exists():
+        return packaged
+    raise DatasetError(
+        f"Fixture subset {name} is neither in {own.parent} nor among the packaged ones ({packaged.parent})."
+    )
 
 
 def _load_raw(

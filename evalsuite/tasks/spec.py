@@ -217,7 +217,10 @@ def find_task(name: str, tasks_dir: Path | None = None) -> TaskSpec:
     if path is not None:
         return load_task_spec(path)
     if is_task_path(name):
-        raise ConfigError(f"Task spec file {name} does not exist.")
+        given = Path(name).expanduser()
+        what = "is a folder, not a task spec file" if given.is_dir() else "does not exist"
+        hint = f" (a task by name is given without .yaml: --task {given.stem})" if given.name == name else ""
+        raise ConfigError(f"Task spec file {name} {what}{hint}.")
     where = f"{tasks_dir} or the packaged tasks" if tasks_dir is not None else "the packaged tasks"
     raise ConfigError(
         f"Unknown task '{name}': no {name}.yaml in {where}. Known tasks: {', '.join(known_tasks(tasks_dir)) or 'none'}."

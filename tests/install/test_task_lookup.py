@@ -17,7 +17,7 @@ import yaml
 
 from evalsuite.cli import main
 from evalsuite.config import load_config
-from evalsuite.errors import ConfigError
+from evalsuite.errors import ConfigError, DatasetError
 from evalsuite.rig.learned import LEARNED_DFLASH, LEARNED_MODEL
 from evalsuite.tasks.data import fixture_file, load_rows
 from evalsuite.tasks.packaged import data_root, packaged_fixtures, packaged_tasks
@@ -82,8 +82,12 @@ def test_an_explicit_spec_path_comes_first(tmp_path: Path, monkeypatch: pytest.M
     monkeypatch.chdir(tmp_path)
     spec = find_task("elsewhere/gsm8k.yaml", tmp_path / "tasks")
     assert spec.grader.name == "math"  # the file given, not the packaged gsm8k
-    with pytest.raises(ConfigError, match=r"Task spec file elsewhere/nope\.yaml does not exist"):
+    with pytest.raises(ConfigError, match=r"Task spec file elsewhere/nope\.yaml does not exist\."):
         find_task("elsewhere/nope.yaml", tmp_path / "tasks")
+    with pytest.raises(ConfigError, match=r"gsm8k\.yaml does not exist \(a task by name is given without \.yaml"):
+        find_task("gsm8k.yaml", tmp_path / "tasks")  # not in the current folder: the hint names the fix
+    with pytest.raises(ConfigError, match="is a folder, not a task spec file"):
+        find_task("elsewhere/", tmp_path / "tasks")
 
 
 def test_an_unknown_task_lists_the_project_and_packaged_tasks(tmp_path: Path) -> None:
@@ -106,6 +110,12 @@ def test_fixture_subsets_come_from_the_project_first_then_the_package(tmp_path: 
     (tmp_path / "fixtures" / "gsm8k.jsonl").write_text(json.dumps(row) + "\n")
     rows, own = load_rows(find_task("gsm8k"), "fixture", root=tmp_path)
     assert len(rows) == 1 and own.revision != identity.revision
+
+    tasks = tmp_path / "tasks"
+    tasks.mkdir()
+    (tasks / "mine.yaml").write_text("include: gsm8k.yaml\nname: mine\ndataset:\n  fixture: mine.jsonl\n")
+    with pytest.raises(DatasetError, match=r"Fixture subset mine\.jsonl is neither in .*fixtures nor among"):
+        load_rows(find_task("mine", tasks), "fixture", root=tmp_path)
 
 
 def test_a_missing_config_says_to_run_init(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> None:

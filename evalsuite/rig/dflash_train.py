@@ -20,6 +20,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -56,7 +57,7 @@ class DraftExample:
     start: int
 
 
-def _init(dshape: DrafterShape, n_inp: int, gen: object) -> dict[str, object]:
+def _init(dshape: DrafterShape, n_inp: int, gen: object) -> dict[str, Any]:  # torch tensors (torch is optional)
     torch = require_torch()
     d, hd, ff = dshape.n_embd, dshape.head_dim, dshape.n_ff
 
@@ -99,7 +100,7 @@ def eog_ids(vocab: Vocab) -> frozenset[int]:
 
 def train_drafter(
     examples: Sequence[DraftExample],
-    features: Sequence[object],
+    features: Sequence[Any],  # torch tensors (torch is optional, so not named in types)
     embd: np.ndarray,
     mask_id: int,
     config: DFlashTrainConfig = DFlashTrainConfig(),

@@ -22,7 +22,6 @@ import argparse
 import math
 import statistics
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -31,7 +30,6 @@ from evalsuite.rig.dflash_train import fixture_messages
 from evalsuite.rig.launcher import RIG_CONFIGS, serve
 from evalsuite.rig.learned import is_correct, learned_items
 
-REPO = Path(__file__).resolve().parents[1]
 Messages = list[dict[str, str]]
 
 
@@ -112,7 +110,7 @@ def identity(ref: Figures, other: Figures) -> tuple[int, list[str]]:
 
 def learned_accuracy(max_tokens: int = 1024) -> tuple[int, int, int]:
     """(correct, reproduced exactly, total) of learned-baseline over all fixture problems."""
-    items = learned_items(REPO)
+    items = learned_items()
     correct = exact = 0
     with serve(["learned-baseline"], threads=1) as servers, httpx.Client(timeout=600.0) as client:
         url = servers["learned-baseline"].base_url
@@ -139,7 +137,7 @@ def main() -> None:
     parser.add_argument("--accuracy", action="store_true", help="grade learned-baseline on the fixture problems")
     args = parser.parse_args()
     names = args.names or [n for n in RIG_CONFIGS if n.startswith("smollm2") == args.smollm2]
-    every = fixture_messages(REPO)
+    every = fixture_messages()
     step = max(1, len(every) // args.prompts)
     spread = every[::step][: args.prompts]  # all three tasks' fixture problems, evenly
     ordered: list[str] = []

@@ -203,10 +203,19 @@ class Config(BaseModel):
 
 
 def load_config(path: str | Path | None = None) -> Config:
-    """Read `evalsuite.toml` (default: the one in the current folder); errors name file, key and value."""
+    """Read the config: `path` (`--config`), else `evalsuite.toml` in the current folder.
+
+    Errors name file, key and value; a missing file says how to get one
+    (`evalsuite init`), since that is the first thing a new user meets.
+    """
     file = Path(path) if path else Path.cwd() / "evalsuite.toml"
+    if not file.exists() and path:
+        raise ConfigError(f"Config file {file} (--config) does not exist. Check the path, or run `evalsuite init`.")
     if not file.exists():
-        raise ConfigError(f"Config file {file} does not exist. Create one (see README) or pass --config PATH.")
+        raise ConfigError(
+            f"No evalsuite.toml in {file.parent}. Run `evalsuite init` to write one here (then edit its targets' "
+            "base_url), or pass --config PATH."
+        )
     with reading(file):
         text = file.read_text(encoding="utf-8")
     try:

@@ -7,12 +7,12 @@ from pathlib import Path
 from evalsuite.graders import GradeInput, get_grader
 from evalsuite.records import Grade
 from evalsuite.store import RunStore
-from evalsuite.tasks.spec import GraderSpec, find_task
+from evalsuite.tasks.spec import GraderSpec, find_task, locate_task
 
 
 def grader_spec_for(store: RunStore, tasks_dir: Path | None = None) -> GraderSpec:
     """The task's current grader when its spec is at hand (so fixes re-grade old runs), else the recorded one."""
-    if tasks_dir is not None and (tasks_dir / f"{store.manifest['task']}.yaml").exists():
+    if tasks_dir is not None and locate_task(store.manifest["task"], tasks_dir) is not None:
         return find_task(store.manifest["task"], tasks_dir).grader
     return GraderSpec.model_validate(store.manifest["grader"])
 

@@ -207,10 +207,10 @@ def task_margins(config: Config | None, tasks: Iterable[str]) -> dict[str, float
     """Each task's equivalence margin as its spec declares it (tasks without a spec at hand get the default)."""
     if config is None:
         return {}
-    from evalsuite.tasks.spec import find_task
+    from evalsuite.tasks.spec import find_task, locate_task
 
     tasks_dir = config.root / "tasks"
-    return {t: find_task(t, tasks_dir).equivalence_margin for t in tasks if (tasks_dir / f"{t}.yaml").exists()}
+    return {t: find_task(t, tasks_dir).equivalence_margin for t in tasks if locate_task(t, tasks_dir) is not None}
 
 
 def compare_folders(

@@ -13,6 +13,7 @@ from evalsuite.errors import EvalsuiteError
 
 EPILOG = """\
 examples:
+  evalsuite init                             write a commented evalsuite.toml here (start here)
   evalsuite targets                          list the targets in evalsuite.toml
   evalsuite eval dflash --limit 20           baseline + dflash on every task, then compare
   evalsuite run baseline --task gsm8k        one target, one task (resumes if interrupted)
@@ -200,6 +201,10 @@ def build_parser() -> argparse.ArgumentParser:
     from evalsuite.cli.sample_test import add_parser as add_sample_test
 
     add_sample_test(sub)
+
+    from evalsuite.cli.init import add_parser as add_init_parser
+
+    add_init_parser(sub)
 
     p = sub.add_parser("rig", help="the reference llama-server rig (build, models, up, status)", add_help=False)
     p.add_argument("args", nargs=argparse.REMAINDER)

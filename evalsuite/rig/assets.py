@@ -54,8 +54,9 @@ def ensure_assets(
         return RigAssets(home=paths.home, binary=binary, models=models)
     if not LEARNED_MODEL.is_file():
         raise RigError(
-            f"The trained rig model {LEARNED_MODEL} is missing from the checkout; "
-            f"restore it with git or rebuild it with `evalsuite rig models --retrain`."
+            f"The trained rig model {LEARNED_MODEL} is missing (the package ships it; a checkout keeps it in "
+            "fixtures/models/): reinstall evalsuite, restore it with git, or rebuild it with "
+            "`evalsuite rig models --retrain`."
         )
     digest = verify_learned_checksum()
     models["learned"] = LEARNED_MODEL

@@ -57,17 +57,17 @@ class DraftExample:
     start: int
 
 
-def _init(dshape: DrafterShape, n_inp: int, gen: object) -> dict[str, Any]:
+def _init(dshape: DrafterShape, n_inp: int, gen: object) -> dict[str, Any]:  # torch tensors (torch is optional)
     torch = require_torch()
     d, hd, ff = dshape.n_embd, dshape.head_dim, dshape.n_ff
 
-    def param(*size: int, std: float) -> Any:
+    def param(*size: int, std: float) -> object:
         return torch.nn.Parameter(torch.randn(*size, generator=gen) * std)
 
-    def ones(n: int, value: float = 1.0) -> Any:
+    def ones(n: int, value: float = 1.0) -> object:
         return torch.nn.Parameter(torch.full((n,), value))
 
-    params: dict[str, Any] = {
+    params: dict[str, object] = {
         "fc.weight": param(d, n_inp, std=n_inp**-0.5),
         "enc.output_norm.weight": ones(d),
         "output_norm.weight": ones(d, 0.1),
@@ -100,7 +100,7 @@ def eog_ids(vocab: Vocab) -> frozenset[int]:
 
 def train_drafter(
     examples: Sequence[DraftExample],
-    features: Sequence[Any],  # torch tensors [len(tokens), n_features]; torch is optional
+    features: Sequence[Any],  # torch tensors (torch is optional, so not named in types)
     embd: np.ndarray,
     mask_id: int,
     config: DFlashTrainConfig = DFlashTrainConfig(),
@@ -223,16 +223,17 @@ GREEDY_MAX_TOKENS = 384
 """The demo targets' cap (evalsuite.toml); drafts past it are never verified."""
 
 
-def fixture_messages(repo: Path) -> list[list[dict[str, str]]]:
-    """The chat messages of every fixture problem of the shipped tasks, exactly as `eval` sends them."""
+def fixture_messages() -> list[list[dict[str, str]]]:
+    """The chat messages of every fixture problem of the packaged tasks, exactly as `eval` sends them."""
     from evalsuite.tasks.build import build_samples
     from evalsuite.tasks.data import load_rows
+    from evalsuite.tasks.packaged import data_root, packaged_tasks
     from evalsuite.tasks.spec import load_task_spec
 
     out: list[list[dict[str, str]]] = []
     for task in FIXTURE_TASKS:
-        spec = load_task_spec(repo / "tasks" / f"{task}.yaml")
-        rows, _ = load_rows(spec, "fixture", root=repo)
+        spec = load_task_spec(packaged_tasks() / f"{task}.yaml")
+        rows, _ = load_rows(spec, "fixture", root=data_root())
         out += [list(sample.messages) for sample in build_samples(spec, rows, source=task)]
     return out
 
@@ -272,12 +273,12 @@ def retrain_learned_dflash(out: Path, progress: Callable[[str], None] = print) -
     from evalsuite.rig.dflash_graph import target_features
     from evalsuite.rig.gguf_file import read_model, read_vocab_file
     from evalsuite.rig.launcher import serve_with_assets
-    from evalsuite.rig.learned import LEARNED_MODEL, REPO_ROOT, sha256_of
+    from evalsuite.rig.learned import LEARNED_MODEL, sha256_of
 
     assets = ensure_assets(progress)
     # one thread: llama.cpp's threads spin at barriers, and on a busy 2-core machine two of them crawl
     with serve_with_assets(["learned-baseline"], assets, threads=1) as servers:
-        examples = greedy_examples(servers["learned-baseline"].base_url, fixture_messages(REPO_ROOT))
+        examples = greedy_examples(servers["learned-baseline"].base_url, fixture_messages())
     config = DFlashTrainConfig()
     _, shape, arrays = read_model(LEARNED_MODEL)
     vocab = read_vocab_file(LEARNED_MODEL)

@@ -24,11 +24,13 @@ import httpx
 
 from evalsuite.records import Sample
 from evalsuite.rig.errors import RigError
+from evalsuite.tasks.packaged import data_root, packaged_fixtures, packaged_tasks
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-LEARNED_MODEL = REPO_ROOT / "fixtures" / "models" / "rig-learned.gguf"
+MODELS = packaged_fixtures() / "models"
+"""The committed models, shipped in the package (`fixtures/models/` in the repository)."""
+LEARNED_MODEL = MODELS / "rig-learned.gguf"
 LEARNED_CHECKSUM = LEARNED_MODEL.with_name(LEARNED_MODEL.name + ".sha256")
-LEARNED_DFLASH = REPO_ROOT / "fixtures" / "models" / "rig-learned-dflash.gguf"
+LEARNED_DFLASH = MODELS / "rig-learned-dflash.gguf"
 """A DFlash drafter trained against the learned model (`evalsuite rig models --train-dflash`)."""
 END_OF_TURN = "<|end|>"
 TASKS = ("math500", "gsm8k")
@@ -62,16 +64,20 @@ def _plus_one(value: str) -> str:
     return f"{value}+1"
 
 
-def learned_items(repo: Path = REPO_ROOT) -> list[LearnedItem]:
-    """The fixture samples of both tasks with their training answers (shorter half right, the rest wrong)."""
+def learned_items() -> list[LearnedItem]:
+    """The fixture samples of both tasks with their training answers (shorter half right, the rest wrong).
+
+    The packaged task specs and fixtures: the model is trained on what the
+    package ships, wherever it is installed.
+    """
     from evalsuite.tasks.build import build_samples
     from evalsuite.tasks.data import load_rows
     from evalsuite.tasks.spec import load_task_spec
 
     items: list[LearnedItem] = []
     for task in TASKS:
-        spec = load_task_spec(repo / "tasks" / f"{task}.yaml")
-        rows, _ = load_rows(spec, "fixture", root=repo)
+        spec = load_task_spec(packaged_tasks() / f"{task}.yaml")
+        rows, _ = load_rows(spec, "fixture", root=data_root())
         field = "answer" if task == "gsm8k" else "solution"
         by_length = sorted(range(len(rows)), key=lambda i: (len(rows[i][field]), i))
         learned = set(by_length[: (len(rows) + 1) // 2])

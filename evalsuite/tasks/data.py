@@ -16,6 +16,7 @@ from types import ModuleType
 from typing import Any, Literal
 
 from evalsuite.errors import DatasetError, describe_read_error, reading
+from evalsuite.tasks.packaged import packaged_fixtures
 from evalsuite.tasks.spec import TaskSpec
 
 DataChoice = Literal["hf", "local", "fixture"]
@@ -151,6 +152,23 @@ def load_rows(
     return rows, identity
 
 
+def fixture_file(name: str, root: Path) -> Path:
+    """A fixture subset: the project's own `fixtures/NAME` next to its config, else the one packaged with evalsuite.
+
+    So the built-in tasks run offline (`--data fixture`) from any folder,
+    and a project can still bring its own subset under the same name.
+    """
+    own = root / "fixtures" / name
+    if own.exists():
+        return own
+    packaged = packaged_fixtures() / name
+    if packaged.exists():
+        return packaged
+    raise DatasetError(
+        f"Fixture subset {name} is neither in {own.parent} nor among the packaged ones ({packaged.parent})."
+    )
+
+
 def _load_raw(
     spec: TaskSpec, choice: DataChoice, *, root: Path, path: str | None, adapter: ModuleType | None
 ) -> tuple[list[dict[str, Any]], DatasetIdentity]:
@@ -176,7 +194,7 @@ def _load_raw(
     if choice == "fixture":
         if spec.dataset.fixture is None:
             raise DatasetError(f"Task '{spec.name}' has no fixture subset.")
-        file = root / "fixtures" / spec.dataset.fixture
+        file = fixture_file(spec.dataset.fixture, root)
     else:
         chosen = path or spec.dataset.local
         if chosen is None:

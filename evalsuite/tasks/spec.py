@@ -15,6 +15,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from evalsuite.errors import ConfigError, format_validation_error, reading
+from evalsuite.tasks.packaged import packaged_tasks
 
 
 class HFSource(BaseModel):
@@ -112,6 +113,8 @@ def _read_yaml(path: Path, seen: tuple[Path, ...] = ()) -> dict[str, Any]:
     target = (path.parent / include).resolve()
     if target.is_dir():
         raise ConfigError(f"{path}: include = {include!r} is a folder ({target}), not a task spec file.")
+    if not target.exists() and Path(include).name == include and (packaged_tasks() / include).is_file():
+        target = (packaged_tasks() / include).resolve()  # a project's variant of a built-in task
     if not target.exists():
         raise ConfigError(f"{path}: include = {include!r} names no file ({target} does not exist).")
     base = _read_yaml(target, seen + (path,))
@@ -177,12 +180,48 @@ def _lmeval_spec(raw: dict[str, Any], path: Path) -> TaskSpec:
     )
 
 
-def find_task(name: str, tasks_dir: Path) -> TaskSpec:
-    """Look a task up by name (its file stem) in the tasks folder, or `lmeval:NAME` for any lm-eval task."""
+def is_task_path(name: str) -> bool:
+    """Whether a `--task` value names a spec file (a .yaml path) rather than a task by name."""
+    return name.endswith((".yaml", ".yml")) or "/" in name or "\\" in name
+
+
+def locate_task(name: str, tasks_dir: Path | None = None) -> Path | None:
+    """The spec file for a task, or None.
+
+    The lookup order: an explicit path (`--task my/spec.yaml`, relative to
+    the current folder); then `NAME.yaml` in the project's own tasks folder
+    (`tasks/` next to its config), which adds tasks and overrides built-in
+    ones; then the tasks packaged with evalsuite.
+    """
+    if is_task_path(name):
+        path = Path(name).expanduser()
+        return path if path.is_file() else None
+    for folder in (tasks_dir, packaged_tasks()):
+        if folder is not None and (folder / f"{name}.yaml").is_file():
+            return folder / f"{name}.yaml"
+    return None
+
+
+def known_tasks(tasks_dir: Path | None = None) -> list[str]:
+    """Every task name the lookup can find: the project's own and the packaged ones."""
+    folders = [f for f in (tasks_dir, packaged_tasks()) if f is not None and f.is_dir()]
+    return sorted({p.stem for folder in folders for p in folder.glob("*.yaml")})
+
+
+def find_task(name: str, tasks_dir: Path | None = None) -> TaskSpec:
+    """Load a task by name, by spec path, or `lmeval:NAME` for any lm-eval task (lookup: `locate_task`)."""
     if name.startswith(LMEVAL_PREFIX):
-        return _lmeval_spec({"name": name, "lmeval": name[len(LMEVAL_PREFIX) :]}, tasks_dir / f"{name}.yaml")
-    path = tasks_dir / f"{name}.yaml"
-    if not path.exists():
-        known = sorted(p.stem for p in tasks_dir.glob("*.yaml"))
-        raise ConfigError(f"Unknown task '{name}'. Tasks in {tasks_dir}: {', '.join(known) or 'none'}.")
-    return load_task_spec(path)
+        folder = tasks_dir if tasks_dir is not None else Path.cwd() / "tasks"
+        return _lmeval_spec({"name": name, "lmeval": name[len(LMEVAL_PREFIX) :]}, folder / f"{name}.yaml")
+    path = locate_task(name, tasks_dir)
+    if path is not None:
+        return load_task_spec(path)
+    if is_task_path(name):
+        given = Path(name).expanduser()
+        what = "is a folder, not a task spec file" if given.is_dir() else "does not exist"
+        hint = f" (a task by name is given without .yaml: --task {given.stem})" if given.name == name else ""
+        raise ConfigError(f"Task spec file {name} {what}{hint}.")
+    where = f"{tasks_dir} or the packaged tasks" if tasks_dir is not None else "the packaged tasks"
+    raise ConfigError(
+        f"Unknown task '{name}': no {name}.yaml in {where}. Known tasks: {', '.join(known_tasks(tasks_dir)) or 'none'}."
+    )

@@ -18,11 +18,11 @@ import pytest
 from evalsuite.rig.assets import RigAssets
 from evalsuite.rig.dflash_train import DraftExample, eog_ids, fixture_messages, greedy_examples
 from evalsuite.rig.launcher import RunningServer, serve_with_assets
-from evalsuite.rig.learned import LEARNED_DFLASH, REPO_ROOT, verify_learned_checksum
+from evalsuite.rig.learned import LEARNED_DFLASH, LEARNED_MODEL, verify_learned_checksum
 
 pytestmark = pytest.mark.rig
 
-MESSAGES = fixture_messages(REPO_ROOT)[::6]  # a dozen problems across the three tasks
+MESSAGES = fixture_messages()[::6]  # a dozen problems across the three tasks
 MAX_TOKENS = 384
 
 
@@ -87,7 +87,7 @@ def test_server_drafts_what_the_torch_graph_predicts(
     from evalsuite.rig.dflash_graph import DrafterShape, simulate_acceptance, target_features
     from evalsuite.rig.gguf_file import read_model, read_vocab_file
 
-    _, tshape, target = read_model(REPO_ROOT / "fixtures" / "models" / "rig-learned.gguf")
+    _, tshape, target = read_model(LEARNED_MODEL)
     _, dshape_raw, drafter = read_model(LEARNED_DFLASH)
     import gguf
 

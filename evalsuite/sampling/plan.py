@@ -68,6 +68,48 @@ class DrawSettings:
                 raise ConfigError(message + ".")
 
 
+DEFAULT_TASKS = ("gsm8k",)
+_KEYS = {"draws": "draws", "prompts": "prompts", "tokens": "max_tokens", "temperature": "temperature"}
+_KEYS |= {"top_p": "top_p", "top_k": "top_k"}
+
+
+@dataclass(frozen=True)
+class ResolvedSettings:
+    """The draw settings and tasks a sample-test uses, and which config table supplied them (None: built-in)."""
+
+    settings: DrawSettings
+    tasks: list[str]
+    source: str | None
+
+
+def resolve_settings(
+    config: Config, target_name: str, baseline_name: str | None, flags: dict[str, Any]
+) -> ResolvedSettings:
+    """Flags first, then `[targets.TARGET.sampling]`, then the baseline's table, then the built-in defaults.
+
+    One table supplies every key the flags leave open (tables are not mixed):
+    the settings that make a model branch come as a set.  `flags` maps the
+    table's keys (tasks, prompts, draws, tokens, temperature, top_p, top_k,
+    seed) to a value or None (not given).
+    """
+    table, source = None, None
+    for name in (target_name, baseline_name):
+        if name is not None and config.target(name).sampling is not None:
+            table, source = config.target(name).sampling, f"targets.{name}.sampling"
+            break
+    values: dict[str, Any] = {}
+    for key, field_name in _KEYS.items():
+        value = flags.get(key)
+        if value is None and table is not None:
+            value = getattr(table, key)
+        if value is not None:
+            values[field_name] = value
+    if flags.get("seed") is not None:
+        values["seed"] = flags["seed"]
+    tasks = flags.get("tasks") or (table.tasks if table is not None else None) or list(DEFAULT_TASKS)
+    return ResolvedSettings(DrawSettings(**values), list(tasks), source)
+
+
 def draw_seed(stream: int, prompt_id: str, k: int) -> int:
     """The seed of draw k of a prompt in an arm's stream (fits llama.cpp's uint32 seed, never its -1)."""
     digest = hashlib.sha256(f"{stream}/{prompt_id}/{k}".encode()).digest()

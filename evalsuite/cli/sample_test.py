@@ -33,7 +33,7 @@ Each draw is one stored sample with its own seed; re-running resumes, and more
 """
 
 
-def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:  # type: ignore[type-arg]
+def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     """Register the command on the main parser's subcommands."""
     p = sub.add_parser(
         "sample-test",
@@ -95,13 +95,12 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:  # t
 
 def run(args: argparse.Namespace) -> int:
     """Draw (or read) both arms, judge, print the verdict, write the report; 0 only for SAME."""
-    import json
-
     from evalsuite.cli.commands import _optional_config, _progress, _say
     from evalsuite.config import load_config
     from evalsuite.sampling.plan import resolve_settings
     from evalsuite.sampling.run import judge_arms, load_arm, prompt_texts, sample_test
     from evalsuite.sampling.verdict import JudgeSettings
+    from evalsuite.serialize import dumps
 
     try:
         judge_settings = JudgeSettings(
@@ -148,7 +147,7 @@ def run(args: argparse.Namespace) -> int:
             f"{node.p_adjusted:.2g}, TV {node.tv:.2f}, over-represented {test.piece(node.over_represented)!r}"
         )
     if args.json:
-        Path(args.json).write_text(json.dumps(test.as_dict(), indent=1, ensure_ascii=False, default=str))
+        Path(args.json).write_text(dumps(test, indent=1, ensure_ascii=False))
     if not args.no_report:
         from evalsuite.report.folder import report_folder
         from evalsuite.report.sampling import write_sampling_report

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -192,6 +193,20 @@ def test_stored_draws_are_retested_and_reported_with_the_differing_nodes(tmp_pat
     assert data["outcome"] == "DIFFERENT" and data["nodes"][0]["tokens"]
     loaded = load_arm([a], draws=100)
     assert len(loaded.draws) == 100
+
+
+def test_the_sampling_json_is_standard_json_with_null_for_undefined_numbers(tmp_path: Path) -> None:
+    a = _store(tmp_path / "base", ToyModel("q0"), 200, 42)
+    test = judge_arms(load_arm([a]), load_arm([_store(tmp_path / "again", ToyModel("q0"), 200, 43)]), JudgeSettings())
+    node = test.verdict.nodes[0]
+    test.verdict.nodes[0] = replace(node, detectable_tv=float("inf"), p_adjusted=float("nan"))
+    test.candidate.drafted, test.candidate.accepted = 40, 30
+    text = write_sampling_report(test, tmp_path, created=0.0).json.read_text()
+    data = json.loads(text, parse_constant=lambda c: pytest.fail(f"non-standard JSON constant {c}"))
+    assert (data["nodes"][0]["detectable_tv"], data["nodes"][0]["p_adjusted"]) == (None, None)
+    assert data["settings"] == {**vars(JudgeSettings())}  # the judge settings as a plain table
+    assert data["candidate"]["acceptance"] == 0.75 and data["candidate"]["runs"] == [str(tmp_path / "again")]
+    assert data["nodes"][0]["prefix"] == list(node.prefix) and data["nodes"][0]["context"] is not None
 
 
 def test_arms_drawn_with_other_settings_are_not_compared(tmp_path: Path) -> None:

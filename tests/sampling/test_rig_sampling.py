@@ -21,6 +21,7 @@ from evalsuite.sampling.plan import DrawSettings
 from evalsuite.sampling.run import SampleTest, draw_arm, judge_arms, load_arm
 from evalsuite.sampling.tree import build_tree
 from evalsuite.sampling.verdict import JudgeSettings
+from evalsuite.serialize import to_jsonable
 
 pytestmark = pytest.mark.rig
 
@@ -89,4 +90,4 @@ def test_fake_acceptance_changes_the_distribution_at_named_nodes(tests: dict[str
     token = strongest.over_represented
     assert b[token] / sum(b.values()) > a[token] / sum(a.values())  # the named token really is over-represented
     assert test.candidate.accepted > 0  # fake acceptance did accept drafts
-    assert test.as_dict()["nodes"][0]["context"] is not None
+    assert to_jsonable(test)["nodes"][0]["context"] is not None

@@ -16,7 +16,9 @@ from typing import TYPE_CHECKING
 from evalsuite.errors import ConfigError
 
 if TYPE_CHECKING:
+    from evalsuite.config import Config
     from evalsuite.sampling.plan import ResolvedSettings
+    from evalsuite.sampling.run import SampleTest
 
 EPILOG = """\
 examples:
@@ -159,6 +161,54 @@ def run(args: argparse.Namespace) -> int:
     return 0 if test.verdict.outcome == "SAME" else 1
 
 
+def eval_sampling(args: argparse.Namespace, config: Config) -> SampleTest:
+    """`eval TARGET --sampling`: the sample test with TARGET's sampling table (or built-in) settings.
+
+    Eval's own flags that change what is sampled (--task, --limit) are not
+    carried over: the sampling tasks are those where the model branches, set
+    in the table, which may differ from the tasks eval grades.
+    """
+    from evalsuite.cli.commands import _progress, _say
+    from evalsuite.sampling.plan import resolve_settings
+    from evalsuite.sampling.run import sample_test
+    from evalsuite.sampling.verdict import JudgeSettings
+
+    say = _say(args)
+    base_name = config.target(args.target).baseline
+    resolved = resolve_settings(config, args.target, base_name, {})
+    say(_settings_line(resolved))
+    test = sample_test(
+        config,
+        args.target,
+        resolved.tasks,
+        resolved.settings,
+        JudgeSettings(),
+        data=args.data,
+        data_path=args.data_path,
+        say=say,
+        progress=_progress(args),
+    )
+    test.verdict.notes.insert(0, _settings_line(resolved))
+    print(test.verdict.sentence)
+    speculation = test.candidate.speculation()
+    if speculation:
+        print(speculation)
+    return test
+
+
+def fold_into_report(test: SampleTest, folder: Path) -> None:
+    """Write the sampling section next to an eval report and append its Markdown to report.md."""
+    from evalsuite.report.sampling import write_sampling_report
+
+    paths = write_sampling_report(test, folder, created=time.time())
+    report = folder / "report.md"
+    if report.exists():
+        section = paths.markdown.read_text(encoding="utf-8")
+        with report.open("a", encoding="utf-8") as fh:
+            fh.write(f"\n{section}\n(Also as [sampling.html](sampling.html) with plots, data in sampling.json.)\n")
+    print(f"report: {paths.html}")
+
+
 def _settings_line(resolved: ResolvedSettings) -> str:
     """Which settings the draws use and where they came from (flags, a config table, the built-in defaults)."""
     s = resolved.settings
@@ -185,4 +235,4 @@ def _power_up_front(settings: object, judge_settings: object) -> str:
     )
 
 
-__all__ = ["add_parser", "run"]
+__all__ = ["add_parser", "eval_sampling", "fold_into_report", "run"]

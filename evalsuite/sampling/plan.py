@@ -85,29 +85,36 @@ class ResolvedSettings:
 def resolve_settings(
     config: Config, target_name: str, baseline_name: str | None, flags: dict[str, Any]
 ) -> ResolvedSettings:
-    """Flags first, then `[targets.TARGET.sampling]`, then the baseline's table, then the built-in defaults.
+    """Each key from the flags, else `[targets.TARGET.sampling]`, else the baseline's table, else built-in.
 
-    One table supplies every key the flags leave open (tables are not mixed):
-    the settings that make a model branch come as a set.  `flags` maps the
+    The baseline's table says where its model branches (tasks, temperature);
+    a candidate's table adds what its speculative method needs (an n-gram
+    drafter needs longer draws before its lookups hit).  `flags` maps the
     table's keys (tasks, prompts, draws, tokens, temperature, top_p, top_k,
     seed) to a value or None (not given).
     """
-    table, source = None, None
-    for name in (target_name, baseline_name):
-        if name is not None and config.target(name).sampling is not None:
-            table, source = config.target(name).sampling, f"targets.{name}.sampling"
-            break
-    values: dict[str, Any] = {}
-    for key, field_name in _KEYS.items():
-        value = flags.get(key)
-        if value is None and table is not None:
-            value = getattr(table, key)
-        if value is not None:
-            values[field_name] = value
+    tables = []
+    for name in dict.fromkeys(n for n in (target_name, baseline_name) if n is not None):
+        table = config.target(name).sampling
+        if table is not None:
+            tables.append((f"targets.{name}.sampling", table))
+    used: list[str] = []
+
+    def pick(key: str) -> Any:
+        if flags.get(key) is not None:
+            return flags[key]
+        for source, table in tables:
+            if getattr(table, key) is not None:
+                used.append(source)
+                return getattr(table, key)
+        return None
+
+    values = {field: value for key, field in _KEYS.items() if (value := pick(key)) is not None}
     if flags.get("seed") is not None:
         values["seed"] = flags["seed"]
-    tasks = flags.get("tasks") or (table.tasks if table is not None else None) or list(DEFAULT_TASKS)
-    return ResolvedSettings(DrawSettings(**values), list(tasks), source)
+    tasks = pick("tasks") or list(DEFAULT_TASKS)
+    sources = [source for source, _ in tables if source in used]
+    return ResolvedSettings(DrawSettings(**values), list(tasks), " + ".join(sources) or None)
 
 
 def draw_seed(stream: int, prompt_id: str, k: int) -> int:

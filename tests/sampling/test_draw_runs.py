@@ -15,7 +15,7 @@ from projects import make_project
 from sampling_sim import ToyModel
 
 from evalsuite.cli import main
-from evalsuite.config import load_config
+from evalsuite.config import SamplingDefaults, load_config
 from evalsuite.errors import ConfigError, NotComparableError
 from evalsuite.records import Completion, GenerationParams, Sample, SampleResult, TokenTrace
 from evalsuite.report.sampling import write_sampling_report
@@ -273,5 +273,25 @@ def test_settings_resolve_flags_then_target_then_baseline_then_built_in(tmp_path
     assert from_baseline.settings.temperature == DrawSettings().temperature  # not in the table: built-in
     built_in = resolve_settings(config, "spec", None, {})
     assert (built_in.source, built_in.settings, built_in.tasks) == (None, DrawSettings(), ["gsm8k"])
-    config.targets["spec"].sampling = config.targets["base"].sampling.model_copy(update={"draws": 5})
-    assert resolve_settings(config, "spec", "base", {}).settings.draws == 5  # the target's own table wins
+    config.targets["spec"].sampling = SamplingDefaults(draws=5, tokens=32)
+    layered = resolve_settings(config, "spec", "base", {"tokens": 16})
+    assert (layered.settings.draws, layered.settings.max_tokens, layered.tasks) == (5, 16, ["echo"])  # key by key
+    assert layered.source == "targets.spec.sampling + targets.base.sampling"
+    assert resolve_settings(config, "spec", "spec", {}).source == "targets.spec.sampling"  # self-check: one table
+
+
+def test_eval_with_sampling_folds_the_section_into_its_report(
+    tmp_path: Path, fake_server: FakeServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    table = 'sampling = { tasks = ["echo"], prompts = 1, draws = 3, tokens = 2 }'
+    config = make_project(tmp_path, fake_server.base_url, n=2, target_extra=table)
+    assert main(["eval", "spec", "--config", str(config), "-q"]) == 0  # the greedy comparison alone passes
+    assert main(["eval", "spec", "--config", str(config), "--sampling", "-q"]) == 1  # one answer per seed: TOO FEW
+    out = capsys.readouterr().out
+    assert "TOO FEW DRAWS" in out
+    (report,) = [
+        p for p in (tmp_path / "reports" / "spec").glob("*/report.md") if (p.parent / "sampling.json").exists()
+    ]
+    text = report.read_text()
+    assert "## Lossless under sampling: `spec` vs `base`" in text and "[targets.base.sampling]" in text
+    assert (report.parent / "sampling.html").exists() and len(_runs(config)) == 2

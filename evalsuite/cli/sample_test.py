@@ -22,11 +22,15 @@ if TYPE_CHECKING:
 
 EPILOG = """\
 examples:
-  evalsuite sample-test dflash                        baseline vs dflash, 2 prompts x 256 draws x 8 tokens
+  evalsuite sample-test dflash                        baseline vs dflash, settings from the config's tables
   evalsuite sample-test draft --draws 512             more draws per prompt: a smaller detectable TV
   evalsuite sample-test my-spec --temperature 1 --top-p 0.95 --top-k 40   your deployment's settings
   evalsuite sample-test baseline --baseline baseline  determinism check: the baseline against itself
   evalsuite sample-test --from-runs BASE_RUN CAND_RUN re-test stored draws (no endpoint)
+
+Settings: each flag, else [targets.TARGET.sampling], else the baseline's table, else
+the built-in defaults (gsm8k, 2 prompts x 256 draws x 8 tokens, temperature 0.7,
+top-k 8). `evalsuite eval TARGET --sampling` runs this too and folds it into its report.
 
 The verdict is SAME (with the TV distance the draws could detect), DIFFERENT (with
 the nodes), or TOO FEW DRAWS. Exit 0 only for SAME; 1 for DIFFERENT or too few draws.

@@ -216,7 +216,11 @@ def fold_into_report(test: SampleTest, folder: Path) -> None:
 def _settings_line(resolved: ResolvedSettings) -> str:
     """Which settings the draws use and where they came from (flags, a config table, the built-in defaults)."""
     s = resolved.settings
-    origin = f"[{resolved.source}] and flags" if resolved.source else "built-in defaults and flags"
+    origin = f"[{resolved.source}]" if resolved.source else "built-in defaults"
+    if resolved.flags:
+        origin += ", flags " + ", ".join(
+            "--" + ("task" if k == "tasks" else k).replace("_", "-") for k in resolved.flags
+        )
     top_k = "off" if not s.top_k else s.top_k
     return (
         f"sampling settings ({origin}): tasks {', '.join(resolved.tasks)}, {s.prompts} prompts each, {s.draws} "

@@ -80,6 +80,7 @@ class ResolvedSettings:
     settings: DrawSettings
     tasks: list[str]
     source: str | None
+    flags: tuple[str, ...] = ()  # the keys a flag set
 
 
 def resolve_settings(
@@ -114,7 +115,8 @@ def resolve_settings(
         values["seed"] = flags["seed"]
     tasks = pick("tasks") or list(DEFAULT_TASKS)
     sources = [source for source, _ in tables if source in used]
-    return ResolvedSettings(DrawSettings(**values), list(tasks), " + ".join(sources) or None)
+    given = tuple(k for k in (*_KEYS, "tasks", "seed") if flags.get(k) is not None)
+    return ResolvedSettings(DrawSettings(**values), list(tasks), " + ".join(sources) or None, given)
 
 
 def draw_seed(stream: int, prompt_id: str, k: int) -> int:

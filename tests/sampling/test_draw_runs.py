@@ -252,6 +252,8 @@ def test_the_baselines_sampling_table_supplies_what_the_flags_leave_open(
     assert [(f["temperature"], f["top_k"], f["max_tokens"]) for f in fields] == [(0.9, 0, 2)] * 2
     assert main(["sample-test", "spec", "--config", str(config), "--draws", "4", "--no-report", "-q"]) == 1
     assert fake_server.state.total == 8  # a flag overrides one key; the rest still come from the table
+    assert main(["sample-test", "spec", "--config", str(config), "--draws", "4", "--no-report"]) == 1
+    assert "([targets.base.sampling], flags --draws)" in capsys.readouterr().err
 
 
 def test_a_bad_sampling_table_is_refused_naming_the_key(tmp_path: Path, fake_server: FakeServer) -> None:

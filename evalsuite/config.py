@@ -50,6 +50,33 @@ class ServeConfig(BaseModel):
         return shlex.split(self.command) if isinstance(self.command, str) else list(self.command)
 
 
+class SamplingDefaults(BaseModel):
+    """`sample-test` settings for a target's model: where it branches (tasks), how to sample, how many draws.
+
+    Whether a sampling test can see anything depends on the model: a model
+    sure of every token on a task's prompts never branches there, and no
+    number of draws tests a node nobody chose differently.  So the settings
+    that make a model branch belong next to the model.  `sample-test TARGET`
+    reads TARGET's table, else its baseline's; flags override each key.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+    tasks: list[str] | None = Field(None, min_length=1, description="tasks whose prompts are drawn from")
+    prompts: int | None = Field(None, ge=1, description="prompts per task (the first ones of the dataset)")
+    draws: int | None = Field(None, ge=2, description="draws per prompt and arm")
+    tokens: int | None = Field(None, ge=1, le=512, description="tokens per draw")
+    temperature: float | None = Field(None, gt=0, allow_inf_nan=False)
+    top_p: float | None = Field(None, gt=0, le=1)
+    top_k: int | None = Field(None, ge=0, description="0 = no limit; 1 (greedy) is refused")
+
+    @field_validator("top_k")
+    @classmethod
+    def _not_greedy(cls, value: int | None) -> int | None:
+        if value == 1:
+            raise ValueError("1 is greedy decoding, which never exercises sampling; use 0 (no limit) or above 1")
+        return value
+
+
 class TargetConfig(BaseModel):
     """One endpoint configuration."""
 
@@ -78,6 +105,7 @@ class TargetConfig(BaseModel):
         description="fingerprint fields this target differs in on purpose (e.g. server.model for a quantized target)",
     )
     description: str = ""
+    sampling: SamplingDefaults | None = Field(None, description="sample-test settings for this target's model")
 
     @model_validator(mode="after")
     def _has_endpoint(self) -> TargetConfig:

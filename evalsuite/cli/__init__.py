@@ -114,6 +114,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="run the baseline twice as a determinism control (default: defaults.repeat_baseline)",
     )
     p.add_argument("--no-report", action="store_true", help="print the verdicts only")
+    p.add_argument(
+        "--sampling",
+        action="store_true",
+        help="also test the output distribution at temperature > 0 (sample-test, settings from TARGET's or "
+        "its baseline's [sampling] table) and fold its section into the report",
+    )
     _data_options(p)
     _common(p)
 

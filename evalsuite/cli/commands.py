@@ -93,7 +93,15 @@ def cmd_eval(args: argparse.Namespace) -> int:
         for role, folder in roles.items():
             print(f"{task}\t{role}\t{folder}")
     comparisons = compare_eval(config, runs)
-    return _finish(args, config, comparisons, {task: runs.stores(task) for task in runs.folders}, args.target)
+    sampled = None
+    if getattr(args, "sampling", False):  # lossless under sampling too: its own draws, folded into the report
+        from evalsuite.cli.sample_test import eval_sampling, fold_into_report
+
+        sampled = eval_sampling(args, config)
+    stores = {task: runs.stores(task) for task in runs.folders}
+    add = (lambda folder: fold_into_report(sampled, folder)) if sampled else None
+    code = _finish(args, config, comparisons, stores, args.target, add)
+    return max(code, 0 if sampled is None or sampled.verdict.outcome == "SAME" else 1)
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
@@ -116,7 +124,14 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return _finish(args, config, [comparison], {task: stores}, comparison.candidate.get("target", "compare"))
 
 
-def _finish(args: argparse.Namespace, config: Config | None, comparisons: list[Any], stores: dict, target: str) -> int:
+def _finish(
+    args: argparse.Namespace,
+    config: Config | None,
+    comparisons: list[Any],
+    stores: dict,
+    target: str,
+    add: Callable[[Path], None] | None = None,
+) -> int:
     """Print each verdict and write the reports (unless --no-report); exit 1 on a failing verdict."""
     for comparison in comparisons:
         print(comparison.summary)
@@ -126,6 +141,8 @@ def _finish(args: argparse.Namespace, config: Config | None, comparisons: list[A
         reports_dir = (config.root / config.defaults.reports_dir) if config else Path("reports")
         paths = write_reports(comparisons, report_folder(reports_dir, target), runs=stores)
         print(f"report: {paths.markdown}\nreport: {paths.html}")
+        if add is not None:  # another section written into the same report folder
+            add(paths.folder)
     failed = any(
         c.token.label == "LOSSY" or any(r.verdict.label == "DIFFERENT" for r in c.overall()) for c in comparisons
     )

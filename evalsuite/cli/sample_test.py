@@ -11,16 +11,26 @@ from __future__ import annotations
 import argparse
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from evalsuite.errors import ConfigError
 
+if TYPE_CHECKING:
+    from evalsuite.config import Config
+    from evalsuite.sampling.plan import ResolvedSettings
+    from evalsuite.sampling.run import SampleTest
+
 EPILOG = """\
 examples:
-  evalsuite sample-test dflash                        baseline vs dflash, 2 prompts x 256 draws x 8 tokens
+  evalsuite sample-test dflash                        baseline vs dflash, settings from the config's tables
   evalsuite sample-test draft --draws 512             more draws per prompt: a smaller detectable TV
   evalsuite sample-test my-spec --temperature 1 --top-p 0.95 --top-k 40   your deployment's settings
   evalsuite sample-test baseline --baseline baseline  determinism check: the baseline against itself
   evalsuite sample-test --from-runs BASE_RUN CAND_RUN re-test stored draws (no endpoint)
+
+Settings: each flag, else [targets.TARGET.sampling], else the baseline's table, else
+the built-in defaults (gsm8k, 2 prompts x 256 draws x 8 tokens, temperature 0.7,
+top-k 8). `evalsuite eval TARGET --sampling` runs this too and folds it into its report.
 
 The verdict is SAME (with the TV distance the draws could detect), DIFFERENT (with
 the nodes), or TOO FEW DRAWS. Exit 0 only for SAME; 1 for DIFFERENT or too few draws.
@@ -29,7 +39,7 @@ Each draw is one stored sample with its own seed; re-running resumes, and more
 """
 
 
-def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:  # type: ignore[type-arg]
+def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     """Register the command on the main parser's subcommands."""
     p = sub.add_parser(
         "sample-test",
@@ -43,21 +53,20 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:  # t
     )
     p.add_argument("target", nargs="?", help="a target name from the config")
     p.add_argument("--baseline", metavar="NAME", help="the reference target (default: TARGET's baseline)")
-    p.add_argument("--task", action="append", metavar="NAME", help="task(s) whose prompts are used (default: gsm8k)")
-    p.add_argument("--prompts", type=int, default=2, metavar="P", help="prompts per task (default 2)")
-    p.add_argument("--draws", type=int, default=256, metavar="N", help="draws per prompt and arm (default 256)")
-    p.add_argument("--tokens", type=int, default=8, metavar="L", help="tokens per draw (default 8)")
-    p.add_argument("--temperature", type=float, default=0.7, help="sampling temperature, > 0 (default 0.7)")
-    p.add_argument("--top-p", type=float, default=1.0, help="nucleus sampling (default 1.0: off)")
+    p.add_argument(
+        "--task", action="append", metavar="NAME", help="task(s) whose prompts are used (default: the table, or gsm8k)"
+    )
+    p.add_argument("--prompts", type=int, metavar="P", help="prompts per task (default: the table, or 2)")
+    p.add_argument("--draws", type=int, metavar="N", help="draws per prompt and arm (default: the table, or 256)")
+    p.add_argument("--tokens", type=int, metavar="L", help="tokens per draw (default: the table, or 8)")
+    p.add_argument("--temperature", type=float, help="sampling temperature, > 0 (default: the table, or 0.7)")
+    p.add_argument("--top-p", type=float, help="nucleus sampling (default: the table, or 1.0: off)")
     p.add_argument(
         "--top-k",
         type=int,
-        default=8,
-        help="top-k sampling, 0 = no limit (default 8: a narrow tree, so deeper nodes get tested)",
+        help="top-k sampling, 0 = no limit (default: the table, or 8: a narrow tree, so deeper nodes get tested)",
     )
-    p.add_argument(
-        "--seed", type=int, default=42, help="seed stream of the baseline arm; TARGET uses seed + 1 (default 42)"
-    )
+    p.add_argument("--seed", type=int, help="seed stream of the baseline arm; TARGET uses seed + 1 (default 42)")
     p.add_argument("--alpha", type=float, default=0.05, help="family-wise level, Holm across nodes (default 0.05)")
     p.add_argument(
         "--min-count",
@@ -92,13 +101,12 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:  # t
 
 def run(args: argparse.Namespace) -> int:
     """Draw (or read) both arms, judge, print the verdict, write the report; 0 only for SAME."""
-    import json
-
     from evalsuite.cli.commands import _optional_config, _progress, _say
     from evalsuite.config import load_config
-    from evalsuite.sampling.plan import DrawSettings
+    from evalsuite.sampling.plan import resolve_settings
     from evalsuite.sampling.run import judge_arms, load_arm, prompt_texts, sample_test
     from evalsuite.sampling.verdict import JudgeSettings
+    from evalsuite.serialize import dumps
 
     try:
         judge_settings = JudgeSettings(
@@ -115,16 +123,12 @@ def run(args: argparse.Namespace) -> int:
         if not args.target:
             raise ConfigError("Name a TARGET (or pass --from-runs BASELINE_RUN CANDIDATE_RUN).")
         config = load_config(args.config)
-        settings = DrawSettings(
-            draws=args.draws,
-            prompts=args.prompts,
-            max_tokens=args.tokens,
-            temperature=args.temperature,
-            top_p=args.top_p,
-            top_k=args.top_k,
-            seed=args.seed,
-        )
-        tasks = [n.strip() for arg in (args.task or ["gsm8k"]) for n in arg.split(",") if n.strip()]
+        flags = {k: getattr(args, k) for k in ("prompts", "draws", "tokens", "temperature", "top_p", "top_k", "seed")}
+        flags["tasks"] = [n.strip() for arg in (args.task or []) for n in arg.split(",") if n.strip()] or None
+        base_name = args.baseline or config.target(args.target).baseline
+        resolved = resolve_settings(config, args.target, base_name, flags)
+        settings, tasks = resolved.settings, resolved.tasks
+        say(_settings_line(resolved))
         say(_power_up_front(settings, judge_settings))
         test = sample_test(
             config,
@@ -138,14 +142,18 @@ def run(args: argparse.Namespace) -> int:
             say=say,
             progress=_progress(args),
         )
+        test.verdict.notes.insert(0, _settings_line(resolved))
     print(test.verdict.sentence)
+    speculation = test.candidate.speculation()
+    if speculation:
+        print(speculation)
     for node in sorted(test.verdict.differing, key=lambda n: n.p_adjusted)[:10]:
         print(
             f"  {node.prompt_id} depth {node.depth} after {test.context(node.prefix)!r}: adjusted p "
             f"{node.p_adjusted:.2g}, TV {node.tv:.2f}, over-represented {test.piece(node.over_represented)!r}"
         )
     if args.json:
-        Path(args.json).write_text(json.dumps(test.as_dict(), indent=1, ensure_ascii=False, default=str))
+        Path(args.json).write_text(dumps(test, indent=1, ensure_ascii=False))
     if not args.no_report:
         from evalsuite.report.folder import report_folder
         from evalsuite.report.sampling import write_sampling_report
@@ -155,6 +163,70 @@ def run(args: argparse.Namespace) -> int:
         paths = write_sampling_report(test, folder, created=time.time())
         print(f"report: {paths.markdown}\nreport: {paths.html}")
     return 0 if test.verdict.outcome == "SAME" else 1
+
+
+def eval_sampling(args: argparse.Namespace, config: Config) -> SampleTest:
+    """`eval TARGET --sampling`: the sample test with TARGET's sampling table (or built-in) settings.
+
+    Eval's own flags that change what is sampled (--task, --limit) are not
+    carried over: the sampling tasks are those where the model branches, set
+    in the table, which may differ from the tasks eval grades.
+    """
+    from evalsuite.cli.commands import _progress, _say
+    from evalsuite.sampling.plan import resolve_settings
+    from evalsuite.sampling.run import sample_test
+    from evalsuite.sampling.verdict import JudgeSettings
+
+    say = _say(args)
+    base_name = config.target(args.target).baseline
+    resolved = resolve_settings(config, args.target, base_name, {})
+    say(_settings_line(resolved))
+    test = sample_test(
+        config,
+        args.target,
+        resolved.tasks,
+        resolved.settings,
+        JudgeSettings(),
+        data=args.data,
+        data_path=args.data_path,
+        say=say,
+        progress=_progress(args),
+    )
+    test.verdict.notes.insert(0, _settings_line(resolved))
+    print(test.verdict.sentence)
+    speculation = test.candidate.speculation()
+    if speculation:
+        print(speculation)
+    return test
+
+
+def fold_into_report(test: SampleTest, folder: Path) -> None:
+    """Write the sampling section next to an eval report and append its Markdown to report.md."""
+    from evalsuite.report.sampling import write_sampling_report
+
+    paths = write_sampling_report(test, folder, created=time.time())
+    report = folder / "report.md"
+    if report.exists():
+        section = paths.markdown.read_text(encoding="utf-8")
+        with report.open("a", encoding="utf-8") as fh:
+            fh.write(f"\n{section}\n(Also as [sampling.html](sampling.html) with plots, data in sampling.json.)\n")
+    print(f"report: {paths.html}")
+
+
+def _settings_line(resolved: ResolvedSettings) -> str:
+    """Which settings the draws use and where they came from (flags, a config table, the built-in defaults)."""
+    s = resolved.settings
+    origin = f"[{resolved.source}]" if resolved.source else "built-in defaults"
+    if resolved.flags:
+        origin += ", flags " + ", ".join(
+            "--" + ("task" if k == "tasks" else k).replace("_", "-") for k in resolved.flags
+        )
+    top_k = "off" if not s.top_k else s.top_k
+    return (
+        f"sampling settings ({origin}): tasks {', '.join(resolved.tasks)}, {s.prompts} prompts each, {s.draws} "
+        f"draws of {s.max_tokens} tokens, temperature {s.temperature:g}, top-p {s.top_p:g}, top-k {top_k}, "
+        f"seed streams {s.seed} and {s.seed + 1}"
+    )
 
 
 def _power_up_front(settings: object, judge_settings: object) -> str:
@@ -171,4 +243,4 @@ def _power_up_front(settings: object, judge_settings: object) -> str:
     )
 
 
-__all__ = ["add_parser", "run"]
+__all__ = ["add_parser", "eval_sampling", "fold_into_report", "run"]

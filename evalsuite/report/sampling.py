@@ -7,7 +7,6 @@ Additive to the comparison report: its own templates (`sampling.md.j2`,
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +17,7 @@ from markupsafe import Markup
 from evalsuite.report.render import _env, _static
 from evalsuite.report.svg import PALETTE, Scale, Svg
 from evalsuite.sampling.run import SampleTest
+from evalsuite.serialize import dumps, to_jsonable
 
 TOP_TOKENS = 4  # outcomes shown per node in the table
 TABLE_ROWS = 40
@@ -171,7 +171,5 @@ def write_sampling_report(test: SampleTest, folder: Path, *, created: float) -> 
     paths = SamplingPaths(folder / "sampling.md", folder / "sampling.html", folder / "sampling.json")
     paths.markdown.write_text(md, encoding="utf-8")
     paths.html.write_text(html, encoding="utf-8")
-    paths.json.write_text(
-        json.dumps({"schema": 1, **test.as_dict()}, indent=1, ensure_ascii=False, default=str), encoding="utf-8"
-    )
+    paths.json.write_text(dumps({"schema": 1, **to_jsonable(test)}, indent=1, ensure_ascii=False), encoding="utf-8")
     return paths

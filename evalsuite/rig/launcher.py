@@ -136,10 +136,21 @@ RIG_CONFIGS: dict[str, RigConfig] = {
         ),
         RigConfig(
             "learned-ngram",
-            "the trained model with ngram-simple drafts from its own context",
+            "the trained model with ngram-simple drafts from its own context (3-gram lookup, 4-token drafts)",
             "learned",
             None,
-            ("--spec-type", "ngram-simple", "--spec-draft-n-max", "4"),
+            # ngram-simple ignores --spec-draft-n-max: it drafts its own m-gram (default 48 tokens after a
+            # 12-token match, which sampled draws of a branching model never repeat); 3 and 4 make it draft.
+            (
+                "--spec-type",
+                "ngram-simple",
+                "--spec-draft-n-max",
+                "4",
+                "--spec-ngram-simple-size-n",
+                "3",
+                "--spec-ngram-simple-size-m",
+                "4",
+            ),
             compare_to="learned-baseline",
         ),
         RigConfig(

@@ -68,6 +68,57 @@ class DrawSettings:
                 raise ConfigError(message + ".")
 
 
+DEFAULT_TASKS = ("gsm8k",)
+_KEYS = {"draws": "draws", "prompts": "prompts", "tokens": "max_tokens", "temperature": "temperature"}
+_KEYS |= {"top_p": "top_p", "top_k": "top_k"}
+
+
+@dataclass(frozen=True)
+class ResolvedSettings:
+    """The draw settings and tasks a sample-test uses, and which config table supplied them (None: built-in)."""
+
+    settings: DrawSettings
+    tasks: list[str]
+    source: str | None
+    flags: tuple[str, ...] = ()  # the keys a flag set
+
+
+def resolve_settings(
+    config: Config, target_name: str, baseline_name: str | None, flags: dict[str, Any]
+) -> ResolvedSettings:
+    """Each key from the flags, else `[targets.TARGET.sampling]`, else the baseline's table, else built-in.
+
+    The baseline's table says where its model branches (tasks, temperature);
+    a candidate's table adds what its speculative method needs (an n-gram
+    drafter needs longer draws before its lookups hit).  `flags` maps the
+    table's keys (tasks, prompts, draws, tokens, temperature, top_p, top_k,
+    seed) to a value or None (not given).
+    """
+    tables = []
+    for name in dict.fromkeys(n for n in (target_name, baseline_name) if n is not None):
+        table = config.target(name).sampling
+        if table is not None:
+            tables.append((f"targets.{name}.sampling", table))
+    used: list[str] = []
+
+    def pick(key: str) -> Any:
+        if flags.get(key) is not None:
+            return flags[key]
+        for source, table in tables:
+            if getattr(table, key) is not None:
+                used.append(source)
+                return getattr(table, key)
+        return None
+
+    values = {field: value for key, field in _KEYS.items() if (value := pick(key)) is not None}
+    if flags.get("seed") is not None:
+        values["seed"] = flags["seed"]
+    tasks = pick("tasks") or list(DEFAULT_TASKS)
+    sources = [source for source, _ in tables if source in used]
+    given = tuple(k for k in (*_KEYS, "tasks", "seed") if flags.get(k) is not None)
+    return ResolvedSettings(DrawSettings(**values), list(tasks), " + ".join(sources) or None, given)
+
+
 def draw_seed(stream: int, prompt_id: str, k: int) -> int:
     """The seed of draw k of a prompt in an arm's stream (fits llama.cpp's uint32 seed, never its -1)."""
     digest = hashlib.sha256(f"{stream}/{prompt_id}/{k}".encode()).digest()

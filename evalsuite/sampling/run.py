@@ -16,6 +16,7 @@ from evalsuite.runner import RunOutcome, execute
 from evalsuite.sampling.plan import TASK_SUFFIX, DrawSettings, SeededDraws, plan_draws
 from evalsuite.sampling.tree import END, Draw, build_tree
 from evalsuite.sampling.verdict import JudgeSettings, SamplingVerdict, judge
+from evalsuite.serialize import to_jsonable
 from evalsuite.store import RunStore, open_run
 from evalsuite.tasks.data import DataChoice
 
@@ -65,14 +66,16 @@ class SampleTest:
         text = "".join(self.piece(t) for t in prefix[-last:])
         return ("…" if len(prefix) > last else "") + text
 
-    def as_dict(self) -> dict[str, Any]:
-        out = self.verdict.as_dict()
-        out["baseline"] = {"target": self.baseline.target, "runs": [str(f) for f in self.baseline.folders]}
+    def __json__(self) -> dict[str, Any]:
+        """The verdict, both arms' runs, the candidate's drafted and accepted tokens, and each node's text."""
+        out = to_jsonable(self.verdict)
+        out["baseline"] = {"target": self.baseline.target, "runs": self.baseline.folders}
         out["candidate"] = {
             "target": self.candidate.target,
-            "runs": [str(f) for f in self.candidate.folders],
+            "runs": self.candidate.folders,
             "drafted": self.candidate.drafted,
             "accepted": self.candidate.accepted,
+            "acceptance": self.candidate.accepted / self.candidate.drafted if self.candidate.drafted else None,
         }
         for node in out["nodes"]:
             node["context"] = self.context(node["prefix"])
@@ -107,8 +110,9 @@ def draw_arm(
             outcome = asyncio.run(
                 execute(
                     plan,
-                    engine=engine,
-                    progress=progress(label) if progress else None,  # type: ignore[arg-type]
+                    # SeededDraws wraps an Engine and forwards everything but generate (duck-typed)
+                    engine=engine,  # type: ignore[arg-type]
+                    progress=progress(label) if progress else None,
                     on_warning=lambda w: say(f"warning: {w}"),
                 )
             )

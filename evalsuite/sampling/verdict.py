@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from evalsuite.sampling.nodetest import Method, NodeTest, node_test, total_variation
@@ -86,7 +86,9 @@ class SamplingVerdict:
     def differing(self) -> list[NodeResult]:
         return [n for n in self.nodes if n.p_adjusted < self.settings.alpha]
 
-    def as_dict(self) -> dict[str, Any]:
+    def __json__(self) -> dict[str, Any]:
+        """The verdict and every node as plain data (the serializer turns undefined numbers into null)."""
+
         def node(n: NodeResult) -> dict[str, Any]:
             t = n.test
             return {
@@ -95,12 +97,12 @@ class SamplingVerdict:
                 "outcomes": list(t.outcomes),
                 "baseline": list(t.a),
                 "candidate": list(t.b),
-                "statistic": _finite(t.statistic),
+                "statistic": t.statistic,
                 "df": t.df,
-                "p": _finite(t.p),
-                "p_adjusted": _finite(n.p_adjusted),
-                "tv": _finite(n.tv),
-                "detectable_tv": _finite(n.detectable_tv),
+                "p": t.p,
+                "p_adjusted": n.p_adjusted,
+                "tv": n.tv,
+                "detectable_tv": n.detectable_tv,
                 "over_represented": n.over_represented,
                 "method": t.method,
             }
@@ -110,17 +112,13 @@ class SamplingVerdict:
             "sentence": self.sentence,
             "draws": self.draws,
             "prompts": self.prompts,
-            "detectable_tv": _finite(self.detectable),
+            "detectable_tv": self.detectable,
             "family": self.family,
-            "settings": asdict(self.settings),
+            "settings": self.settings,
             "correction": "holm (step-down Bonferroni)",
             "notes": self.notes,
             "nodes": [node(n) for n in self.nodes],
         }
-
-
-def _finite(x: float) -> float | None:
-    return x if math.isfinite(x) else None
 
 
 def _over_represented(a: Counter[int], b: Counter[int]) -> int:

@@ -4,19 +4,30 @@ from __future__ import annotations
 
 import asyncio
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 from fake_server import FakeServer
+from projects import make_project
 from sampling_sim import ToyModel
 
 from evalsuite.cli import main
+from evalsuite.config import SamplingDefaults, load_config
 from evalsuite.errors import ConfigError, NotComparableError
 from evalsuite.records import Completion, GenerationParams, Sample, SampleResult, TokenTrace
 from evalsuite.report.sampling import write_sampling_report
-from evalsuite.sampling.plan import TASK_SUFFIX, DrawSettings, SeededDraws, draw_params, draw_samples, draw_seed
+from evalsuite.sampling.plan import (
+    TASK_SUFFIX,
+    DrawSettings,
+    SeededDraws,
+    draw_params,
+    draw_samples,
+    draw_seed,
+    resolve_settings,
+)
 from evalsuite.sampling.run import judge_arms, load_arm
 from evalsuite.sampling.verdict import JudgeSettings
 from evalsuite.store import RunStore
@@ -184,6 +195,20 @@ def test_stored_draws_are_retested_and_reported_with_the_differing_nodes(tmp_pat
     assert len(loaded.draws) == 100
 
 
+def test_the_sampling_json_is_standard_json_with_null_for_undefined_numbers(tmp_path: Path) -> None:
+    a = _store(tmp_path / "base", ToyModel("q0"), 200, 42)
+    test = judge_arms(load_arm([a]), load_arm([_store(tmp_path / "again", ToyModel("q0"), 200, 43)]), JudgeSettings())
+    node = test.verdict.nodes[0]
+    test.verdict.nodes[0] = replace(node, detectable_tv=float("inf"), p_adjusted=float("nan"))
+    test.candidate.drafted, test.candidate.accepted = 40, 30
+    text = write_sampling_report(test, tmp_path, created=0.0).json.read_text()
+    data = json.loads(text, parse_constant=lambda c: pytest.fail(f"non-standard JSON constant {c}"))
+    assert (data["nodes"][0]["detectable_tv"], data["nodes"][0]["p_adjusted"]) == (None, None)
+    assert data["settings"] == {**vars(JudgeSettings())}  # the judge settings as a plain table
+    assert data["candidate"]["acceptance"] == 0.75 and data["candidate"]["runs"] == [str(tmp_path / "again")]
+    assert data["nodes"][0]["prefix"] == list(node.prefix) and data["nodes"][0]["context"] is not None
+
+
 def test_arms_drawn_with_other_settings_are_not_compared(tmp_path: Path) -> None:
     a = _store(tmp_path / "a", ToyModel("q0"), 30, 42)
     b = _store(tmp_path / "b", ToyModel("q0"), 30, 43, {"temperature": 0.5})
@@ -212,3 +237,63 @@ def test_stored_draws_are_retested_from_the_command_line(tmp_path: Path, capsys:
     assert main(["sample-test", "--from-runs", str(a), str(b), "--max-tv", "0.01", "--no-report"]) == 1
     assert "TOO FEW DRAWS" in capsys.readouterr().out
     assert main(["sample-test", "--from-runs", str(a), str(tmp_path / "nowhere"), "--no-report"]) == 2
+
+
+def test_the_baselines_sampling_table_supplies_what_the_flags_leave_open(
+    tmp_path: Path, fake_server: FakeServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    table = 'sampling = { tasks = ["echo"], prompts = 1, draws = 3, tokens = 2, temperature = 0.9, top_k = 0 }'
+    config = make_project(tmp_path, fake_server.base_url, target_extra=table)
+    assert main(["sample-test", "spec", "--config", str(config), "--no-report"]) == 1
+    out = capsys.readouterr()
+    assert "[targets.base.sampling]" in out.err and "tasks echo, 1 prompts each, 3 draws of 2 tokens" in out.err
+    assert fake_server.state.total == 6  # 1 prompt x 3 draws x 2 arms, from the table
+    fields = [json.loads((r / "manifest.json").read_text())["fingerprint_fields"]["params"] for r in _runs(config)]
+    assert [(f["temperature"], f["top_k"], f["max_tokens"]) for f in fields] == [(0.9, 0, 2)] * 2
+    assert main(["sample-test", "spec", "--config", str(config), "--draws", "4", "--no-report", "-q"]) == 1
+    assert fake_server.state.total == 8  # a flag overrides one key; the rest still come from the table
+    assert main(["sample-test", "spec", "--config", str(config), "--draws", "4", "--no-report"]) == 1
+    assert "([targets.base.sampling], flags --draws)" in capsys.readouterr().err
+
+
+def test_a_bad_sampling_table_is_refused_naming_the_key(tmp_path: Path, fake_server: FakeServer) -> None:
+    config = make_project(tmp_path, fake_server.base_url, target_extra="sampling = { top_k = 1 }")
+    with pytest.raises(ConfigError, match=r"targets\.base\.sampling\.top_k.*greedy"):
+        load_config(config)
+    config.write_text(config.read_text().replace("top_k = 1", "temprature = 0.9"))
+    with pytest.raises(ConfigError, match="temprature"):
+        load_config(config)
+
+
+def test_settings_resolve_flags_then_target_then_baseline_then_built_in(tmp_path: Path) -> None:
+    config = load_config(
+        make_project(tmp_path, "http://127.0.0.1:9/v1", target_extra='sampling = { tasks = ["echo"], draws = 9 }')
+    )
+    from_baseline = resolve_settings(config, "spec", "base", {"draws": None, "top_k": 0})
+    assert (from_baseline.settings.draws, from_baseline.settings.top_k, from_baseline.tasks) == (9, 0, ["echo"])
+    assert from_baseline.source == "targets.base.sampling"
+    assert from_baseline.settings.temperature == DrawSettings().temperature  # not in the table: built-in
+    built_in = resolve_settings(config, "spec", None, {})
+    assert (built_in.source, built_in.settings, built_in.tasks) == (None, DrawSettings(), ["gsm8k"])
+    config.targets["spec"].sampling = SamplingDefaults(draws=5, tokens=32)
+    layered = resolve_settings(config, "spec", "base", {"tokens": 16})
+    assert (layered.settings.draws, layered.settings.max_tokens, layered.tasks) == (5, 16, ["echo"])  # key by key
+    assert layered.source == "targets.spec.sampling + targets.base.sampling"
+    assert resolve_settings(config, "spec", "spec", {}).source == "targets.spec.sampling"  # self-check: one table
+
+
+def test_eval_with_sampling_folds_the_section_into_its_report(
+    tmp_path: Path, fake_server: FakeServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    table = 'sampling = { tasks = ["echo"], prompts = 1, draws = 3, tokens = 2 }'
+    config = make_project(tmp_path, fake_server.base_url, n=2, target_extra=table)
+    assert main(["eval", "spec", "--config", str(config), "-q"]) == 0  # the greedy comparison alone passes
+    assert main(["eval", "spec", "--config", str(config), "--sampling", "-q"]) == 1  # one answer per seed: TOO FEW
+    out = capsys.readouterr().out
+    assert "TOO FEW DRAWS" in out
+    (report,) = [
+        p for p in (tmp_path / "reports" / "spec").glob("*/report.md") if (p.parent / "sampling.json").exists()
+    ]
+    text = report.read_text()
+    assert "## Lossless under sampling: `spec` vs `base`" in text and "[targets.base.sampling]" in text
+    assert (report.parent / "sampling.html").exists() and len(_runs(config)) == 2

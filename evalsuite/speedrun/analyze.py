@@ -21,9 +21,9 @@ from typing import Any
 
 import numpy as np
 
+from evalsuite.engines import counter_speculation
 from evalsuite.speed.measure import TOKENS_PER_S_DEFINITION
 from evalsuite.speed.robust import mad_outliers, percentiles, ratio_estimate
-from evalsuite.speed.summary import VLLM_ACCEPTED, VLLM_DRAFT_TOKENS, VLLM_DRAFTS
 from evalsuite.speedrun.client import Measurement
 
 VERSION = 1
@@ -74,13 +74,12 @@ def cell_figures(ms: Sequence[Measurement]) -> dict[str, Any]:
     tau = predicted / (predicted - accepted) if drafted > 0 and predicted > accepted else math.nan
     source = "llama.cpp timings" if drafted > 0 else None
     counters = [m.counters for m in ms if m.counters]  # vLLM: deltas over whole steps, outliers included
-    if drafted == 0 and counters:
-        steps = sum(c.get(VLLM_DRAFTS, 0.0) for c in counters)
-        tokens = sum(c.get(VLLM_DRAFT_TOKENS, 0.0) for c in counters)
-        accepted = sum(c.get(VLLM_ACCEPTED, 0.0) for c in counters)
-        acceptance = accepted / tokens if tokens > 0 else math.nan
-        tau = 1.0 + accepted / steps if steps > 0 else math.nan
-        drafted, source = tokens, "vLLM /metrics deltas"
+    counted = [counter_speculation(dict.fromkeys(c, 0.0), c) for c in counters]  # stored as deltas already
+    spec = [c for c in counted if c is not None]
+    if drafted == 0 and spec:
+        total = sum(spec[1:], spec[0])
+        acceptance, tau = total.acceptance_rate, total.mean_accepted_length
+        drafted, source = total.draft_tokens, "vLLM /metrics deltas"
     engine = [(m.tokens_per_s, m.engine_tokens_per_s) for m in kept]
     agree = [c / e for c, e in engine if math.isfinite(c) and math.isfinite(e) and e > 0]
     wall = _wall(kept)

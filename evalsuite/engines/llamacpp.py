@@ -64,7 +64,7 @@ class LlamaCppEngine(Engine):
         if drafted is None or accepted is None:
             return None
         return Speculation(
-            "llama.cpp timings (draft_n, draft_n_accepted)",
+            "llama.cpp timings",
             drafted=int(drafted),
             accepted=int(accepted),
             predicted=int(predicted) if predicted is not None else None,

@@ -58,7 +58,7 @@ class VLLMEngine(Engine):
         if not deltas:
             return None
         return CounterSpeculation(
-            "vLLM /metrics spec_decode counters",
+            "vLLM /metrics deltas",
             deltas.get(DRAFTS, 0.0),
             deltas.get(DRAFT_TOKENS, 0.0),
             deltas.get(ACCEPTED, 0.0),

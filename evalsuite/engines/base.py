@@ -74,6 +74,8 @@ class Engine:
 
     name: str = "openai"
     """The engine's registered name (`engine = "..."` of a target); `make_engine` sets it on each instance."""
+    takes_ignore_eos: ClassVar[bool] = False
+    """Whether the server honours `ignore_eos` (speed runs use it to generate a fixed number of tokens)."""
     PROBE_KEY: ClassVar[str] = "dialect"
     """The key the name is stored under in a run's probe (kept so fingerprints of stored runs stay the same)."""
 

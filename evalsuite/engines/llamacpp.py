@@ -18,6 +18,7 @@ class LlamaCppEngine(Engine):
     """llama-server's OpenAI routes; entries carry token ids, `timings` carry draft counts."""
 
     name = "llamacpp"
+    takes_ignore_eos = True
 
     def extra_fields(self, params: GenerationParams) -> dict[str, Any]:
         # cache_prompt reuses KV from earlier requests, which changes batch shapes and so logits.

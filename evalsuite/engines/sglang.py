@@ -13,6 +13,7 @@ class SGLangEngine(Engine):
     """SGLang's OpenAI server; speculative decoding shows only as each response's mean accepted length."""
 
     name = "sglang"
+    takes_ignore_eos = True
 
     def extra_fields(self, params: GenerationParams) -> dict[str, Any]:
         return {"top_k": params.top_k} if params.top_k is not None else {}

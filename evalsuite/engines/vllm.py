@@ -34,6 +34,7 @@ class VLLMEngine(Engine):
     """vLLM's OpenAI server; acceptance comes from counter deltas around a run."""
 
     name = "vllm"
+    takes_ignore_eos = True
 
     def extra_fields(self, params: GenerationParams) -> dict[str, Any]:
         fields: dict[str, Any] = {"return_token_ids": True}

@@ -23,9 +23,6 @@ from evalsuite.records import GenerationParams, Sample
 from evalsuite.speedrun.client import Measurement, measure
 from evalsuite.speedrun.workload import PromptMaker, ServerInfo, Tokenizer, cap_lengths, server_info
 
-IGNORE_EOS_ENGINES = ("llamacpp", "vllm", "sglang")
-"""Engines that take `ignore_eos`, so a fixed output length can be asked for."""
-
 
 @dataclass(frozen=True)
 class SpeedPlan:
@@ -78,7 +75,7 @@ def _body(arm: ArmEndpoint, text: str, plan: SpeedPlan, fixed: bool) -> dict[str
     params = GenerationParams(max_tokens=plan.output_tokens, top_logprobs=0)
     sample = Sample("speed", "speed", ({"role": "user", "content": text},), None)
     body = arm.engine.request_body(sample, params)
-    if fixed and arm.engine.name in IGNORE_EOS_ENGINES:
+    if fixed and arm.engine.takes_ignore_eos:
         body["ignore_eos"] = True
     return body
 
@@ -164,7 +161,7 @@ async def run_speed(
             f"so more concurrent requests would only queue"
         )
     sweep = max([n for n in lengths if n <= plan.sweep_length] or lengths[:1])
-    if any(a.engine.name not in IGNORE_EOS_ENGINES for a in arms):
+    if not all(a.engine.takes_ignore_eos for a in arms):
         notes.append("an engine here takes no ignore_eos: outputs stop where the model stops, not at a fixed length")
     base = arms[0]
     async with httpx.AsyncClient(

@@ -113,6 +113,11 @@ def test_builtin_engines_and_graders_come_from_the_same_entry_points() -> None:
     assert {"math", "gsm8k", "gsm8k_lmeval", "code", "lmeval"} <= set(grader_names())
     assert plugins.registered(plugins.ENGINES)["llamacpp"] == "evalsuite.engines.llamacpp:LlamaCppEngine"
     assert {"livecodebench", "humaneval"} <= set(plugins.names(plugins.TASK_ADAPTERS))
+    assert [n for n in ("openai", "llamacpp", "vllm", "sglang") if engine_class(n).takes_ignore_eos] == [
+        "llamacpp",
+        "vllm",
+        "sglang",
+    ]
 
 
 def test_unknown_names_are_refused_naming_the_known_ones(tmp_path: Path) -> None:

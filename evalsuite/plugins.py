@@ -72,9 +72,15 @@ def load(group: str, name: str, kind: str) -> Any:
             f"Unknown {kind} '{name}'. Known {kind}s: {known} (the {group} entry-point group). A package adds "
             "one in its pyproject.toml; after editing that file, reinstall it (pip install -e .)."
         )
-    try:
-        return entry.load()
-    except Exception as exc:  # noqa: BLE001 - a broken plugin must be a sentence, not a traceback
-        raise PluginError(
-            f"The {kind} '{name}' ({entry.value}) cannot be loaded: {type(exc).__name__}: {exc}."
-        ) from None
+    key = (group, name, entry.value)
+    if key not in _loaded:  # speed figures look engines up once per stored request
+        try:
+            _loaded[key] = entry.load()
+        except Exception as exc:  # noqa: BLE001 - a broken plugin must be a sentence, not a traceback
+            raise PluginError(
+                f"The {kind} '{name}' ({entry.value}) cannot be loaded: {type(exc).__name__}: {exc}."
+            ) from None
+    return _loaded[key]
+
+
+_loaded: dict[tuple[str, str, str], Any] = {}

@@ -10,6 +10,7 @@ subclass, and one entry-point line.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import lru_cache
 from typing import Any
 
 from evalsuite import plugins
@@ -46,17 +47,23 @@ def make_engine(target: TargetConfig, *, base_url: str | None = None) -> Engine:
     return engine
 
 
-def _classes(engine: str | None) -> list[type[Engine]]:
+def _classes(engine: str | None) -> tuple[type[Engine], ...]:
     """The named engine's class, or every registered one (for records that do not say which engine wrote them)."""
     if engine is not None:
-        return [engine_class(engine)]
+        return (engine_class(engine),)
+    return _every_class(tuple(engine_names()))
+
+
+@lru_cache(maxsize=8)
+def _every_class(names: tuple[str, ...]) -> tuple[type[Engine], ...]:
+    """The registered classes, loaded once per set of names (speed figures ask once per stored request)."""
     found = []
-    for name in engine_names():
+    for name in names:
         try:
             found.append(engine_class(name))
         except ConfigError:
             continue  # a broken outside plugin cannot read anything; the others still can
-    return found
+    return tuple(found)
 
 
 def request_speculation(completion: Completion, engine: str | None = None) -> Speculation | None:

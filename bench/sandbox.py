@@ -6,7 +6,7 @@ times, first one at a time and then through `Sandbox.map` with one worker per
 CPU, in the same process.  Prints executions per second for both and their
 ratio, plus the cost of an empty program (the sandbox's fixed overhead).
 Then the cost of judging one large functional reply (`--elements`, default
-300,000 integers): refused from its length header by the judge's cap, parsed
+300,000 integers): refused from its length header by the checker's cap, parsed
 in full as tagged JSON (a reply under the cap), and the previous path
 (`ast.literal_eval` of the value's repr) as the reference.
 

@@ -1,7 +1,8 @@
 """The project config (`evalsuite.toml`): targets, their baselines, and run defaults.
 
-A target is one endpoint configuration: where it is, which engine dialect it
-speaks, and which target is its baseline.  API keys are named by environment
+A target is one endpoint configuration: where it is, which engine serves it
+(a name registered in the `evalsuite.engines` entry-point group), and which
+target is its baseline.  API keys are named by environment
 variable only; the key itself never enters a config, a run or a report.
 """
 
@@ -15,10 +16,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 
+from evalsuite import plugins
 from evalsuite.errors import ConfigError, format_validation_error, reading
 from evalsuite.records import GenerationParams
-
-Engine = Literal["llamacpp", "vllm", "sglang", "openai"]
 
 
 class ServeConfig(BaseModel):
@@ -84,7 +84,7 @@ class TargetConfig(BaseModel):
     name: str = ""
     base_url: str | None = Field(None, description="OpenAI-compatible root, e.g. http://127.0.0.1:8080/v1")
     model: str | None = None
-    engine: Engine = "openai"
+    engine: str = Field("openai", description="engine name from the evalsuite.engines entry points")
     api: Literal["chat", "completions"] = "chat"
     api_key_env: str | None = None
     extra: dict[str, Any] = Field(default_factory=dict, description="extra JSON fields sent with every request")
@@ -106,6 +106,16 @@ class TargetConfig(BaseModel):
     )
     description: str = ""
     sampling: SamplingDefaults | None = Field(None, description="sample-test settings for this target's model")
+
+    @field_validator("engine")
+    @classmethod
+    def _registered_engine(cls, value: str) -> str:
+        """The engine list is whatever installed packages register, so a plugin's engine is valid too."""
+        known = plugins.names(plugins.ENGINES)
+        if value not in known:
+            listed = ", ".join(map(repr, known)) or "none (reinstall evalsuite: pip install -e .)"
+            raise ValueError(f"is not a registered engine; known engines: {listed}")
+        return value
 
     @model_validator(mode="after")
     def _has_endpoint(self) -> TargetConfig:
@@ -189,7 +199,7 @@ _NOT_GENERATION = frozenset({"runs_dir", "reports_dir", "tasks", "data", "repeat
 
 class Config(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    defaults: Defaults = Field(default_factory=Defaults)
+    defaults: Defaults = Field(default_factory=lambda: Defaults.model_validate({}))
     targets: dict[str, TargetConfig] = Field(default_factory=dict)
     _path: Path | None = PrivateAttr(None)
 

@@ -1,9 +1,12 @@
 """The one async contract every engine adapter implements, over OpenAI-style routes.
 
 `Engine.generate(sample, params) -> Completion` is all the runner needs.
-Dialects differ only in the extra request fields they take, what they report
-about themselves (`probe`) and where their speculative counters live
-(`run_stats`), so they subclass this and override those three things.
+Engines differ only in the extra request fields they take, what they report
+about themselves (`probe`), and how they report speculative decoding: per
+request (`request_speculation`) or as server counters read around a session
+(`run_stats`, `counter_speculation`).  Each subclasses this and overrides
+those; a new engine is one module with one subclass, registered in the
+`evalsuite.engines` entry-point group (see `evalsuite.engines`).
 """
 
 from __future__ import annotations
@@ -11,7 +14,8 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, ClassVar
 
 import httpx
 
@@ -21,6 +25,7 @@ from evalsuite.engines.body import ACCEPT_ENCODING, iter_lines, read_body, read_
 from evalsuite.engines.identity import IdentityWatch
 from evalsuite.engines.parse import completion_from_chat
 from evalsuite.engines.retry import RequestFailed, parse_retry_after
+from evalsuite.engines.speculation import CounterSpeculation, Speculation
 from evalsuite.engines.stream import merge_chunks, read_events
 from evalsuite.engines.validate import Malformed, ResponseSchema
 from evalsuite.records import Completion, GenerationParams, Sample
@@ -29,8 +34,8 @@ PROBE_CAP = 16 * 2**20  # /models, /props, /metrics: small documents
 PROBE_TIMEOUT_S = 10.0
 
 
-def classify(exc: Exception) -> RequestFailed:
-    """Map a transport or parsing exception to a failure kind the retry policy understands."""
+def request_failure(exc: Exception) -> RequestFailed:
+    """The request failure a transport or parsing exception is, of a kind the retry policy understands."""
     if isinstance(exc, RequestFailed):
         return exc
     if isinstance(exc, (httpx.TimeoutException, TimeoutError)):
@@ -67,7 +72,12 @@ class Engine:
     typed models.
     """
 
-    dialect = "openai"
+    name: str = "openai"
+    """The engine's registered name (`engine = "..."` of a target); `make_engine` sets it on each instance."""
+    takes_ignore_eos: ClassVar[bool] = False
+    """Whether the server honours `ignore_eos` (speed runs use it to generate a fixed number of tokens)."""
+    PROBE_KEY: ClassVar[str] = "dialect"
+    """The key the name is stored under in a run's probe (kept so fingerprints of stored runs stay the same)."""
 
     def __init__(self, target: TargetConfig, *, base_url: str | None = None):
         self.target = target
@@ -144,8 +154,8 @@ class Engine:
             raise RequestFailed(
                 "timeout", f"no complete response within timeout_s = {self.target.timeout_s:g} s"
             ) from None
-        except Exception as exc:  # classify() re-raises anything that is not a request failure
-            raise classify(exc) from exc
+        except Exception as exc:  # request_failure() re-raises anything that is not a request failure
+            raise request_failure(exc) from exc
         completion = self.accept(data, params, latency_s=time.perf_counter() - start, ttft_s=ttft)
         self.identity.check(data)
         return completion
@@ -186,12 +196,12 @@ class Engine:
 
     async def probe(self) -> dict[str, Any]:
         """What this endpoint says about itself, for the run's provenance and fingerprint."""
-        info: dict[str, Any] = {"dialect": self.dialect, "base_url": self.base_url}
+        info: dict[str, Any] = {self.PROBE_KEY: self.name, "base_url": self.base_url}
         models = await self._get_json(f"{self.base_url}/models")
         if isinstance(models, dict):
             ids = [m.get("id") for m in models.get("data", []) if isinstance(m, dict)]
             info["models"] = ids
-            if not self.model and ids:
+            if not self.model and ids and isinstance(ids[0], str):
                 self.model = ids[0]
         info["model"] = self.model
         return info
@@ -199,6 +209,16 @@ class Engine:
     async def run_stats(self) -> dict[str, float]:
         """Engine counters (e.g. speculative acceptance) read once before and after a run."""
         return {}
+
+    @classmethod
+    def request_speculation(cls, completion: Completion) -> Speculation | None:
+        """This engine's drafting statistics for one stored request; None when it reports none per request."""
+        return None
+
+    @classmethod
+    def counter_speculation(cls, before: Mapping[str, Any], after: Mapping[str, Any]) -> CounterSpeculation | None:
+        """Drafting between two `run_stats()` readings; None when this engine keeps no such counters."""
+        return None
 
     async def _get_json(self, url: str) -> Any:
         text = await self._get_text(url)

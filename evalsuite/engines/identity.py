@@ -3,7 +3,7 @@
 A restarted server, or a proxy that routes to a different model, keeps
 answering 200 while the run quietly starts measuring something else.  Every
 response states who answered (`model`, and `system_fingerprint` where the
-dialect gives one: llama.cpp's build, OpenAI's backend configuration); the
+engine gives one: llama.cpp's build, OpenAI's backend configuration); the
 first one seen (or the one stored by an earlier session of the same run) is
 the run's identity, and any response that names another stops the run.
 """

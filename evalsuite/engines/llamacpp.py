@@ -1,4 +1,4 @@
-"""llama.cpp `llama-server`: deterministic request fields, /props provenance, slot warning."""
+"""llama.cpp `llama-server`: deterministic request fields, /props provenance, slot warning, draft counts."""
 
 from __future__ import annotations
 
@@ -6,7 +6,8 @@ import logging
 from typing import Any
 
 from evalsuite.engines.base import Engine
-from evalsuite.records import GenerationParams
+from evalsuite.engines.speculation import Speculation, number
+from evalsuite.records import Completion, GenerationParams
 
 log = logging.getLogger(__name__)
 
@@ -16,7 +17,8 @@ _PROVENANCE_PARAMS = ("speculative", "n_ctx", "samplers")
 class LlamaCppEngine(Engine):
     """llama-server's OpenAI routes; entries carry token ids, `timings` carry draft counts."""
 
-    dialect = "llamacpp"
+    name = "llamacpp"
+    takes_ignore_eos = True
 
     def extra_fields(self, params: GenerationParams) -> dict[str, Any]:
         # cache_prompt reuses KV from earlier requests, which changes batch shapes and so logits.
@@ -50,6 +52,24 @@ class LlamaCppEngine(Engine):
                 if type(n_vocab) is int and n_vocab > 0:
                     self.vocab_size = n_vocab
         return info
+
+    @classmethod
+    def request_speculation(cls, completion: Completion) -> Speculation | None:
+        """`timings.draft_n` / `draft_n_accepted` over `predicted_n` tokens, as llama-server reports each request."""
+        t = completion.timings
+        drafted, accepted, predicted = (
+            number(t.get("draft_n")),
+            number(t.get("draft_n_accepted")),
+            number(t.get("predicted_n")),
+        )
+        if drafted is None or accepted is None:
+            return None
+        return Speculation(
+            "llama.cpp timings",
+            drafted=int(drafted),
+            accepted=int(accepted),
+            predicted=int(predicted) if predicted is not None else None,
+        )
 
 
 def _short_hash(text: str) -> str:

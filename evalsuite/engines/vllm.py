@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from evalsuite.engines.base import Engine
+from evalsuite.engines.speculation import CounterSpeculation, number
 from evalsuite.records import GenerationParams
 
-_SPEC_COUNTERS = (
-    "vllm:spec_decode_num_drafts",
-    "vllm:spec_decode_num_draft_tokens",
-    "vllm:spec_decode_num_accepted_tokens",
-)
+DRAFTS = "vllm:spec_decode_num_drafts"
+DRAFT_TOKENS = "vllm:spec_decode_num_draft_tokens"
+ACCEPTED = "vllm:spec_decode_num_accepted_tokens"
+_SPEC_COUNTERS = (DRAFTS, DRAFT_TOKENS, ACCEPTED)
 _SAMPLE = re.compile(r"^(?P<name>[a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{[^}]*\})?\s+(?P<value>[-+0-9.eE]+|NaN)$")
 
 
@@ -32,7 +33,8 @@ def parse_counters(text: str, names: tuple[str, ...] = _SPEC_COUNTERS) -> dict[s
 class VLLMEngine(Engine):
     """vLLM's OpenAI server; acceptance comes from counter deltas around a run."""
 
-    dialect = "vllm"
+    name = "vllm"
+    takes_ignore_eos = True
 
     def extra_fields(self, params: GenerationParams) -> dict[str, Any]:
         fields: dict[str, Any] = {"return_token_ids": True}
@@ -45,3 +47,20 @@ class VLLMEngine(Engine):
     async def run_stats(self) -> dict[str, float]:
         text = await self._get_text(f"{self.server_root}/metrics")
         return parse_counters(text) if text is not None else {}
+
+    @classmethod
+    def counter_speculation(cls, before: Mapping[str, Any], after: Mapping[str, Any]) -> CounterSpeculation | None:
+        """After minus before of the spec_decode counters (a counter reset counts as zero, not negative)."""
+        deltas: dict[str, float] = {}
+        for counter in _SPEC_COUNTERS:
+            start, end = number(before.get(counter)), number(after.get(counter))
+            if start is not None and end is not None:
+                deltas[counter] = max(0.0, end - start)
+        if not deltas:
+            return None
+        return CounterSpeculation(
+            "vLLM /metrics deltas",
+            deltas.get(DRAFTS, 0.0),
+            deltas.get(DRAFT_TOKENS, 0.0),
+            deltas.get(ACCEPTED, 0.0),
+        )

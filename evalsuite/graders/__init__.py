@@ -1,17 +1,24 @@
 """Graders: turn a completion's text into a Grade (correct / incorrect / ungraded).
 
-Each grader is named in a task spec (`grader.name`) and looked up here.  A
-grader scores a whole batch so it can choose its own parallelism (worker
-processes for math, the sandbox pool for code).
+Each grader is named in a task spec (`grader.name`) and found by that name
+in the `evalsuite.graders` entry-point group (`evalsuite.plugins`), where an
+outside package registers its own grader class the same way evalsuite does:
+
+    [project.entry-points."evalsuite.graders"]
+    mygrader = "mypackage.grading:MyGrader"
+
+The class is called with `extraction=[...]` and the spec's options as keyword
+arguments, and must satisfy `Grader`.  A grader scores a whole batch so it can
+choose its own parallelism (worker processes for math, the sandbox pool for code).
 """
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from evalsuite import plugins
 from evalsuite.errors import ConfigError
 from evalsuite.records import Grade, Sample
 from evalsuite.tasks.spec import GraderSpec
@@ -37,20 +44,16 @@ class Grader(Protocol):
         ...
 
 
-_REGISTRY: dict[str, str] = {
-    "math": "evalsuite.graders.math:MathGrader",
-    "gsm8k": "evalsuite.graders.gsm8k:GSM8KGrader",
-    "gsm8k_lmeval": "evalsuite.graders.gsm8k:LMEvalGSM8KGrader",
-    "code": "evalsuite.graders.code:CodeGrader",
-    "lmeval": "evalsuite.lmeval.grader:LMEvalGrader",
-}
+def grader_names() -> list[str]:
+    """The graders every installed package registers, by name."""
+    return plugins.names(plugins.GRADERS)
 
 
 def get_grader(spec: GraderSpec) -> Grader:
     """Instantiate the grader a task spec names, with its extraction pipeline and options."""
-    target = _REGISTRY.get(spec.name)
-    if target is None:
-        raise ConfigError(f"Unknown grader '{spec.name}'. Known graders: {', '.join(sorted(_REGISTRY))}.")
-    module_name, cls_name = target.split(":")
-    cls = getattr(importlib.import_module(module_name), cls_name)
-    return cls(extraction=list(spec.extraction), **spec.options)
+    try:
+        cls = plugins.load(plugins.GRADERS, spec.name, "grader")
+    except plugins.PluginError as exc:
+        raise ConfigError(str(exc)) from None
+    grader: Grader = cls(extraction=list(spec.extraction), **spec.options)
+    return grader

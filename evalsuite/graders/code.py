@@ -2,7 +2,7 @@
 
 The grader knows no dataset: the task's adapter, named in each sample's
 reference, turns that reference into `CodeTests` (see
-evalsuite/tasks/adapters.py and evalsuite/sandbox/cases.py), and the judge
+evalsuite/tasks/adapters.py and evalsuite/sandbox/cases.py), and the checker
 runs them.  A completion is correct when every test passes (pass@1 for one
 sample).  Per-test outcomes go into `Grade.details`: passed, wrong_answer,
 time_limit, memory_limit, runtime_error, or no_code when nothing could be
@@ -24,7 +24,8 @@ from evalsuite.errors import ConfigError, DatasetError
 from evalsuite.graders import GradeInput
 from evalsuite.records import Grade
 from evalsuite.sandbox import Limits, Sandbox
-from evalsuite.sandbox.judge import Comparison, Judge, SandboxFailure, TestOutcome
+from evalsuite.sandbox.checker import Checker, OutputMatcher, SandboxFailure, TestOutcome
+from evalsuite.serialize import to_jsonable
 from evalsuite.tasks.adapters import code_tests
 
 VERSION = "1"
@@ -105,11 +106,11 @@ class CodeGrader:
             self._sandbox = Sandbox(limits=limits)
         return self._sandbox
 
-    def judge(self) -> Judge:
-        return Judge(
+    def checker(self) -> Checker:
+        return Checker(
             self.sandbox,
             timeout_s=float(self._options.get("timeout_s", 6.0)),
-            comparison=Comparison(self._options.get("float_tolerance")),
+            matcher=OutputMatcher(self._options.get("float_tolerance")),
             stop_on_first_failure=self._options.get("stop_on_first_failure", True),
         )
 
@@ -122,15 +123,15 @@ class CodeGrader:
         return None, None
 
     def grade_batch(self, items: Sequence[GradeInput], *, workers: int | None = None) -> list[Grade]:
-        """Grade items in parallel, one judge thread per worker (each runs its tests in the sandbox)."""
+        """Grade items in parallel, one checker thread per worker (each runs its tests in the sandbox)."""
         if not items:
             return []
-        judge = self.judge()
+        checker = self.checker()
         workers = max(1, min(workers or os.cpu_count() or 1, len(items)))
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="code-grader") as pool:
-            return list(pool.map(lambda item: self._grade_one(judge, item), items))
+            return list(pool.map(lambda item: self._grade_one(checker, item), items))
 
-    def _grade_one(self, judge: Judge, item: GradeInput) -> Grade:
+    def _grade_one(self, checker: Checker, item: GradeInput) -> Grade:
         sid = item.sample.id
         try:
             tests = code_tests(item.sample.reference, where=f"sample {sid}")
@@ -144,23 +145,23 @@ class CodeGrader:
             details = {**base, "outcome": "no_code", "tests": [], "n_passed": 0}
             return Grade(sid, "incorrect", "", "no fenced code block in the completion", 0.0, details)
         try:
-            outcomes = judge.run(code, tests)
+            outcomes = checker.run(code, tests)
         except SandboxFailure as exc:
             return Grade(sid, "ungraded", code, str(exc), 0.0, base)
         except Exception as exc:  # noqa: BLE001 - one program must never fail the grading of a run
             return Grade(
-                sid, "ungraded", code, f"the judge failed on this program: {type(exc).__name__}: {exc}", 0.0, base
+                sid, "ungraded", code, f"the checker failed on this program: {type(exc).__name__}: {exc}", 0.0, base
             )
-        return self._verdict(sid, code, outcomes, base)
+        return self._grade_from_outcomes(sid, code, outcomes, base)
 
-    def _verdict(self, sid: str, code: str, outcomes: list[TestOutcome], base: dict[str, Any]) -> Grade:
+    def _grade_from_outcomes(self, sid: str, code: str, outcomes: list[TestOutcome], base: dict[str, Any]) -> Grade:
         n_passed = sum(o.outcome == "passed" for o in outcomes)
         first_bad = next((o for o in outcomes if o.outcome != "passed"), None)
         details = {
             **base,
             "outcome": first_bad.outcome if first_bad else "passed",
             "n_passed": n_passed,
-            "tests": [o.as_dict() for o in outcomes],
+            "tests": to_jsonable(outcomes),
             "sandbox": {k: v for k, v in self.sandbox.describe().items() if k in ("isolation", "network", "memory")},
         }
         if first_bad is None and n_passed == base["n_tests"]:

@@ -45,7 +45,7 @@ _LATEX = [LatexExtractionConfig(boxed_match_priority=0)]
 
 
 @dataclass(frozen=True)
-class Verdict:
+class Equivalence:
     """Equal or not, and the evidence: a one-line reason plus parsed forms."""
 
     equal: bool
@@ -149,7 +149,7 @@ def _words(s: str) -> str:
 @lru_cache(maxsize=4096)
 def parse_boxed(answer: str) -> tuple[Any, ...]:
     """math-verify's parse of `\\boxed{answer}` (sympy objects first, then string fallbacks)."""
-    return tuple(parse(f"\\boxed{{{answer}}}", extraction_config=_LATEX, parsing_timeout=None))  # type: ignore[arg-type]
+    return tuple(parse(f"\\boxed{{{answer}}}", extraction_config=_LATEX, parsing_timeout=None))
 
 
 def _math(parsed: tuple[Any, ...]) -> Any | None:
@@ -170,7 +170,9 @@ def _show(obj: Any) -> str:
     return text if len(text) <= 200 else text[:197] + "..."
 
 
-def judge(gold: str, pred: str, *, joined: str | None = None, approx: bool = False, precision: bool = False) -> Verdict:
+def check_equivalence(
+    gold: str, pred: str, *, joined: str | None = None, approx: bool = False, precision: bool = False
+) -> Equivalence:
     """Whether `pred` is equivalent to the reference `gold` (gold first: order matters).
 
     `joined` is the prediction with all its trailing adjacent boxed answers
@@ -181,9 +183,9 @@ def judge(gold: str, pred: str, *, joined: str | None = None, approx: bool = Fal
     """
     g, p = normalize(gold), normalize(pred)
     if not g:
-        return Verdict(False, "the reference answer is empty")
+        return Equivalence(False, "the reference answer is empty")
     if _compact(g) == _compact(p):
-        return Verdict(True, "identical after normalisation")
+        return Equivalence(True, "identical after normalisation")
 
     choice = _CHOICE_GOLD.match(g)
     if choice:
@@ -191,13 +193,15 @@ def judge(gold: str, pred: str, *, joined: str | None = None, approx: bool = Fal
         # "(B)" alone, or "(B)" followed by the option's text: "\\text{(B)} 3(1 + r/10)^x = 7".
         got = _CHOICE.match(reduce_answer(p)) or _CHOICE.match(p) or _CHOICE_PREFIX.match(p)
         if got is None:
-            return Verdict(False, f"the reference is choice ({letter}); the prediction is not a choice letter")
+            return Equivalence(False, f"the reference is choice ({letter}); the prediction is not a choice letter")
         same = got.group(1).upper() == letter
-        return Verdict(same, f"choice letters {'equal' if same else 'differ'}: ({letter}) vs ({got.group(1).upper()})")
+        return Equivalence(
+            same, f"choice letters {'equal' if same else 'differ'}: ({letter}) vs ({got.group(1).upper()})"
+        )
 
     if _WORD_GOLD.match(g):
         same = _words(g) == _words(p)
-        return Verdict(same, f"word answer {'equal' if same else 'differs'}: '{_words(g)}' vs '{_words(p)}'")
+        return Equivalence(same, f"word answer {'equal' if same else 'differs'}: '{_words(g)}' vs '{_words(p)}'")
 
     base = _BASE.fullmatch(g)
     if base:
@@ -205,29 +209,29 @@ def judge(gold: str, pred: str, *, joined: str | None = None, approx: bool = Fal
         digits, radix = base.group(1).upper(), base.group(2)
         p_digits = got.group(1).upper() if got else re.sub(r"\\text\{[^{}]*\}|\s", "", p).upper()
         same = p_digits == digits and (got is None or got.group(2) == radix)
-        return Verdict(same, f"base-{radix} numerals {'equal' if same else 'differ'}: {digits} vs {p_digits}")
+        return Equivalence(same, f"base-{radix} numerals {'equal' if same else 'differ'}: {digits} vs {p_digits}")
 
     g, p = reduce_answer(g), reduce_answer(p)
     if _compact(g) == _compact(p):
-        return Verdict(True, "identical after removing words and units")
+        return Equivalence(True, "identical after removing words and units")
     g_int, p_int = _integer(g), _integer(p)
     if g_int is not None and p_int is not None:
-        return Verdict(g_int == p_int, f"integers {'equal' if g_int == p_int else 'differ'}: {g_int} vs {p_int}")
+        return Equivalence(g_int == p_int, f"integers {'equal' if g_int == p_int else 'differ'}: {g_int} vs {p_int}")
     g_q, p_q = _rational(g), _rational(p)
     if g_q is not None and p_q is not None:
         if g_q[0] == p_q[0]:
-            return Verdict(True, f"numbers equal: {g_q[0]}")
+            return Equivalence(True, f"numbers equal: {g_q[0]}")
         if not (g_q[1] or p_q[1]):  # a decimal may be a rounding: math-verify's rules decide those
-            return Verdict(False, f"numbers differ: {g_q[0]} vs {p_q[0]}")
+            return Equivalence(False, f"numbers differ: {g_q[0]} vs {p_q[0]}")
     if (g_q is None) != (p_q is None):
         other = _shape(p if g_q is not None else g)
         if other is not None:
-            return Verdict(False, f"a number against {other}")
+            return Equivalence(False, f"a number against {other}")
 
     g_parsed = parse_boxed(g)
     g_math = _math(g_parsed)
     if g_math is None:
-        return Verdict(False, "the reference did not parse as math and the strings differ")
+        return Equivalence(False, "the reference did not parse as math and the strings differ")
     p_parsed = parse_boxed(p)
     p_math = _math(p_parsed)
     details: dict[str, Any] = {"gold_parsed": _show(g_math), "pred_parsed": _show(p_math)}
@@ -248,10 +252,10 @@ def judge(gold: str, pred: str, *, joined: str | None = None, approx: bool = Fal
     if p_math is None:
         why = lenient.as_set(g_math, p, None, lambda s: _math(parse_boxed(s)))
         if why is not None:
-            return Verdict(True, why, {**details, "rule": "as_set"})
-        return Verdict(False, "the prediction did not parse as math", details)
+            return Equivalence(True, why, {**details, "rule": "as_set"})
+        return Equivalence(False, "the prediction did not parse as math", details)
     if need > 1 and have < need:
-        return Verdict(False, f"the reference has {need} answers; the prediction gives {have}", details)
+        return Equivalence(False, f"the reference has {need} answers; the prediction gives {have}", details)
 
     # math-verify reads "%" and degrees leniently (25% = 25); numeric evaluation would not.
     fast = None if re.search(r"%|\\circ", g + p) else numeric_equal_any(g_math, p_math)
@@ -265,15 +269,15 @@ def judge(gold: str, pred: str, *, joined: str | None = None, approx: bool = Fal
         why = _lenient(g, g_math, p, p_math, approx=approx, precision=precision)
         if why is not None:
             details["rule"] = why.split(":", 1)[0]
-            return Verdict(True, why, details)
-    return Verdict(same, reason, details)
+            return Equivalence(True, why, details)
+    return Equivalence(same, reason, details)
 
 
 def _lenient(g: str, g_math: Any, p: str, p_math: Any, *, approx: bool, precision: bool) -> str | None:
     """The first `lenient` rule that accepts the pair, as its reason (see that module)."""
 
     def parts_equal(gold_part: str, pred_part: str) -> bool:
-        return judge(gold_part, pred_part).equal
+        return check_equivalence(gold_part, pred_part).equal
 
     def parse_math(s: str) -> Any:
         return _math(parse_boxed(s))

@@ -22,7 +22,7 @@ from evalsuite.graders import GradeInput
 from evalsuite.graders.extract import STEPS, format_number, miss_reason, parse_number, resolve_steps
 from evalsuite.graders.options import check_options
 from evalsuite.graders.prose import strip_thinking
-from evalsuite.records import Grade
+from evalsuite.records import Grade, GradeStatus
 
 _REFERENCE_LINE = re.compile(r"####\s*([^\n]*)")
 _BARE_NUMBER = re.compile(r"\s*-?\$?[\d,]*\.?\d+\s*")
@@ -120,7 +120,7 @@ def _gsm8k_task() -> tuple[Any, str]:
     from evalsuite.lmeval.grader import scoring_task
     from evalsuite.lmeval.select import LMEvalOptions, leaves
 
-    [leaf] = leaves(LMEvalOptions(task="gsm8k", num_fewshot=0), Path.cwd())
+    [leaf] = leaves(LMEvalOptions.model_validate({"task": "gsm8k", "num_fewshot": 0}), Path.cwd())
     task_version = (leaf.config.get("metadata") or {}).get("version")
     return scoring_task(leaf, [{"question": "", "answer": ""}]), f"lm-eval-{version()}-gsm8k-v{task_version}"
 
@@ -162,9 +162,9 @@ class LMEvalGSM8KGrader:
         if extracted is None:
             reason = f"{self.filters[0]}: no match ({LMEVAL_FALLBACK})"
         else:
-            verdict = "equal" if first["correct"] else "not equal"
-            reason = f"{self.filters[0]}: {verdict} to the reference after lm-eval's exact_match normalisation"
-        status = "correct" if first["correct"] else "incorrect"
+            relation = "equal" if first["correct"] else "not equal"
+            reason = f"{self.filters[0]}: {relation} to the reference after lm-eval's exact_match normalisation"
+        status: GradeStatus = "correct" if first["correct"] else "incorrect"
         return Grade(item.sample.id, status, extracted, reason, 1.0 if first["correct"] else 0.0, details)
 
     def grade_batch(self, items: Sequence[GradeInput], *, workers: int | None = None) -> list[Grade]:

@@ -1,7 +1,7 @@
 """MATH / MATH-500 grader: extract the final answer, compare it with the reference.
 
 Extraction is the spec's named pipeline (default: the last `\\boxed{}`, then
-"the final answer is ..."); equivalence is `equiv.judge` (math-verify with
+"the final answer is ..."); equivalence is `equiv.check_equivalence` (math-verify with
 guards).  Every sample is graded in a worker process under a deadline, so a
 pathological expression marks that one sample `ungraded` and the run goes on;
 this also keeps math-verify's signal-based machinery out of the caller's
@@ -20,7 +20,7 @@ from evalsuite.graders.extract import miss_reason, resolve_steps, run_pipeline
 from evalsuite.graders.options import check_options
 from evalsuite.graders.pool import Failure, GradingTimeout, run_isolated, soft_deadline
 from evalsuite.graders.prose import approximate_cue, strip_thinking
-from evalsuite.records import Grade
+from evalsuite.records import Grade, GradeStatus
 
 _APPROX_WINDOW = 400
 """Characters at the end of a response searched for "approximately" / "≈" next to the answer."""
@@ -50,7 +50,7 @@ class MathItem:
 
 def grade_math_item(item: MathItem) -> Grade:
     """Grade one sample (runs in a worker process; never raises)."""
-    from evalsuite.graders.equiv import judge  # heavy import (sympy): workers only
+    from evalsuite.graders.equiv import check_equivalence  # heavy import (sympy): workers only
     from evalsuite.graders.lenient import precision_cue
 
     details: dict[str, Any] = {"truncated": item.truncated}
@@ -63,7 +63,7 @@ def grade_math_item(item: MathItem) -> Grade:
             extracted = found.answer
             details.update(step=found.step, matches=found.count)
             tail = strip_thinking(item.text)[-_APPROX_WINDOW:]
-            verdict = judge(
+            equivalence = check_equivalence(
                 item.reference,
                 found.answer,
                 joined=found.joined,
@@ -74,11 +74,11 @@ def grade_math_item(item: MathItem) -> Grade:
         return Grade(item.sample_id, "ungraded", extracted, f"grading {exc}", 0.0, details)
     except Exception as exc:  # noqa: BLE001 - one bad sample must not stop a run
         return Grade(item.sample_id, "ungraded", extracted, f"grader error: {type(exc).__name__}: {exc}", 0.0, details)
-    details.update(verdict.details)
-    if verdict.details.get("used_joined"):
+    details.update(equivalence.details)
+    if equivalence.details.get("used_joined"):
         extracted = found.joined
-    status = "correct" if verdict.equal else "incorrect"
-    return Grade(item.sample_id, status, extracted, verdict.reason, 1.0 if verdict.equal else 0.0, details)
+    status: GradeStatus = "correct" if equivalence.equal else "incorrect"
+    return Grade(item.sample_id, status, extracted, equivalence.reason, 1.0 if equivalence.equal else 0.0, details)
 
 
 class MathGrader:

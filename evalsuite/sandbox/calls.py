@@ -162,11 +162,13 @@ class CallDriver:
             newline = self.buffer.find(b"\n", 0, 24)
             if newline < 0:
                 if len(self.buffer) >= 24:
-                    return self._violate("a reply frame without a length header")
+                    self._violate("a reply frame without a length header")
+                    return None
                 return out
             header = bytes(self.buffer[:newline])
             if not header.isdigit():
-                return self._violate("a reply frame without a length header")
+                self._violate("a reply frame without a length header")
+                return None
             size = int(header)
             cap = self.caps[self.outstanding] if self.outstanding is not None else 1024
             if size > cap:
@@ -174,13 +176,15 @@ class CallDriver:
                     self.results.append({"i": self.outstanding, "oversize": size, "cap": cap})
                     self.finished = True
                     return None
-                return self._violate(f"a ready frame of {size} bytes")
+                self._violate(f"a ready frame of {size} bytes")
+                return None
             if len(self.buffer) < newline + 1 + size:
                 return out
             payload = bytes(self.buffer[newline + 1 : newline + 1 + size])
             del self.buffer[: newline + 1 + size]
             if self.buffer:
-                return self._violate("bytes written ahead, before their call was asked")
+                self._violate("bytes written ahead, before their call was asked")
+                return None
             if not self._accept(payload, cpu_now, now):
                 return None
             request = self.next_request(cpu_now, now)

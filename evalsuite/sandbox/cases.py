@@ -1,7 +1,7 @@
 """The contract between a code task's adapter and the code grader: what to run and what it must produce.
 
 A task adapter turns one stored reference into `CodeTests` (its
-`code_tests(reference)` hook); the code grader hands them to the judge with
+`code_tests(reference)` hook); the code grader hands them to the checker with
 the program it extracted.  Nothing downstream knows the dataset: the adapter
 decides how the tests are stored, decoded and wrapped around the program.
 
@@ -39,7 +39,7 @@ class TestCase:
 
 @dataclass(frozen=True)
 class CodeTests:
-    """Everything the judge needs to run one sample's program against its tests."""
+    """Everything the checker needs to run one sample's program against its tests."""
 
     __test__ = False
 

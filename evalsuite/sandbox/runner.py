@@ -27,6 +27,12 @@ import json
 import os
 import sys
 import traceback
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from importlib.machinery import ModuleSpec
+    from types import ModuleType
 
 # The same standard-library names LiveCodeBench puts in scope before a solution
 # runs (LeetCode stubs use `List` without importing it, for example).
@@ -66,7 +72,9 @@ class _VendorFinder:
     def __init__(self, entries: list[list[str]]) -> None:
         self.folders = {name: os.path.dirname(path) for name, path in entries}
 
-    def find_spec(self, fullname: str, path: object = None, target: object = None) -> object:
+    def find_spec(
+        self, fullname: str, path: Sequence[str] | None = None, target: ModuleType | None = None
+    ) -> ModuleSpec | None:
         from importlib.machinery import PathFinder
 
         if "." in fullname or fullname not in self.folders:
@@ -80,7 +88,8 @@ class Unencodable(TypeError):
 
 def _plain(value: object) -> bool:
     """Whether `value` is made of JSON-native values only (lists, str, ints, finite floats, bools, None)."""
-    stack, seen = [value], set()
+    stack: list[Any] = [value]
+    seen: set[int] = set()
     while stack:
         item = stack.pop()
         kind = type(item)
@@ -191,7 +200,8 @@ def run_functional(path: str, name: str, req_fd: int, rep_fd: int) -> None:
 def main() -> None:
     import builtins
 
-    builtins.exit = builtins.quit = _exit  # type: ignore[attr-defined]
+    # Without `site` these names do not exist; the program gets plain functions in their place.
+    builtins.exit = builtins.quit = _exit  # type: ignore[assignment]
     vendor = os.environ.pop("EVALSUITE_VENDOR", "")
     if vendor:
         sys.meta_path.append(_VendorFinder(json.loads(vendor)))

@@ -11,8 +11,8 @@ against both.  The interval is the engine's own when it reports one
 (llama.cpp `timings.predicted_ms`), else the streamed latency minus the time
 to first token; without either only the whole-request rate (tokens over
 latency, prompt included) is left, and the source says so.  Draft counts
-come from llama.cpp `timings` (`draft_n`, `draft_n_accepted`) or SGLang's
-`meta_info.spec_accept_length`.
+are read by the engine class that knows its own report
+(`Engine.request_speculation`: llama.cpp `timings`, SGLang's mean accepted length).
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ import math
 from dataclasses import dataclass
 from typing import Literal
 
+from evalsuite.engines import request_speculation
 from evalsuite.records import Completion
 
 DecodeSource = Literal["engine", "latency-ttft", "latency", "none"]
@@ -97,9 +98,7 @@ def request_speed(sample_id: str, completion: Completion) -> RequestSpeed:
         decode, source = latency, "latency"
     else:
         decode, source = math.nan, "none"
-    draft_n, accepted = _float(t.get("draft_n")), _float(t.get("draft_n_accepted"))
-    meta = completion.engine_extra.get("meta_info") if isinstance(completion.engine_extra, dict) else None
-    accept_len = _float(meta.get("spec_accept_length")) if isinstance(meta, dict) else None
+    spec = request_speculation(completion)
     return RequestSpeed(
         sample_id=sample_id,
         tokens=int(tokens),
@@ -108,7 +107,7 @@ def request_speed(sample_id: str, completion: Completion) -> RequestSpeed:
         ttft_s=ttft,
         latency_s=latency,
         predicted_n=int(predicted_n) if predicted_n is not None else None,
-        draft_n=int(draft_n) if draft_n is not None else None,
-        draft_accepted=int(accepted) if accepted is not None else None,
-        accept_length=accept_len if accept_len is not None else math.nan,
+        draft_n=spec.drafted if spec is not None else None,
+        draft_accepted=spec.accepted if spec is not None else None,
+        accept_length=spec.mean_accepted_length if spec is not None else math.nan,
     )

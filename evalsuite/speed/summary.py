@@ -25,16 +25,13 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from evalsuite.engines import counter_speculation
 from evalsuite.records import SampleResult
 from evalsuite.speed.measure import DECODE_SOURCE_TEXT, RequestSpeed, request_speed
 from evalsuite.speed.robust import disagreement, mad_outliers
 
 SPREAD_LIMIT = 1.25
 """Median and aggregate tokens/s of one arm further apart than this factor are too spread to trust an aggregate."""
-
-VLLM_DRAFTS = "vllm:spec_decode_num_drafts"
-VLLM_DRAFT_TOKENS = "vllm:spec_decode_num_draft_tokens"
-VLLM_ACCEPTED = "vllm:spec_decode_num_accepted_tokens"
 
 
 class SpeedSource(Protocol):
@@ -164,19 +161,17 @@ def _median(values: list[float]) -> float:
 
 
 def counter_deltas(sessions: list[dict[str, Any]]) -> CounterDeltas | None:
-    """Sum after-minus-before of the vLLM counters over sessions that read them both times."""
-    totals = {VLLM_DRAFTS: 0.0, VLLM_DRAFT_TOKENS: 0.0, VLLM_ACCEPTED: 0.0}
-    seen = False
+    """Sum the engine's counted drafting (after minus before, read by its engine class) over the sessions."""
+    found = None
     for session in sessions:
         info = session.get("info") or {}
         before, after = info.get("engine_stats_before") or {}, info.get("engine_stats_after") or {}
-        for name in totals:
-            if name in before and name in after:
-                totals[name] += max(0.0, float(after[name]) - float(before[name]))
-                seen = True
-    if not seen:
+        one = counter_speculation(before, after)
+        if one is not None:
+            found = one if found is None else found + one
+    if found is None:
         return None
-    return CounterDeltas(totals[VLLM_DRAFTS], totals[VLLM_DRAFT_TOKENS], totals[VLLM_ACCEPTED])
+    return CounterDeltas(found.drafts, found.draft_tokens, found.accepted)
 
 
 def _results(store: SpeedSource) -> Mapping[str, SampleResult]:

@@ -5,8 +5,9 @@ TOKENS_PER_S_DEFINITION`), system output throughput (all output tokens over
 the wall time the cell's steps took: what a server with several slots
 delivers), TTFT, inter-token latency and the gaps between streamed chunks
 with p50/p90/p99, end-to-end latency, draft acceptance and mean accepted
-length from llama.cpp `timings` (or vLLM's `/metrics` counters read around
-each step), and the agreement of the client's decode
+length as the engine reports it (`Engine.request_speculation`, e.g.
+llama.cpp `timings`, or `Engine.counter_speculation` over the counters read
+around each step, e.g. vLLM's `/metrics`), and the agreement of the client's decode
 rate with the engine's own.  Outliers (MAD rule on log tokens/s within the
 cell) are listed and left out of the figures; a pair with an outlier in
 either arm is left out of the speedup.
@@ -21,9 +22,10 @@ from typing import Any
 
 import numpy as np
 
+from evalsuite.engines import Speculation, counter_speculation, request_speculation
+from evalsuite.records import Completion
 from evalsuite.speed.measure import TOKENS_PER_S_DEFINITION
 from evalsuite.speed.robust import mad_outliers, percentiles, ratio_estimate
-from evalsuite.speed.summary import VLLM_ACCEPTED, VLLM_DRAFT_TOKENS, VLLM_DRAFTS
 from evalsuite.speedrun.client import Measurement
 
 VERSION = 1
@@ -64,23 +66,29 @@ def split_outliers(ms: Sequence[Measurement]) -> tuple[list[Measurement], list[M
     return [m for m, f in zip(ms, flags) if not f], [m for m, f in zip(ms, flags) if f]
 
 
+def _speculation(m: Measurement) -> Speculation | None:
+    """The request's drafting as its engine reports it in the streamed `timings`."""
+    return request_speculation(Completion("", m.finish_reason, timings=m.timings))
+
+
 def cell_figures(ms: Sequence[Measurement]) -> dict[str, Any]:
     """Every figure of one cell from its successful requests."""
     kept, out = split_outliers(ms)
-    drafted = sum(m.timings.get("draft_n", 0.0) for m in kept)
-    accepted = sum(m.timings.get("draft_n_accepted", 0.0) for m in kept)
-    predicted = sum(m.timings.get("predicted_n", 0.0) for m in kept if "draft_n" in m.timings)
+    per_request = [_speculation(m) for m in kept]
+    counts = [x for x in per_request if x is not None and x.drafted is not None and x.accepted is not None]
+    drafted = float(sum(x.drafted or 0 for x in counts))
+    accepted = float(sum(x.accepted or 0 for x in counts))
+    predicted = float(sum(x.predicted or 0 for x in counts))
     acceptance = accepted / drafted if drafted > 0 else math.nan
     tau = predicted / (predicted - accepted) if drafted > 0 and predicted > accepted else math.nan
-    source = "llama.cpp timings" if drafted > 0 else None
+    source = counts[0].source if drafted > 0 else None
     counters = [m.counters for m in ms if m.counters]  # vLLM: deltas over whole steps, outliers included
-    if drafted == 0 and counters:
-        steps = sum(c.get(VLLM_DRAFTS, 0.0) for c in counters)
-        tokens = sum(c.get(VLLM_DRAFT_TOKENS, 0.0) for c in counters)
-        accepted = sum(c.get(VLLM_ACCEPTED, 0.0) for c in counters)
-        acceptance = accepted / tokens if tokens > 0 else math.nan
-        tau = 1.0 + accepted / steps if steps > 0 else math.nan
-        drafted, source = tokens, "vLLM /metrics deltas"
+    counted = [counter_speculation(dict.fromkeys(c, 0.0), c) for c in counters]  # stored as deltas already
+    spec = [c for c in counted if c is not None]
+    if drafted == 0 and spec:
+        total = sum(spec[1:], spec[0])
+        acceptance, tau = total.acceptance_rate, total.mean_accepted_length
+        drafted, source = total.draft_tokens, total.source
     engine = [(m.tokens_per_s, m.engine_tokens_per_s) for m in kept]
     agree = [c / e for c, e in engine if math.isfinite(c) and math.isfinite(e) and e > 0]
     wall = _wall(kept)

@@ -23,9 +23,6 @@ from evalsuite.records import GenerationParams, Sample
 from evalsuite.speedrun.client import Measurement, measure
 from evalsuite.speedrun.workload import PromptMaker, ServerInfo, Tokenizer, cap_lengths, server_info
 
-IGNORE_EOS_DIALECTS = ("llamacpp", "vllm", "sglang")
-"""Engines that take `ignore_eos`, so a fixed output length can be asked for."""
-
 
 @dataclass(frozen=True)
 class SpeedPlan:
@@ -78,7 +75,7 @@ def _body(arm: ArmEndpoint, text: str, plan: SpeedPlan, fixed: bool) -> dict[str
     params = GenerationParams(max_tokens=plan.output_tokens, top_logprobs=0)
     sample = Sample("speed", "speed", ({"role": "user", "content": text},), None)
     body = arm.engine.request_body(sample, params)
-    if fixed and arm.engine.dialect in IGNORE_EOS_DIALECTS:
+    if fixed and arm.engine.takes_ignore_eos:
         body["ignore_eos"] = True
     return body
 
@@ -89,8 +86,7 @@ def _url(arm: ArmEndpoint) -> str:
 
 async def _step(client: httpx.AsyncClient, arm: ArmEndpoint, step: Step, plan: SpeedPlan) -> list[Measurement]:
     """One arm's requests of a step, concurrently; vLLM's speculative counters are read around them."""
-    counted = arm.engine.dialect == "vllm"
-    before = await arm.engine.run_stats() if counted else {}
+    before = await arm.engine.run_stats()  # engines without server counters answer {} without a request
     jobs = [
         measure(
             client,
@@ -101,7 +97,7 @@ async def _step(client: httpx.AsyncClient, arm: ArmEndpoint, step: Step, plan: S
         for slot, text in enumerate(step.texts)
     ]
     out = list(await asyncio.gather(*jobs))
-    if counted and out:
+    if before and out:
         after = await arm.engine.run_stats()
         out[0].counters = {k: max(0.0, v - before.get(k, 0.0)) for k, v in after.items()}
     return out
@@ -149,7 +145,7 @@ async def run_speed(
     for arm in arms:
         probe = await arm.engine.probe()
         arm.model = str(probe.get("model") or arm.engine.model)
-        arm.info = await server_info(arm.engine.http, arm.engine.server_root, arm.engine.dialect)
+        arm.info = await server_info(arm.engine.http, arm.engine.server_root, arm.engine.name)
         say(f"{arm.role} '{arm.target}': {arm.info.describe()}")
     infos = [a.info for a in arms if a.info is not None]
     ctxs = [i.n_ctx for i in infos if i.n_ctx]
@@ -165,7 +161,7 @@ async def run_speed(
             f"so more concurrent requests would only queue"
         )
     sweep = max([n for n in lengths if n <= plan.sweep_length] or lengths[:1])
-    if any(a.engine.dialect not in IGNORE_EOS_DIALECTS for a in arms):
+    if not all(a.engine.takes_ignore_eos for a in arms):
         notes.append("an engine here takes no ignore_eos: outputs stop where the model stops, not at a fixed length")
     base = arms[0]
     async with httpx.AsyncClient(
@@ -203,7 +199,7 @@ async def run_speed(
                 a.role: {
                     "target": a.target,
                     "model": a.model,
-                    "dialect": a.engine.dialect,
+                    "dialect": a.engine.name,
                     "base_url": a.engine.base_url,
                     **asdict(a.info or ServerInfo(None, None, None)),
                 }

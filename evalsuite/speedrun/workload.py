@@ -42,7 +42,7 @@ class ServerInfo:
         return f"{ctx}, {slots}"
 
 
-async def server_info(client: httpx.AsyncClient, root: str, dialect: str) -> ServerInfo:
+async def server_info(client: httpx.AsyncClient, root: str, engine: str) -> ServerInfo:
     """Context per slot, slot count and tokenizer route, from llama.cpp `/props` or vLLM `/v1/models`."""
 
     async def get(path: str) -> Any:
@@ -52,14 +52,14 @@ async def server_info(client: httpx.AsyncClient, root: str, dialect: str) -> Ser
         except (httpx.HTTPError, ValueError):
             return None
 
-    if dialect == "llamacpp":
+    if engine == "llamacpp":
         props = await get("/props") or {}
         n_ctx = (props.get("default_generation_settings") or {}).get("n_ctx")
         slots = props.get("total_slots")
         return ServerInfo(
             n_ctx if isinstance(n_ctx, int) else None, slots if isinstance(slots, int) else None, "llamacpp"
         )
-    if dialect in ("vllm", "sglang"):
+    if engine in ("vllm", "sglang"):
         models = await get("/v1/models") or {}
         lens = [m.get("max_model_len") for m in models.get("data", []) if isinstance(m, dict)]
         n_ctx = next((v for v in lens if isinstance(v, int)), None)

@@ -26,32 +26,29 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Mapping
-from importlib.metadata import entry_points
 from typing import Any
 
+from evalsuite import plugins
 from evalsuite.errors import DatasetError
 from evalsuite.sandbox.cases import CodeTests
 
-GROUP = "evalsuite.task_adapters"
+GROUP = plugins.TASK_ADAPTERS
 # References written before they named their adapter are LiveCodeBench's (the only code task then).
 _UNNAMED_CODE_REFERENCE = "livecodebench"
 
 
 def registered() -> dict[str, str]:
     """Adapter names and the objects they point at, from every installed package."""
-    return {ep.name: ep.value for ep in entry_points(group=GROUP)}
+    return plugins.registered(GROUP)
 
 
 def find_adapter(name: str) -> Any:
     """The adapter registered as `name`, else the module at the import path `name`."""
-    found = [ep for ep in entry_points(group=GROUP) if ep.name == name]
-    if found:
+    if plugins.is_registered(GROUP, name):
         try:
-            adapter = found[0].load()
-        except Exception as exc:  # noqa: BLE001 - a broken plugin must be a sentence, not a traceback
-            raise DatasetError(
-                f"Dataset adapter '{name}' ({found[0].value}) cannot be loaded: {type(exc).__name__}: {exc}."
-            ) from None
+            adapter = plugins.load(GROUP, name, "dataset adapter")
+        except plugins.PluginError as exc:
+            raise DatasetError(str(exc)) from None
     else:
         try:
             adapter = importlib.import_module(name)

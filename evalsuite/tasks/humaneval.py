@@ -9,7 +9,7 @@ solved when nothing raises.
 Here the model answers with a fenced block (the whole function, or only its
 body); the program that runs is the prompt, then that block, then the test
 source and a zero-argument entry that calls `check(entry_point)` and
-returns True.  The judge calls that entry once through the sandbox's call
+returns True.  The checker calls that entry once through the sandbox's call
 protocol, so the result comes from the executor, never from what the
 program printed or the code it exited with: a program that exits early, or
 swallows the check, does not pass.  A failed assert is a wrong answer; any

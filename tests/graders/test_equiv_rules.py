@@ -6,7 +6,7 @@ import logging
 
 import pytest
 
-from evalsuite.graders.equiv import judge, parse_boxed
+from evalsuite.graders.equiv import check_equivalence, parse_boxed
 from evalsuite.graders.forms import reduce_answer, split_top_level
 from evalsuite.graders.numeric import numeric_equal
 
@@ -59,8 +59,10 @@ def test_numeric_equal(gold: str, pred: str, expected: bool | None) -> None:
 
 def test_expressions_sympy_is_slow_on_are_decided_by_evaluation() -> None:
     """Decided by evaluation means sympy's simplify (minutes on such input) never ran."""
-    verdict = judge("0", "\\omega^{2024} + \\omega^{2025} + \\omega^{2026} - \\omega^{2024}(1 + \\omega + \\omega^2)")
-    assert verdict.equal and verdict.details.get("numeric") is True
+    equivalence = check_equivalence(
+        "0", "\\omega^{2024} + \\omega^{2025} + \\omega^{2026} - \\omega^{2024}(1 + \\omega + \\omega^2)"
+    )
+    assert equivalence.equal and equivalence.details.get("numeric") is True
 
 
 @pytest.mark.parametrize(
@@ -74,7 +76,7 @@ def test_expressions_sympy_is_slow_on_are_decided_by_evaluation() -> None:
     ],
 )
 def test_numerals_in_other_bases(gold: str, pred: str, equal: bool) -> None:
-    assert judge(gold, pred).equal is equal
+    assert check_equivalence(gold, pred).equal is equal
 
 
 @pytest.mark.parametrize(
@@ -91,9 +93,9 @@ def test_numerals_in_other_bases(gold: str, pred: str, equal: bool) -> None:
     ],
 )
 def test_lenient_rules_accept_and_say_which(gold: str, pred: str, kwargs: dict[str, bool], rule: str | None) -> None:
-    verdict = judge(gold, pred, **kwargs)
-    assert verdict.equal, verdict.reason
-    assert verdict.details.get("rule") == rule
+    equivalence = check_equivalence(gold, pred, **kwargs)
+    assert equivalence.equal, equivalence.reason
+    assert equivalence.details.get("rule") == rule
 
 
 @pytest.mark.parametrize(
@@ -112,7 +114,7 @@ def test_lenient_rules_accept_and_say_which(gold: str, pred: str, kwargs: dict[s
     ],
 )
 def test_lenient_rules_reject_near_misses(gold: str, pred: str, kwargs: dict[str, bool]) -> None:
-    assert not judge(gold, pred, **kwargs).equal
+    assert not check_equivalence(gold, pred, **kwargs).equal
 
 
 @pytest.mark.parametrize(
@@ -124,5 +126,5 @@ def test_lenient_rules_reject_near_misses(gold: str, pred: str, kwargs: dict[str
     ],
 )
 def test_sets_and_tuples_are_evaluated_element_by_element(gold: str, pred: str, expected: bool) -> None:
-    verdict = judge(gold, pred)
-    assert verdict.equal is expected and verdict.details.get("numeric") is True, verdict.reason
+    equivalence = check_equivalence(gold, pred)
+    assert equivalence.equal is expected and equivalence.details.get("numeric") is True, equivalence.reason

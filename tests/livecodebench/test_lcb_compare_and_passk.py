@@ -11,9 +11,9 @@ import pytest
 from evalsuite.errors import ConfigError
 from evalsuite.graders.code import CodeGrader, last_code_block, pass_at_k, pass_at_k_by_problem
 from evalsuite.records import Grade
-from evalsuite.sandbox.judge import Comparison
+from evalsuite.sandbox.checker import OutputMatcher
 
-EXACT, LOOSE = Comparison(), Comparison(float_tolerance=1e-6)
+EXACT, LOOSE = OutputMatcher(), OutputMatcher(float_tolerance=1e-6)
 
 
 @pytest.mark.parametrize(

@@ -113,16 +113,16 @@ def test_one_program_never_fails_the_grading_of_a_run(
     grader: CodeGrader, lcb_samples: dict[str, Sample], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Whatever goes wrong judging one program, that sample is ungraded and the others are graded."""
-    from evalsuite.sandbox.judge import Judge
+    from evalsuite.sandbox.checker import Checker
 
-    real = Judge.run
+    real = Checker.run
 
-    def flaky(self: Judge, code: str, tests: object, fn_name: str | None = None) -> list:
+    def flaky(self: Checker, code: str, tests: object, fn_name: str | None = None) -> list:
         if "boom" in code:
             raise ArithmeticError("an output the comparison did not expect")
         return real(self, code, tests, fn_name)
 
-    monkeypatch.setattr(Judge, "run", flaky)
+    monkeypatch.setattr(Checker, "run", flaky)
     items = [
         GradeInput(lcb_samples["abc365_a"], fenced("print('boom')")),
         GradeInput(lcb_samples["abc365_a"], fenced((SOLUTIONS / "abc365_a.py").read_text())),

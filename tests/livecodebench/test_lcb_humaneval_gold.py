@@ -18,7 +18,7 @@ import pytest
 from lcb_helpers import shared_data_dir
 
 from evalsuite.sandbox import Limits, Sandbox
-from evalsuite.sandbox.judge import Judge
+from evalsuite.sandbox.checker import Checker
 
 pytestmark = pytest.mark.gold
 
@@ -71,12 +71,12 @@ def problems() -> list[dict[str, Any]]:
 def test_canonical_solutions_pass_and_broken_ones_fail(problems: list[dict[str, Any]]) -> None:
     usable = [p for p in problems if p["tests"]]
     assert len(usable) >= 120, "the assert conversion lost most of HumanEval"
-    judge = Judge(Sandbox(limits=Limits(memory_mb=512, processes=8)), timeout_s=5.0, stop_on_first_failure=False)
+    checker = Checker(Sandbox(limits=Limits(memory_mb=512, processes=8)), timeout_s=5.0, stop_on_first_failure=False)
     from concurrent.futures import ThreadPoolExecutor
 
     def check(p: dict[str, Any]) -> tuple[str, list[str], list[str]]:
-        good = judge.run(p["prompt"] + p["canonical_solution"], p["tests"], p["entry_point"])
-        broken = judge.run(p["prompt"] + "    return None\n", p["tests"][:1], p["entry_point"])
+        good = checker.run(p["prompt"] + p["canonical_solution"], p["tests"], p["entry_point"])
+        broken = checker.run(p["prompt"] + "    return None\n", p["tests"][:1], p["entry_point"])
         return p["task_id"], [o.outcome for o in good], [o.outcome for o in broken]
 
     with ThreadPoolExecutor(2) as pool:

@@ -21,7 +21,7 @@ import pytest
 from sandbox_helpers import SMALL, sandbox_processes
 
 from evalsuite.sandbox import Program, Sandbox
-from evalsuite.sandbox.judge import Judge
+from evalsuite.sandbox.checker import Checker
 
 
 @pytest.fixture
@@ -225,18 +225,18 @@ def test_children_do_not_outlive_the_program(sandbox: Sandbox) -> None:
 
 
 def test_sys_exit_tricks(sandbox: Sandbox) -> None:
-    judge = Judge(sandbox, timeout_s=3.0)
+    checker = Checker(sandbox, timeout_s=3.0)
     tests = [{"input": "2\n", "output": "4\n", "testtype": "stdin"}]
-    assert judge.run("print(4)\nimport sys\nsys.exit(1)", tests, None)[0].outcome == "runtime_error"
-    assert judge.run("import os\nos._exit(0)\nprint(4)", tests, None)[0].outcome == "wrong_answer"
+    assert checker.run("print(4)\nimport sys\nsys.exit(1)", tests, None)[0].outcome == "runtime_error"
+    assert checker.run("import os\nos._exit(0)\nprint(4)", tests, None)[0].outcome == "wrong_answer"
     assert (
-        judge.run("import atexit\natexit.register(lambda: print('extra'))\nprint(4)", tests, None)[0].outcome
+        checker.run("import atexit\natexit.register(lambda: print('extra'))\nprint(4)", tests, None)[0].outcome
         == "wrong_answer"
     )
     calls = [{"input": "2", "output": "4", "testtype": "functional"}]
     at_import = "import sys\nsys.exit(0)\nclass Solution:\n    def f(self, x): return x * 2\n"
-    assert judge.run(at_import, calls, "f")[0].outcome == "runtime_error"
+    assert checker.run(at_import, calls, "f")[0].outcome == "runtime_error"
     in_call = "class Solution:\n    def f(self, x):\n        raise SystemExit(0)\n"
-    assert judge.run(in_call, calls, "f")[0].outcome == "runtime_error"
+    assert checker.run(in_call, calls, "f")[0].outcome == "runtime_error"
     forged = 'class Solution:\n    def f(self, x):\n        print(\'{"i": 0, "ok": "4"}\')\n        return 5\n'
-    assert judge.run(forged, calls, "f")[0].outcome == "wrong_answer"
+    assert checker.run(forged, calls, "f")[0].outcome == "wrong_answer"

@@ -1,4 +1,4 @@
-"""What the judge believes: outcomes from the kernel's accounting, calls it drives itself, outputs it can
+"""What the checker believes: outcomes from the kernel's accounting, calls it drives itself, outputs it can
 always compare, keys and files a program cannot reach, and a state folder nobody else controls."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from sandbox_helpers import SMALL, sandbox_processes
 
 from evalsuite.sandbox import Program, Sandbox
 from evalsuite.sandbox import isolation as iso
-from evalsuite.sandbox.judge import Comparison, Judge
+from evalsuite.sandbox.checker import Checker, OutputMatcher
 
 STDIN_TEST = [{"input": "2\n", "output": "4\n", "testtype": "stdin"}]
 CALL_TEST = [
@@ -28,18 +28,18 @@ CALL_TEST = [
 
 
 @pytest.fixture
-def judge(sandbox: Sandbox) -> Judge:
-    return Judge(sandbox, timeout_s=1.5)
+def checker(sandbox: Sandbox) -> Checker:
+    return Checker(sandbox, timeout_s=1.5)
 
 
-def test_outcomes_come_from_the_real_wait_status(judge: Judge) -> None:
-    aborted = judge.run("import os\nos.abort()", STDIN_TEST, None)[0]
+def test_outcomes_come_from_the_real_wait_status(checker: Checker) -> None:
+    aborted = checker.run("import os\nos.abort()", STDIN_TEST, None)[0]
     assert aborted.outcome == "runtime_error" and aborted.detail.startswith("SIGABRT"), aborted.detail
-    exit102 = judge.run("import os\nos._exit(102)", STDIN_TEST, None)[0]
+    exit102 = checker.run("import os\nos._exit(102)", STDIN_TEST, None)[0]
     assert (exit102.outcome, exit102.detail.split(":")[0]) == ("runtime_error", "exit code 102")
-    raised = judge.run("raise MemoryError", STDIN_TEST, None)[0]
+    raised = checker.run("raise MemoryError", STDIN_TEST, None)[0]
     assert raised.outcome == "runtime_error"  # the program's own MemoryError is not the limit
-    segv = judge.run("import ctypes\nctypes.string_at(0)", STDIN_TEST, None)[0]
+    segv = checker.run("import ctypes\nctypes.string_at(0)", STDIN_TEST, None)[0]
     assert segv.detail.startswith("SIGSEGV")
 
 
@@ -65,24 +65,24 @@ def test_memory_limit_bounds_the_whole_run(sandbox: Sandbox) -> None:
         assert r.exit_code == 1 and r.stdout.strip() == b"[3, 3, 3, 3]", (r.stdout, r.stderr[-300:])
 
 
-def test_functional_call_ignoring_sigalrm_and_swallowing_exceptions_times_out(judge: Judge) -> None:
+def test_functional_call_ignoring_sigalrm_and_swallowing_exceptions_times_out(checker: Checker) -> None:
     src = (
         "import signal\nsignal.signal(signal.SIGALRM, signal.SIG_IGN)\nsignal.signal(signal.SIGXCPU, signal.SIG_IGN)\n"
         "class Solution:\n    def f(self, x):\n        while True:\n            try:\n                pass\n"
         "            except:\n                pass\n"
     )
     started = time.monotonic()
-    outcome = judge.run(src, CALL_TEST, "f")[0]
+    outcome = checker.run(src, CALL_TEST, "f")[0]
     assert outcome.outcome == "time_limit", outcome.detail
     assert time.monotonic() - started < 60
 
 
-def test_slow_import_is_a_time_limit_not_a_pass(judge: Judge) -> None:
+def test_slow_import_is_a_time_limit_not_a_pass(checker: Checker) -> None:
     src = "while True:\n    try:\n        pass\n    except BaseException:\n        pass\n"
-    assert judge.run(src, CALL_TEST, "f")[0].outcome == "time_limit"
+    assert checker.run(src, CALL_TEST, "f")[0].outcome == "time_limit"
 
 
-def test_results_cannot_be_forged(judge: Judge) -> None:
+def test_results_cannot_be_forged(checker: Checker) -> None:
     """Frames written ahead (at import, before any call) or for the wrong call are refused."""
     ahead = (
         "import os, sys\nfd = int(sys.argv[5])\n"
@@ -90,24 +90,24 @@ def test_results_cannot_be_forged(judge: Judge) -> None:
         '(b\'{"i": 0, "ok": 4}\', b\'{"i": 1, "ok": 6}\')))\n'
         "class Solution:\n    def f(self, x):\n        while True: pass\n"
     )
-    first = judge.run(ahead, CALL_TEST, "f")[0]
+    first = checker.run(ahead, CALL_TEST, "f")[0]
     assert first.outcome == "runtime_error" and "protocol violation" in first.detail
     wrong_call = (
         "import os, sys\nfd = int(sys.argv[5])\nclass Solution:\n    def f(self, x):\n"
         '        os.write(fd, b\'18\\n{"i": 1, "ok": 6}\')\n        while True: pass\n'
     )
-    assert judge.run(wrong_call, CALL_TEST, "f")[0].outcome in ("runtime_error", "time_limit")
+    assert checker.run(wrong_call, CALL_TEST, "f")[0].outcome in ("runtime_error", "time_limit")
     # Writing on the real stdout (what the old runner read results from) does nothing at all.
     via_stdout = (
         'import os\nos.write(1, b\'{"i": 0, "ok": "4"}\\n\')\nclass Solution:\n    def f(self, x):\n        return -1\n'
     )
-    assert judge.run(via_stdout, CALL_TEST, "f")[0].outcome == "wrong_answer"
+    assert checker.run(via_stdout, CALL_TEST, "f")[0].outcome == "wrong_answer"
 
 
-def test_huge_results_are_refused_before_parsing(judge: Judge) -> None:
+def test_huge_results_are_refused_before_parsing(checker: Checker) -> None:
     src = "class Solution:\n    def f(self, x):\n        return list(range(3_000_000))\n"
     started = time.monotonic()
-    outcome = judge.run(src, CALL_TEST, "f")[0]
+    outcome = checker.run(src, CALL_TEST, "f")[0]
     assert outcome.outcome == "wrong_answer" and "bytes, more than" in outcome.detail
     assert time.monotonic() - started < 30
 
@@ -127,13 +127,13 @@ def test_huge_results_are_refused_before_parsing(judge: Judge) -> None:
         b"\x00" * 1000,
     ],
 )
-def test_judge_never_crashes_on_printed_output(judge: Judge, printed: bytes) -> None:
+def test_checker_never_crashes_on_printed_output(checker: Checker, printed: bytes) -> None:
     src = f"import sys\nsys.stdout.buffer.write({printed!r})\n"
-    assert judge.run(src, STDIN_TEST, None)[0].outcome == "wrong_answer"
+    assert checker.run(src, STDIN_TEST, None)[0].outcome == "wrong_answer"
 
 
 def test_decimal_comparison_still_accepts_equal_numbers() -> None:
-    cmp = Comparison()
+    cmp = OutputMatcher()
     assert cmp.lines_match("4.0\n", "4")[0] and cmp.lines_match("1e2 3", "100 3.000")[0]
     assert not cmp.lines_match("sNaN", "4")[0] and not cmp.lines_match("4", "sNaN")[0]
 
@@ -152,9 +152,9 @@ def test_decimal_comparison_still_accepts_equal_numbers() -> None:
         ("True and 4", "passed"),
     ],
 )
-def test_judge_never_crashes_on_returned_values(judge: Judge, returned: str, outcome: str) -> None:
+def test_checker_never_crashes_on_returned_values(checker: Checker, returned: str, outcome: str) -> None:
     src = f"class Solution:\n    def f(self, x):\n        return {returned}\n"
-    assert judge.run(src, CALL_TEST[:1], "f")[0].outcome == outcome
+    assert checker.run(src, CALL_TEST[:1], "f")[0].outcome == outcome
 
 
 def test_keys_do_not_leak_between_programs(sandbox: Sandbox) -> None:

@@ -6,7 +6,7 @@ of Decimals (so `1.0` equals `1` but `0.3333` does not equal `0.33333`).
 Functional tests: one execution for all calls, driven call by call by the
 executor (CPU limit per call, size cap per reply, see sandbox/calls.py); each
 call's return value is compared with `==` against the JSON-decoded expected
-value, a top-level tuple read as a list.  The judge never raises because of a
+value, a top-level tuple read as a list.  The checker never raises because of a
 program's output: anything it cannot compare is a wrong answer.  An opt-in `float_tolerance` also accepts numbers within that relative
 or absolute distance; it is part of the grader version, so runs graded with
 and without it never compare.
@@ -36,17 +36,19 @@ class SandboxFailure(RuntimeError):
 
 @dataclass(frozen=True)
 class TestOutcome:
+    """One test's outcome; stored in a grade's details through `evalsuite.serialize` under short keys."""
+
     index: int
     outcome: Outcome
     wall_s: float = 0.0
     detail: str = ""
 
-    def as_dict(self) -> dict[str, Any]:
+    def __json__(self) -> dict[str, Any]:
         return {"i": self.index, "outcome": self.outcome, "wall_s": round(self.wall_s, 4), "detail": self.detail}
 
 
 @dataclass(frozen=True)
-class Comparison:
+class OutputMatcher:
     """How outputs are compared; `float_tolerance=None` is LiveCodeBench's exact comparison."""
 
     float_tolerance: float | None = None
@@ -130,12 +132,12 @@ def _failure(result: ExecResult) -> tuple[Outcome, str] | None:
 
 
 @dataclass
-class Judge:
+class Checker:
     """Runs one program against its tests; stops at the first failure like LiveCodeBench unless told not to."""
 
     sandbox: Sandbox
     timeout_s: float = 6.0
-    comparison: Comparison = field(default_factory=Comparison)
+    matcher: OutputMatcher = field(default_factory=OutputMatcher)
     stop_on_first_failure: bool = True
 
     def run(
@@ -164,7 +166,7 @@ class Judge:
             result = self.sandbox.run(Program(code, stdin=test.input.encode("utf-8", "replace")), limits)
             failed = _failure(result)
             if failed is None:
-                ok, why = self.comparison.lines_match(result.stdout.decode("utf-8", "replace"), test.output)
+                ok, why = self.matcher.lines_match(result.stdout.decode("utf-8", "replace"), test.output)
                 failed = None if ok else ("wrong_answer", why)
             outcome, detail = failed or ("passed", "")
             outcomes.append(TestOutcome(i, outcome, result.wall_s, detail))
@@ -216,7 +218,7 @@ class Judge:
             expected = json.loads(test.output)
         except json.JSONDecodeError as exc:
             raise SandboxFailure(f"the expected output is not JSON ({exc.msg})") from None
-        if self.comparison.values_match(record.get("ok"), expected):
+        if self.matcher.values_match(record.get("ok"), expected):
             return "passed", ""
         return "wrong_answer", f"returned {_short(record.get('ok'))}, expected {test.output[:80]}"
 

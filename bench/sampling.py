@@ -69,7 +69,7 @@ def main() -> None:
         times, folders = {}, {}
         for role, name, stream in (("baseline", "baseline", 42), ("candidate", args.target, 43)):
             started = time.perf_counter()
-            outcome = draw_arm(config, name, ["gsm8k"], settings, role=role, stream=stream)[0]
+            outcome = draw_arm(config, name, ["gsm8k"], settings, stream=stream)[0]
             times[role], folders[role] = time.perf_counter() - started, outcome.folder
         per_draw = {r: t / (top * args.prompts) for r, t in times.items()}
         print(f"reference: one greedy {args.tokens}-token request to the baseline: {reference * 1000:.1f} ms")

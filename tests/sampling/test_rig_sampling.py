@@ -36,7 +36,7 @@ def tests(rig_assets, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Sam
     config = load_config(copy_project(tmp_path_factory.mktemp("sampling"), targets))
 
     def arm(name: str, role: str, stream: int) -> Path:
-        (outcome,) = draw_arm(config, name, ["gsm8k"], SETTINGS, role=role, stream=stream)
+        (outcome,) = draw_arm(config, name, ["gsm8k"], SETTINGS, stream=stream)
         return outcome.folder
 
     base = load_arm([arm("baseline", "baseline", 42)])

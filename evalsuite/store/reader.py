@@ -7,8 +7,7 @@ with the same signatures, so no caller needs to ask what kind of run it holds.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -39,23 +38,30 @@ class RunReader(Protocol):
     def sessions(self) -> list[dict[str, Any]]: ...
 
 
-@dataclass
 class MemoryRun:
-    """A run held in memory: a manifest (typed, or its plain-data form) and results, grades, samples, sessions.
+    """A run held in memory: a manifest (typed, or its plain-data form of any known version) and its records.
 
-    Token strings are already in memory, so `strings` changes nothing here.
+    Token strings are already in memory, so `strings` changes nothing here;
+    `ids` restricts results as it does for a stored run.
     """
 
-    manifest: RunManifest
-    stored_results: dict[str, SampleResult]
-    stored_grades: dict[str, Grade] = field(default_factory=dict)
-    stored_samples: dict[str, Sample] = field(default_factory=dict)
-    stored_sessions: list[dict[str, Any]] = field(default_factory=list)
-    folder: Path | None = None
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.manifest, RunManifest):
-            self.manifest = RunManifest.load(self.manifest, "the in-memory run's manifest")
+    def __init__(
+        self,
+        manifest: RunManifest | Mapping[str, Any],
+        results: Mapping[str, SampleResult],
+        grades: Mapping[str, Grade] | None = None,
+        samples: Mapping[str, Sample] | None = None,
+        sessions: list[dict[str, Any]] | None = None,
+        folder: Path | None = None,
+    ):
+        self.manifest = (
+            manifest if isinstance(manifest, RunManifest) else RunManifest.load(manifest, "the in-memory manifest")
+        )
+        self.stored_results = dict(results)
+        self.stored_grades = dict(grades or {})
+        self.stored_samples = dict(samples or {})
+        self.stored_sessions = list(sessions or [])
+        self.folder = folder
 
     def results(self, *, strings: Strings = "all", ids: Iterable[str] | None = None) -> dict[str, SampleResult]:
         if ids is None:

@@ -28,6 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from evalsuite.errors import StoreError, describe_read_error, format_validation_error
 from evalsuite.serialize import dumps
 
+MANIFEST = "manifest.json"
 MANIFEST_VERSION = 2
 REQUIRED_KEYS = ("fingerprint", "target", "task")  # what listing, grading and reports need; comparing checks more
 
@@ -175,12 +176,12 @@ class RunManifest(BaseModel):
             raise StoreError(format_validation_error(exc, source)) from None
 
 
-def _v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
+def migrate_v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
     """Version 2 dropped `role`: it was written by `run --role` and read by nothing."""
     return {k: v for k, v in data.items() if k != "role"}
 
 
-MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {1: _v1_to_v2}
+MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {1: migrate_v1_to_v2}
 """`MIGRATIONS[n]` turns a version-n manifest into a version n+1 one."""
 
 
@@ -206,9 +207,6 @@ def migrate(data: dict[str, Any], source: str = "the manifest") -> dict[str, Any
         data = MIGRATIONS[version](data)
         version += 1
     return {**data, "schema_version": version}
-
-
-MANIFEST = "manifest.json"
 
 
 def read_manifest(path: Path) -> RunManifest:

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from evalsuite.errors import NotComparableError
+from evalsuite.store.reader import RunReader
 
 ROLE_NAMES = {
     "candidate": "the candidate run",
@@ -32,8 +33,8 @@ ROLE_NAMES = {
 }
 
 
-def _folder(run: Any) -> Path | None:
-    folder = getattr(run, "folder", None)
+def _folder(run: RunReader) -> Path | None:
+    folder = run.folder
     if folder is None or not str(folder):
         return None
     try:
@@ -67,9 +68,9 @@ def endpoint_identity(run: Any) -> tuple[Any, ...] | None:
     return (repr(sorted(endpoint.items())), repr(sorted((engine or {}).items())))
 
 
-def _label(role: str, run: Any) -> str:
+def _label(role: str, run: RunReader) -> str:
     target = run.manifest.target
-    folder = getattr(run, "folder", None)
+    folder = run.folder
     return f"{ROLE_NAMES.get(role, role)} ({target}{', ' + str(folder) if folder else ''})"
 
 

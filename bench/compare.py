@@ -16,28 +16,15 @@ from __future__ import annotations
 import argparse
 import resource
 import time
-from dataclasses import dataclass
 
 import numpy as np
 
 from evalsuite.compare import compare_runs
 from evalsuite.diff import diff_runs
 from evalsuite.records import Completion, Grade, SampleResult, TokenTrace
+from evalsuite.store import MemoryRun
 
 VOCAB = [f"tok{i}" for i in range(32_000)]
-
-
-@dataclass
-class _Run:
-    manifest: dict
-    _results: dict[str, SampleResult]
-    _grades: dict[str, Grade]
-
-    def results(self) -> dict[str, SampleResult]:
-        return self._results
-
-    def grades(self) -> dict[str, Grade]:
-        return self._grades
 
 
 def _trace(ids: np.ndarray, rng: np.random.Generator, k: int = 5) -> TokenTrace:
@@ -58,7 +45,7 @@ def _trace(ids: np.ndarray, rng: np.random.Generator, k: int = 5) -> TokenTrace:
     )
 
 
-def build(samples: int, tokens: int, names: tuple[str, ...], seed: int = 0) -> list[_Run]:
+def build(samples: int, tokens: int, names: tuple[str, ...], seed: int = 0) -> list[MemoryRun]:
     """Runs where every other sample diverges at a random position; margins are random (exponential, mean 3)."""
     rng = np.random.default_rng(seed)
     fields = {"task": "gsm8k", "prompt_template": "x", "params": {}, "dataset": {}, "server": {"model": "m"}}
@@ -74,7 +61,7 @@ def build(samples: int, tokens: int, names: tuple[str, ...], seed: int = 0) -> l
             res[sid] = SampleResult(sid, "gsm8k", {}, Completion("", "length", _trace(ids, rng)))
             grades[sid] = Grade(sid, "correct" if ok else "incorrect", None, "")
     return [
-        _Run({"fingerprint": n, "target": n, "fingerprint_fields": {**fields, "target": n}}, r, g)
+        MemoryRun({"fingerprint": n, "target": n, "task": "gsm8k", "fingerprint_fields": {**fields, "target": n}}, r, g)
         for n, (r, g) in runs.items()
     ]
 
@@ -112,7 +99,7 @@ def compare_stored(folder: str) -> None:
     print(f"verdict: {cmp.summary}")
 
 
-def write_stored(runs: list[_Run], names: tuple[str, ...], folder: str) -> None:
+def write_stored(runs: list[MemoryRun], names: tuple[str, ...], folder: str) -> None:
     from pathlib import Path
 
     from evalsuite.store import RunStore

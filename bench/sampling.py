@@ -155,7 +155,7 @@ def main() -> None:
         times, folders, drafted = {}, {}, ""
         for role, name, stream in (("baseline", args.baseline, 42), ("candidate", args.target, 43)):
             started = time.perf_counter()
-            outcomes = draw_arm(config, name, tasks, settings, role=role, stream=stream)
+            outcomes = draw_arm(config, name, tasks, settings, stream=stream)
             times[role], folders[role] = time.perf_counter() - started, [o.folder for o in outcomes]
         per_draw = {r: t / (top * settings.prompts * len(tasks)) for r, t in times.items()}
         print(f"reference: one greedy {settings.max_tokens}-token request to the baseline: {reference * 1000:.1f} ms")

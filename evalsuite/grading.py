@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from evalsuite.errors import StoreError
 from evalsuite.graders import GradeInput, get_grader
 from evalsuite.records import Grade
 from evalsuite.store import RunStore
@@ -12,9 +13,15 @@ from evalsuite.tasks.spec import GraderSpec, find_task, locate_task
 
 def grader_spec_for(store: RunStore, tasks_dir: Path | None = None) -> GraderSpec:
     """The task's current grader when its spec is at hand (so fixes re-grade old runs), else the recorded one."""
-    if tasks_dir is not None and locate_task(store.manifest["task"], tasks_dir) is not None:
-        return find_task(store.manifest["task"], tasks_dir).grader
-    return GraderSpec.model_validate(store.manifest["grader"])
+    task = store.manifest.task
+    if tasks_dir is not None and locate_task(task, tasks_dir) is not None:
+        return find_task(task, tasks_dir).grader
+    if store.manifest.grader is None:
+        raise StoreError(
+            f"{store.folder}: the run's manifest records no grader and tasks/{task}.yaml is not at hand; "
+            "run `evalsuite grade` from the project folder that has the task."
+        )
+    return GraderSpec.model_validate(store.manifest.grader)
 
 
 def grade_run(store: RunStore, *, tasks_dir: Path | None = None, workers: int | None = None) -> list[Grade]:

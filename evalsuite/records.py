@@ -39,7 +39,7 @@ class Sample:
 
 @dataclass(frozen=True)
 class GenerationParams:
-    """Everything sent to the engine that changes its output."""
+    """Everything sent to the engine that changes its output (its JSON form is part of the run fingerprint)."""
 
     max_tokens: int = 8192
     temperature: float = 0.0
@@ -49,18 +49,6 @@ class GenerationParams:
     n: int = 1
     top_logprobs: int = 5
     stop: tuple[str, ...] = ()
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "max_tokens": self.max_tokens,
-            "temperature": self.temperature,
-            "top_p": self.top_p,
-            "top_k": self.top_k,
-            "seed": self.seed,
-            "n": self.n,
-            "top_logprobs": self.top_logprobs,
-            "stop": list(self.stop),
-        }
 
 
 @dataclass

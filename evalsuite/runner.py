@@ -24,7 +24,8 @@ from evalsuite.engines import Engine, make_engine
 from evalsuite.engines.retry import RequestFailed, RetriesExhausted, RetryPolicy, with_retries
 from evalsuite.errors import EndpointError
 from evalsuite.records import GenerationParams, Sample, SampleResult
-from evalsuite.store import RunStore, fingerprint
+from evalsuite.serialize import to_jsonable
+from evalsuite.store import MANIFEST_VERSION, RunManifest, RunStore, fingerprint
 from evalsuite.tasks.build import build_samples, prompt_template_digest
 from evalsuite.tasks.data import DataChoice, DatasetIdentity, load_rows
 from evalsuite.tasks.spec import TaskSpec, find_task
@@ -42,7 +43,6 @@ class RunPlan:
     params: GenerationParams
     data: DatasetIdentity
     runs_dir: Path
-    role: str = "candidate"
     base_url: str | None = None
     server_args: list[str] | None = None
     repeat: int = 0  # 1 = the same run again (a determinism check), kept in its own folder
@@ -70,7 +70,6 @@ def plan_run(
     data_path: str | None = None,
     limit: int | None = None,
     max_tokens: int | None = None,
-    role: str = "candidate",
     repeat: int = 0,
 ) -> RunPlan:
     """Resolve a target and a task into a plan (reads the dataset, not the endpoint)."""
@@ -87,7 +86,7 @@ def plan_run(
     if max_tokens is not None:
         overrides["max_tokens"] = max_tokens
     params = config.defaults.params(overrides)
-    return RunPlan(target, spec, samples, params, identity, config.root / config.defaults.runs_dir, role, repeat=repeat)
+    return RunPlan(target, spec, samples, params, identity, config.root / config.defaults.runs_dir, repeat=repeat)
 
 
 def _endpoint_identity(plan: RunPlan) -> dict[str, Any]:
@@ -126,7 +125,7 @@ def fingerprint_fields(plan: RunPlan, probe: dict[str, Any]) -> dict[str, Any]:
         "engine": {"dialect": plan.target.engine, "api": plan.target.api, "extra": plan.target.extra},
         "task": plan.task.name,
         "prompt_template": prompt_template_digest(plan.task),
-        "params": plan.params.as_dict(),
+        "params": to_jsonable(plan.params),
         "dataset": plan.data.as_dict(),
     }
     if plan.repeat:
@@ -134,23 +133,26 @@ def fingerprint_fields(plan: RunPlan, probe: dict[str, Any]) -> dict[str, Any]:
     return fields
 
 
-def _manifest(plan: RunPlan, fields: dict[str, Any], probe: dict[str, Any]) -> dict[str, Any]:
+def _manifest(plan: RunPlan, fields: dict[str, Any], probe: dict[str, Any]) -> RunManifest:
     target = plan.target.model_dump(exclude={"description"})
-    return {
-        "fingerprint": fingerprint(fields),
-        "fingerprint_fields": fields,
-        "target": plan.target.name,
-        "task": plan.task.name,
-        "role": plan.role,
-        "created_at": time.time(),
-        "suite_version": __version__,
-        "target_config": target,  # api_key_env names a variable; the key itself is never stored
-        "probe": probe,
-        "server_args": plan.server_args,
-        "grader": plan.task.grader.model_dump(),
-        "strata": plan.task.strata,
-        "host": {"python": sys.version.split()[0], "platform": platform.platform()},
-    }
+    return RunManifest.load(
+        {
+            "schema_version": MANIFEST_VERSION,
+            "fingerprint": fingerprint(fields),
+            "fingerprint_fields": fields,
+            "target": plan.target.name,
+            "task": plan.task.name,
+            "created_at": time.time(),
+            "suite_version": __version__,
+            "target_config": target,  # api_key_env names a variable; the key itself is never stored
+            "probe": probe,
+            "server_args": plan.server_args,
+            "grader": plan.task.grader.model_dump(),
+            "strata": plan.task.strata,
+            "host": {"python": sys.version.split()[0], "platform": platform.platform()},
+        },
+        f"the manifest of {plan.target.name}/{plan.task.name}",
+    )
 
 
 def run_folder(runs_dir: Path, target: str, task: str, fp: str) -> Path:

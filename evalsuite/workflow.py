@@ -73,7 +73,6 @@ def run_target(
     tasks: Sequence[str],
     options: RunOptions,
     *,
-    role: str = "candidate",
     repeats: Sequence[int] = (0,),
     say: Callable[[str], None] = lambda _: None,
     progress: ProgressFactory | None = None,
@@ -83,7 +82,7 @@ def run_target(
     preflight_targets(config, [target_name])
     outcomes: dict[tuple[str, int], RunOutcome] = {}
     plans = {
-        (task, repeat): plan_checked(config, target_name, task, options, role=role, repeat=repeat)
+        (task, repeat): plan_checked(config, target_name, task, options, repeat=repeat)
         for task in tasks
         for repeat in repeats
     }
@@ -105,9 +104,7 @@ def run_target(
     return outcomes
 
 
-def plan_checked(
-    config: Config, target_name: str, task: str, options: RunOptions, *, role: str = "candidate", repeat: int = 0
-) -> RunPlan:
+def plan_checked(config: Config, target_name: str, task: str, options: RunOptions, *, repeat: int = 0) -> RunPlan:
     """A run plan with everything that could fail later checked now, before any server starts or request goes out.
 
     The dataset is read and every prompt rendered (plan_run), the generation
@@ -127,7 +124,6 @@ def plan_checked(
         data_path=options.data_path,
         limit=options.limit,
         max_tokens=options.max_tokens,
-        role=role,
         repeat=repeat,
     )
     if not plan.samples:
@@ -164,7 +160,7 @@ def eval_target(
         config.target(name).api_key()  # a missing key stops the eval now, not after the baseline has run
     preflight_targets(config, [name for _, name, _ in plan])
     for role, name, repeats in plan:
-        outcomes = run_target(config, name, tasks, options, role=role, repeats=repeats, say=say, progress=progress)
+        outcomes = run_target(config, name, tasks, options, repeats=repeats, say=say, progress=progress)
         for (task, repeat), outcome in outcomes.items():
             runs.folders.setdefault(task, {})["determinism" if repeat else role] = outcome.folder
     return runs

@@ -92,7 +92,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--task", action="append", metavar="NAME", help="task(s) to run (repeatable; default: defaults.tasks)"
     )
-    p.add_argument("--role", default="candidate", choices=["baseline", "candidate", "control"], help=argparse.SUPPRESS)
     p.add_argument("--no-grade", action="store_true", help="only generate; grade later with `evalsuite grade`")
     _data_options(p)
     _common(p)

@@ -6,12 +6,17 @@ import argparse
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from evalsuite.config import Config, load_config
 from evalsuite.grading import grade_run
-from evalsuite.store import open_run
+from evalsuite.store import RunManifest, open_run
 from evalsuite.workflow import RunOptions, compare_eval, eval_target, run_target
+
+if TYPE_CHECKING:
+    from tqdm import tqdm
+
+    from evalsuite.diff.classify import ControlKind
 
 
 def _say(args: argparse.Namespace) -> Callable[[str], None]:
@@ -26,7 +31,8 @@ class _Bar:
     """A tqdm bar with rate and ETA, created on the first update."""
 
     def __init__(self, label: str):
-        self.label, self.bar = label, None
+        self.label = label
+        self.bar: tqdm[Any] | None = None
 
     def __call__(self, done: int, total: int) -> None:
         if self.bar is None:
@@ -36,9 +42,10 @@ class _Bar:
             self.bar = tqdm(
                 total=total, desc=self.label, unit="sample", dynamic_ncols=True, file=sys.stderr, mininterval=interval
             )
-        self.bar.update(done - self.bar.n)
+        bar = self.bar
+        bar.update(done - bar.n)
         if done >= total:
-            self.bar.close()
+            bar.close()
 
 
 def _progress(args: argparse.Namespace) -> Callable[[str], Any] | None:
@@ -69,7 +76,6 @@ def cmd_run(args: argparse.Namespace) -> int:
         args.target,
         _tasks(args, config),
         _options(args),
-        role=args.role,
         say=_say(args),
         progress=_progress(args),
     )
@@ -112,9 +118,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
     stores = {"candidate": open_run(args.candidate), "baseline": open_run(args.baseline)}
     stores.update({"determinism": open_run(args.determinism)} if args.determinism else {})
     stores.update({"control": open_run(args.control)} if args.control else {})
-    task = str(stores["candidate"].manifest.get("task"))
+    task = stores["candidate"].manifest.task
     delta = args.delta if args.delta is not None else task_margins(config, [task]).get(task, 0.02)
-    controls = {k: v for k, v in (("determinism", args.determinism), ("numerics", args.control)) if v}
+    kinds: tuple[tuple[ControlKind, str | None], ...] = (("determinism", args.determinism), ("numerics", args.control))
+    controls = {k: v for k, v in kinds if v}
     allow = _allowed(args.allow, stores["candidate"].manifest)
     comparison = compare_runs(
         args.candidate, args.baseline, controls=controls, delta=delta, seed=args.seed, allow=allow
@@ -149,10 +156,9 @@ def _finish(
     return 1 if failed else 0
 
 
-def _allowed(given: list[str] | None, candidate_manifest: dict[str, Any]) -> list[str]:
+def _allowed(given: list[str] | None, candidate_manifest: RunManifest) -> list[str]:
     """--allow fields plus the ones the candidate target's config waived when it ran (allow_differences)."""
-    recorded = (candidate_manifest.get("target_config") or {}).get("allow_differences") or []
-    return list(dict.fromkeys([*(given or []), *(str(f) for f in recorded if isinstance(recorded, list))]))
+    return list(dict.fromkeys([*(given or []), *candidate_manifest.target_config.allow_differences]))
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -195,11 +201,9 @@ def cmd_runs(args: argparse.Namespace) -> int:
         try:
             store = open_run(manifest.parent)
             try:
-                if args.target and store.manifest["target"] != args.target:
+                if args.target and store.manifest.target != args.target:
                     continue
-                rows.append(
-                    (store.manifest["target"], store.manifest["task"], len(store), len(store.grades()), store.folder)
-                )
+                rows.append((store.manifest.target, store.manifest.task, len(store), len(store.grades()), store.folder))
             finally:
                 store.close()
         except EvalsuiteError as exc:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from evalsuite.errors import NotComparableError
+from evalsuite.store.manifest import RunManifest
 
 MUST_MATCH: tuple[str, ...] = (
     "task",
@@ -67,8 +68,13 @@ def _governed(path: str, prefixes: Sequence[str]) -> bool:
     return any(path == p or path.startswith(p + ".") for p in prefixes)
 
 
-def _name(manifest: Mapping[str, Any]) -> str:
-    return f"{manifest.get('target', '?')}/{manifest.get('task', '?')} {str(manifest.get('fingerprint', '?'))[:16]}"
+def _fields(label: str, manifest: RunManifest) -> dict[str, Any]:
+    if manifest.fingerprint_fields is None:
+        raise NotComparableError(
+            f"The {label} run's manifest has no 'fingerprint_fields' mapping, so it cannot be checked "
+            "for comparability; it was not written by `evalsuite run`."
+        )
+    return manifest.fingerprint_fields.as_mapping()
 
 
 def _waive_hint(refused: Sequence[FieldDifference]) -> str:
@@ -80,8 +86,8 @@ def _waive_hint(refused: Sequence[FieldDifference]) -> str:
 
 
 def check_comparable(
-    baseline_manifest: Mapping[str, Any],
-    other_manifest: Mapping[str, Any],
+    baseline_manifest: RunManifest,
+    other_manifest: RunManifest,
     *,
     other_name: str = "candidate",
     must_match: Sequence[str] = MUST_MATCH,
@@ -93,20 +99,12 @@ def check_comparable(
     target with the full-precision baseline to measure the loss); waived
     differences are returned with the reported ones.
     """
-    base_fields = baseline_manifest.get("fingerprint_fields")
-    other_fields = other_manifest.get("fingerprint_fields")
-    for label, fields in (("baseline", base_fields), (other_name, other_fields)):
-        if not isinstance(fields, Mapping):
-            raise NotComparableError(
-                f"The {label} run's manifest has no 'fingerprint_fields' mapping, so it cannot be checked "
-                "for comparability; it was not written by `evalsuite run`."
-            )
-    diffs = field_differences(base_fields, other_fields)  # type: ignore[arg-type]
+    diffs = field_differences(_fields("baseline", baseline_manifest), _fields(other_name, other_manifest))
     refused = [d for d in diffs if _governed(d.path, must_match) and not _governed(d.path, allow)]
     if refused:
         lines = "\n".join(f"  - {d.path}: baseline {d.baseline!r}, {other_name} {d.other!r}" for d in refused)
         raise NotComparableError(
-            f"The {other_name} run ({_name(other_manifest)}) and the baseline run ({_name(baseline_manifest)}) "
+            f"The {other_name} run ({other_manifest.name}) and the baseline run ({baseline_manifest.name}) "
             f"differ in {len(refused)} field(s) that change outputs, so their outputs cannot be compared:\n{lines}\n"
             "Re-run one of them with matching settings, or, if the difference is deliberate, waive the field with "
             f"{_waive_hint(refused)}."

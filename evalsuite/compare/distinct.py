@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from evalsuite.errors import NotComparableError
+from evalsuite.store.reader import RunReader
 
 ROLE_NAMES = {
     "candidate": "the candidate run",
@@ -32,8 +33,8 @@ ROLE_NAMES = {
 }
 
 
-def _folder(run: Any) -> Path | None:
-    folder = getattr(run, "folder", None)
+def _folder(run: RunReader) -> Path | None:
+    folder = run.folder
     if folder is None or not str(folder):
         return None
     try:
@@ -43,8 +44,8 @@ def _folder(run: Any) -> Path | None:
 
 
 def _fields(run: Any) -> Mapping[str, Any]:
-    fields = run.manifest.get("fingerprint_fields")
-    return fields if isinstance(fields, Mapping) else {}
+    fields = run.manifest.fingerprint_fields
+    return fields.as_mapping() if fields is not None else {}
 
 
 def normal_url(url: Any) -> Any:
@@ -67,9 +68,9 @@ def endpoint_identity(run: Any) -> tuple[Any, ...] | None:
     return (repr(sorted(endpoint.items())), repr(sorted((engine or {}).items())))
 
 
-def _label(role: str, run: Any) -> str:
-    target = run.manifest.get("target", "?")
-    folder = getattr(run, "folder", None)
+def _label(role: str, run: RunReader) -> str:
+    target = run.manifest.target
+    folder = run.folder
     return f"{ROLE_NAMES.get(role, role)} ({target}{', ' + str(folder) if folder else ''})"
 
 
@@ -78,7 +79,7 @@ def _same_run(a: tuple[str, Any], b: tuple[str, Any]) -> str | None:
     folder_a, folder_b = _folder(run_a), _folder(run_b)
     if folder_a is not None and folder_a == folder_b:
         return f"{_label(role_a, run_a)} and {ROLE_NAMES.get(role_b, role_b)} are the same run folder"
-    fp_a, fp_b = run_a.manifest.get("fingerprint"), run_b.manifest.get("fingerprint")
+    fp_a, fp_b = run_a.manifest.fingerprint, run_b.manifest.fingerprint
     if fp_a and fp_a == fp_b:
         return (
             f"{_label(role_a, run_a)} and {_label(role_b, run_b)} are the same run (fingerprint "
@@ -116,21 +117,21 @@ def _role_problem(role: str, run: Any, items: list[tuple[str, Any]]) -> str | No
     """Why a control run cannot play its role next to this candidate and baseline, if it cannot."""
     cand = next((r for k, r in items if k == "candidate"), None)
     base = next((r for k, r in items if k == "baseline"), None)
-    name = run.manifest.get("target")
+    name = run.manifest.target
     if role == "numerics" and cand is not None:
-        if name == cand.manifest.get("target"):
+        if name == cand.manifest.target:
             return f"the numerics control is a run of the candidate target '{name}' itself"
         identity = endpoint_identity(run)
         if identity is not None and identity == endpoint_identity(cand):
             return (
                 f"the numerics control ({name}) asks the same endpoint the same way as the candidate "
-                f"({cand.manifest.get('target')}), so it is the candidate under another name"
+                f"({cand.manifest.target}), so it is the candidate under another name"
             )
-    if role == "numerics" and base is not None and name == base.manifest.get("target"):
+    if role == "numerics" and base is not None and name == base.manifest.target:
         return (
             f"the numerics control is a run of the baseline target '{name}' itself, not the speculative "
             "server drafting for itself"
         )
-    if role == "determinism" and cand is not None and name == cand.manifest.get("target"):
+    if role == "determinism" and cand is not None and name == cand.manifest.target:
         return f"the determinism run is a run of the candidate target '{name}', not the baseline again"
     return None

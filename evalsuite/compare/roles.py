@@ -15,9 +15,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from evalsuite.errors import ConfigError
+from evalsuite.store.manifest import RunManifest
 
 ROLES = ("candidate", "baseline", "control", "determinism")
 _HINT = (
@@ -38,21 +38,16 @@ class StoredRun:
     control_of_target: str | None
 
     @staticmethod
-    def from_manifest(folder: Path, manifest: Mapping[str, Any]) -> StoredRun:
-        fields = manifest.get("fingerprint_fields") or {}
-        config = manifest.get("target_config") or {}
+    def from_manifest(folder: Path, manifest: RunManifest) -> StoredRun:
+        fields = manifest.fingerprint_fields
         return StoredRun(
             folder=folder,
-            target=str(manifest.get("target")),
-            task=str(manifest.get("task")),
-            repeat=_whole(fields.get("repeat")) if isinstance(fields, Mapping) else 0,
-            baseline_of_target=config.get("baseline") if isinstance(config, Mapping) else None,
-            control_of_target=config.get("control") if isinstance(config, Mapping) else None,
+            target=manifest.target,
+            task=manifest.task,
+            repeat=fields.repeat if fields is not None else 0,
+            baseline_of_target=manifest.target_config.baseline,
+            control_of_target=manifest.target_config.control,
         )
-
-
-def _whole(value: Any) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
 def assign_roles(

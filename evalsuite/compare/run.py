@@ -13,7 +13,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import pandas as pd
 
@@ -33,6 +33,7 @@ from evalsuite.diff.classify import (
 from evalsuite.errors import NotComparableError
 from evalsuite.records import Grade, SampleResult
 from evalsuite.stats.intervals import BootstrapMethod
+from evalsuite.store.reader import RunReader
 from evalsuite.verdict.summary import summary_line
 from evalsuite.verdict.token import TokenVerdict, token_verdict
 
@@ -40,16 +41,7 @@ SCHEMA_VERSION = 1
 CONTROL_KINDS: tuple[ControlKind, ...] = ("determinism", "numerics")
 
 
-class RunLike(Protocol):
-    """What comparison needs from a stored run (the run store's reader satisfies it)."""
-
-    manifest: dict[str, Any]
-
-    def results(self) -> dict[str, SampleResult]: ...
-
-    def grades(self) -> dict[str, Grade]: ...
-
-
+RunLike = RunReader  # the one reader protocol: stored and in-memory runs alike
 RunSource = RunLike | str | Path
 
 
@@ -63,7 +55,7 @@ def _open(source: RunSource) -> RunLike:
 
 def _identity(run: RunLike) -> dict[str, Any]:
     m = run.manifest
-    return {k: m.get(k) for k in ("fingerprint", "target", "task", "role")}
+    return {"fingerprint": m.fingerprint, "target": m.target, "task": m.task}
 
 
 @dataclass
@@ -186,9 +178,7 @@ def _clean(value: Any) -> Any:
 
 def _lean_results(run: RunLike) -> dict[str, SampleResult]:
     """Results without token strings where ids suffice: strings are most of a long run's memory."""
-    if hasattr(run, "iter_results"):
-        return run.results(strings="none")  # type: ignore[call-arg]
-    return run.results()
+    return run.results(strings="none")
 
 
 def _with_windows(
@@ -200,10 +190,10 @@ def _with_windows(
 ) -> list[SampleDiff]:
     """Redo the divergent id-level diffs with token strings loaded, for their readable text windows."""
     ids = [d.sample_id for d in diffs if not d.identical and d.level == "ids"]
-    if not ids or not hasattr(cand_run, "iter_results"):
+    if not ids:
         return diffs
-    cand = cand_run.results(ids=ids, strings="pieces")  # type: ignore[call-arg]
-    base = base_run.results(ids=ids, strings="pieces")  # type: ignore[call-arg]
+    cand = cand_run.results(ids=ids, strings="pieces")
+    base = base_run.results(ids=ids, strings="pieces")
     redone = {
         sid: diff_completions(
             sid,
@@ -251,8 +241,8 @@ def compare_runs(
     base_results, cand_results = _lean_results(base_run), _lean_results(cand_run)
     if not base_results.keys() & cand_results.keys():
         raise NotComparableError(
-            f"The candidate run ({cand_run.manifest.get('target', '?')}, {len(cand_results)} samples) and the baseline "
-            f"run ({base_run.manifest.get('target', '?')}, {len(base_results)} samples) have no sample in common, so "
+            f"The candidate run ({cand_run.manifest.target}, {len(cand_results)} samples) and the baseline "
+            f"run ({base_run.manifest.target}, {len(base_results)} samples) have no sample in common, so "
             "there is nothing to compare (a 0/0 verdict would mean nothing). Run both on the same samples."
         )
     grades = grades or {}
@@ -264,7 +254,7 @@ def compare_runs(
     for kind, run in opened.items():
         if kind not in CONTROL_KINDS:
             raise NotComparableError(f"Unknown control kind '{kind}'; use one of {', '.join(CONTROL_KINDS)}.")
-        name = f"{kind}:{run.manifest.get('target', '?')}"
+        name = f"{kind}:{run.manifest.target}"
         control_diffs[name] = check_comparable(
             base_run.manifest, run.manifest, other_name=f"{kind} control", must_match=must_match, allow=allow
         )

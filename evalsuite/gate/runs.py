@@ -11,7 +11,6 @@ import json
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
 
 from evalsuite.compare.comparable import check_comparable
 from evalsuite.compare.distinct import check_distinct
@@ -19,7 +18,7 @@ from evalsuite.diff.align import SampleDiff, diff_runs
 from evalsuite.diff.classify import ControlProfile, Thresholds, calibrate, classify_all
 from evalsuite.errors import EvalsuiteError, NotComparableError, StoreError
 from evalsuite.records import Grade, SampleResult
-from evalsuite.store import open_run
+from evalsuite.store import RunManifest, open_run
 
 
 @dataclass(frozen=True)
@@ -46,10 +45,10 @@ class GatePair:
         ]
 
 
-def _manifest(folder: str) -> dict[str, Any]:
+def _manifest(folder: str) -> RunManifest:
     store = open_run(folder)
     try:
-        return dict(store.manifest)
+        return store.manifest
     finally:
         store.close()
 
@@ -63,26 +62,24 @@ def find_baseline(candidate: str, config_path: str | None, allow: Sequence[str] 
     if not Path(where).exists():
         raise EvalsuiteError(
             f"--evalsuite-baseline was not given for {candidate} and there is no {where} to look up "
-            f"target '{man.get('target')}''s baseline; pass --evalsuite-baseline DIR."
+            f"target '{man.target}''s baseline; pass --evalsuite-baseline DIR."
         )
     config = load_config(where)
-    target = config.target(str(man.get("target")))
+    target = config.target(man.target)
     if target.baseline is None:
         raise EvalsuiteError(f"Target '{target.name}' has no baseline in {config.path}; pass --evalsuite-baseline DIR.")
     found: list[tuple[float, str]] = []
-    for path in sorted(
-        (config.root / config.defaults.runs_dir / target.baseline / str(man.get("task"))).glob("*/manifest.json")
-    ):
+    for path in sorted((config.root / config.defaults.runs_dir / target.baseline / man.task).glob("*/manifest.json")):
         try:
             other = _manifest(str(path.parent))
             check_comparable(other, man, allow=allow)
         except (NotComparableError, StoreError):  # another setting's run, or a damaged one: not this baseline
             continue
-        found.append((float(other.get("created_at") or 0.0), str(path.parent)))
+        found.append((other.created_at or 0.0, str(path.parent)))
     if not found:
         raise EvalsuiteError(
-            f"No stored run of baseline target '{target.baseline}' for task '{man.get('task')}' is "
-            f"comparable to {candidate}; run `evalsuite run {target.baseline} --task {man.get('task')}` "
+            f"No stored run of baseline target '{target.baseline}' for task '{man.task}' is "
+            f"comparable to {candidate}; run `evalsuite run {target.baseline} --task {man.task}` "
             "or pass --evalsuite-baseline DIR."
         )
     return max(found)[1]
@@ -100,7 +97,7 @@ def stored_pairs(
     def by_task(folders: Sequence[str], what: str) -> dict[str, list[str]]:
         out: dict[str, list[str]] = {}
         for f in folders:
-            out.setdefault(str(_manifest(f).get("task")), []).append(f)
+            out.setdefault(_manifest(f).task, []).append(f)
         return out
 
     base, ctl = by_task(baselines, "baseline"), by_task(controls, "control")
@@ -178,7 +175,7 @@ def judge_pair(pair: GatePair, near_tie: float) -> Judged:
         comps = {sid: r.completion for sid, r in ctl.results().items()}
         profiles.append(
             ControlProfile.from_diffs(
-                f"{kind}:{ctl.manifest.get('target', '?')}",
+                f"{kind}:{ctl.manifest.target}",
                 kind,  # type: ignore[arg-type]
                 diff_runs(comps, {s: r.completion for s, r in base.items()}),
             )

@@ -21,6 +21,8 @@ from evalsuite.speed import SpeedSummary, Speedup, paired_speedup, request_speed
 from evalsuite.speed.measure import TOKENS_PER_S_DEFINITION
 from evalsuite.speed.robust import disagreement
 from evalsuite.speed.summary import summarize
+from evalsuite.store import RunManifest, RunReader
+from evalsuite.store.codec import Strings
 
 REPEAT_LIMIT = 1.10
 """Two runs of the same arm further apart than this in paired decode speed make speed figures untrustworthy."""
@@ -35,7 +37,7 @@ class Arm:
     """One stored run loaded for the report: results with token strings, grades, prompts, sessions."""
 
     role: str
-    manifest: dict[str, Any]
+    manifest: RunManifest
     folder: str
     results: dict[str, SampleResult]
     grades: dict[str, Grade]
@@ -43,23 +45,19 @@ class Arm:
     sessions: list[dict[str, Any]]
 
     @staticmethod
-    def load(role: str, store: Any, detail: set[str] | frozenset[str] = frozenset(), strings: str = "all") -> Arm:
-        """Read a store: token strings (`strings`: "all" or "pieces") only for the `detail` samples, the viewer's."""
-        samples = store.samples() if hasattr(store, "samples") else {}
-        sessions = store.sessions() if hasattr(store, "sessions") else []
-        try:
-            results = store.results(strings="none")
-            if detail:
-                results.update(store.results(strings=strings, ids=detail))
-        except TypeError:  # a reader without partial loading (an in-memory run)
-            results = store.results()
-        return Arm(
-            role, dict(store.manifest), str(getattr(store, "folder", "")), results, store.grades(), samples, sessions
-        )
+    def load(
+        role: str, store: RunReader, detail: set[str] | frozenset[str] = frozenset(), strings: Strings = "all"
+    ) -> Arm:
+        """Read a run: token strings (`strings`: "all" or "pieces") only for the `detail` samples, the viewer's."""
+        results = store.results(strings="none")
+        if detail:
+            results.update(store.results(strings=strings, ids=detail))
+        folder = str(store.folder) if store.folder is not None else ""
+        return Arm(role, store.manifest, folder, results, store.grades(), store.samples(), store.sessions())
 
     def speed(self) -> SpeedSummary:
         reqs = {sid: request_speed(sid, r.completion) for sid, r in self.results.items()}
-        return summarize(str(self.manifest.get("target", self.role)), reqs, self.sessions)
+        return summarize(self.manifest.target, reqs, self.sessions)
 
 
 @dataclass
@@ -254,7 +252,7 @@ def truncation_rows(arms: Mapping[str, Arm]) -> list[dict[str, Any]]:
             rows.append(
                 {
                     "role": role,
-                    "target": arms[role].manifest.get("target", "?"),
+                    "target": arms[role].manifest.target,
                     "truncated": cut,
                     "n": len(res),
                     "in_reasoning": in_reasoning,
@@ -267,7 +265,10 @@ def truncation_rows(arms: Mapping[str, Arm]) -> list[dict[str, Any]]:
 def task_report(c: Comparison, stores: Mapping[str, Any] | None) -> TaskReport:
     """Build the report data for one comparison; `stores` maps roles to run stores (optional)."""
     divergent = frozenset(d.sample_id for d in c.diffs if not d.identical)
-    detail = {"baseline": (divergent, "all"), "candidate": (divergent, "pieces")}
+    detail: dict[str, tuple[frozenset[str], Strings]] = {
+        "baseline": (divergent, "all"),
+        "candidate": (divergent, "pieces"),
+    }
     arms = {
         role: Arm.load(role, store, *detail.get(role, (frozenset(), "none")))
         for role, store in (stores or {}).items()

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from evalsuite.report import fmt
+from evalsuite.store.manifest import FingerprintFields, RunManifest
 
 ROLE_ORDER = ("baseline", "determinism", "control", "candidate")
 
@@ -21,44 +22,51 @@ def _compact(value: Any) -> str:
     return "" if value is None else str(value)
 
 
-def _server(fields: Mapping[str, Any], manifest: Mapping[str, Any]) -> tuple[str, str]:
-    server = fields.get("server") or {}
-    probe = manifest.get("probe") or {}
-    model = server.get("model") or probe.get("model") or "?"
-    build = server.get("build_info") or server.get("version") or probe.get("build_info") or probe.get("version") or "?"
+def _server(fields: FingerprintFields, manifest: RunManifest) -> tuple[str, str]:
+    server, probe = fields.server, manifest.probe
+    model = server.model or probe.model or "?"
+    build = server.build_info or server.version or probe.build_info or probe.version or "?"
     return str(model), str(build)
 
 
-def run_provenance(role: str, manifest: Mapping[str, Any], folder: str = "") -> dict[str, Any]:
+def run_provenance(role: str, manifest: RunManifest, folder: str = "") -> dict[str, Any]:
     """One row of the provenance table from a run manifest."""
-    fields = manifest.get("fingerprint_fields") or {}
-    endpoint = fields.get("endpoint") or {}
+    fields = manifest.fingerprint_fields or FingerprintFields()
+    endpoint = fields.endpoint
     model, build = _server(fields, manifest)
-    args = manifest.get("server_args") or endpoint.get("server_args") or []
-    engine = fields.get("engine") or {}
+    args = manifest.server_args or endpoint.server_args or []
     return {
         "role": role,
-        "target": str(manifest.get("target", "?")),
-        "fingerprint": str(manifest.get("fingerprint", "?"))[:16],
-        "created": fmt.when(manifest.get("created_at")),
-        "endpoint": str(endpoint.get("base_url") or (f"rig:{endpoint['rig']}" if endpoint.get("rig") else "?")),
-        "engine": _compact({"dialect": engine.get("dialect"), "api": engine.get("api")}) or "?",
+        "target": manifest.target,
+        "fingerprint": manifest.fingerprint[:16],
+        "created": fmt.when(manifest.created_at),
+        "endpoint": str(endpoint.base_url or (f"rig:{endpoint.rig}" if endpoint.rig else "?")),
+        "engine": _compact({"dialect": fields.engine.dialect, "api": fields.engine.api}) or "?",
         "model": model,
         "build": build,
         "server_args": " ".join(shlex.quote(str(a)) for a in args) if args else "",
-        "params": _compact(fields.get("params") or {}),
-        "dataset": _compact(fields.get("dataset") or {}),
-        "suite_version": str(manifest.get("suite_version") or fields.get("suite_version") or "?"),
-        "host": _compact(manifest.get("host") or {}),
+        "params": _compact(fields.params.as_mapping()),
+        "dataset": _compact(fields.dataset.as_mapping()),
+        "suite_version": str(manifest.suite_version or fields.suite_version or "?"),
+        "host": _compact(manifest.host),
         "folder": folder,
     }
+
+
+def _identity(identity: Mapping[str, Any]) -> RunManifest:
+    """The identity a comparison kept (fingerprint, target, task) as a manifest that knows nothing more."""
+    fingerprint, target, task = (str(identity.get(k) or "?") for k in ("fingerprint", "target", "task"))
+    return RunManifest(fingerprint=fingerprint, target=target, task=task)
 
 
 def provenance(comparison: Any, arms: Mapping[str, Any]) -> list[dict[str, Any]]:
     """Rows for every run in the report; without stores, the identities the comparison kept."""
     if arms:
         return [run_provenance(r, arms[r].manifest, arms[r].folder) for r in ROLE_ORDER if r in arms]
-    return [run_provenance("baseline", comparison.baseline), run_provenance("candidate", comparison.candidate)]
+    return [
+        run_provenance("baseline", _identity(comparison.baseline)),
+        run_provenance("candidate", _identity(comparison.candidate)),
+    ]
 
 
 def _path(folder: str) -> str:
@@ -79,21 +87,21 @@ def _eval_line(comparison: Any, arms: Mapping[str, Any], task: str) -> str | Non
     cand, base = arms.get("candidate"), arms.get("baseline")
     if cand is None or base is None:
         return None
-    config = cand.manifest.get("target_config") or {}
-    if config.get("baseline") != base.manifest.get("target"):
+    config = cand.manifest.target_config
+    if config.baseline != base.manifest.target:
         return None
     control = arms.get("control")
-    if (config.get("control") or None) != (control.manifest.get("target") if control is not None else None):
+    if (config.control or None) != (control.manifest.target if control is not None else None):
         return None
-    fields = cand.manifest.get("fingerprint_fields") or {}
+    fields = cand.manifest.fingerprint_fields or FingerprintFields()
     words = ["evalsuite", "eval", str(comparison.candidate.get("target")), "--task", task]
     n = max(len(arm.samples) or len(arm.results) for arm in arms.values())
     if n:
         words += ["--limit", str(n)]
-    max_tokens = (fields.get("params") or {}).get("max_tokens")
+    max_tokens = fields.params.max_tokens
     if isinstance(max_tokens, int) and max_tokens > 0:
         words += ["--max-tokens", str(max_tokens)]
-    source = (fields.get("dataset") or {}).get("source")
+    source = fields.dataset.source
     if source in ("hf", "fixture", "local"):
         words += ["--data", str(source)]
     words.append("--repeat-baseline" if "determinism" in arms else "--no-repeat-baseline")

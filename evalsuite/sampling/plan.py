@@ -159,12 +159,11 @@ def plan_draws(
     settings: DrawSettings,
     *,
     stream: int,
-    role: str,
     data: DataChoice | None = None,
     data_path: str | None = None,
 ) -> RunPlan:
     """A RunPlan whose samples are the draws of the first `settings.prompts` prompts of the task."""
-    plan = plan_run(config, target_name, task_name, data=data, data_path=data_path, limit=settings.prompts, role=role)
+    plan = plan_run(config, target_name, task_name, data=data, data_path=data_path, limit=settings.prompts)
     if len(plan.samples) < settings.prompts:
         raise ConfigError(
             f"Task '{task_name}' has {len(plan.samples)} prompts in this dataset; --prompts asked "

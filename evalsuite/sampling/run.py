@@ -17,7 +17,7 @@ from evalsuite.sampling.plan import TASK_SUFFIX, DrawSettings, SeededDraws, plan
 from evalsuite.sampling.tree import END, Draw, build_tree
 from evalsuite.sampling.verdict import JudgeSettings, SamplingVerdict, judge
 from evalsuite.serialize import to_jsonable
-from evalsuite.store import RunStore, open_run
+from evalsuite.store import FingerprintFields, RunManifest, RunStore, open_run
 from evalsuite.tasks.data import DataChoice
 
 Say = Callable[[str], None]
@@ -32,7 +32,7 @@ class Arm:
     folders: list[Path]
     draws: list[Draw]
     pieces: dict[int, str] = field(default_factory=dict)
-    manifests: list[dict[str, Any]] = field(default_factory=list)
+    manifests: list[RunManifest] = field(default_factory=list)
     drafted: int = 0  # draft tokens proposed over all draws (llama.cpp `timings`; 0 when the engine gives none)
     accepted: int = 0
 
@@ -89,7 +89,6 @@ def draw_arm(
     tasks: Sequence[str],
     settings: DrawSettings,
     *,
-    role: str,
     stream: int,
     data: DataChoice | None = None,
     data_path: str | None = None,
@@ -101,9 +100,7 @@ def draw_arm(
     outcomes = []
     with _serving(target, say) as (base_url, server_args):
         for task in tasks:
-            plan = plan_draws(
-                config, target_name, task, settings, stream=stream, role=role, data=data, data_path=data_path
-            )
+            plan = plan_draws(config, target_name, task, settings, stream=stream, data=data, data_path=data_path)
             plan.base_url, plan.server_args = base_url, server_args
             label = f"{target_name}/{task} draws"
             engine = SeededDraws(make_engine(plan.target, base_url=base_url))
@@ -146,7 +143,7 @@ def load_arm(folders: Sequence[str | Path], *, draws: int | None = None, prompts
     """Read the draws of stored draw runs (at most `draws` per prompt, the first `prompts` prompts of each)."""
     stores = [open_run(f) for f in folders]
     try:
-        targets = {str(s.manifest.get("target")) for s in stores}
+        targets = {s.manifest.target for s in stores}
         arm = Arm(", ".join(sorted(targets)), [s.folder for s in stores], [], {}, [s.manifest for s in stores])
         for store in stores:
             _load_store(store, arm, draws, prompts)
@@ -157,7 +154,7 @@ def load_arm(folders: Sequence[str | Path], *, draws: int | None = None, prompts
 
 
 def _load_store(store: RunStore, arm: Arm, draws: int | None, prompts: int | None) -> None:
-    task = str(store.manifest.get("task"))
+    task = store.manifest.task
     if not task.endswith(TASK_SUFFIX):
         raise ConfigError(
             f"{store.folder} is not a draw run (its task is '{task}'); sample-test reads the runs "
@@ -198,8 +195,8 @@ _MUST_MATCH = ("task", "prompt_template", "dataset")
 def check_comparable(baseline: Arm, candidate: Arm) -> None:
     """Both arms must have drawn the same prompts with the same settings; only the seed stream may differ."""
 
-    def key(m: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-        f = m.get("fingerprint_fields", {})
+    def key(m: RunManifest) -> tuple[str, dict[str, Any]]:
+        f = (m.fingerprint_fields or FingerprintFields()).as_mapping()
         params = {k: v for k, v in f.get("params", {}).items() if k != "seed"}
         return str(f.get("task")), {**{k: f.get(k) for k in _MUST_MATCH}, "params": params}
 
@@ -215,7 +212,7 @@ def check_comparable(baseline: Arm, candidate: Arm) -> None:
                 f"(baseline {[base[task][k] for k in diffs]}, candidate "
                 f"{[cand[task][k] for k in diffs]}); draw both with the same settings."
             )
-    same = [m.get("fingerprint") for m in baseline.manifests] == [m.get("fingerprint") for m in candidate.manifests]
+    same = [m.fingerprint for m in baseline.manifests] == [m.fingerprint for m in candidate.manifests]
     if same:
         raise NotComparableError(
             "Both arms are the same stored runs (same target and seed stream): their draws are "
@@ -232,7 +229,7 @@ def judge_arms(
     speculation = candidate.speculation()
     if speculation:
         verdict.notes.append(speculation)
-    elif any("spec" in " ".join(m.get("server_args") or []) for m in candidate.manifests):
+    elif any("spec" in " ".join(m.server_args or []) for m in candidate.manifests):
         verdict.notes.append(
             f"{candidate.target} is a speculative server but reported no drafted tokens: "
             "the draws may not have gone through speculation at all."
@@ -245,7 +242,7 @@ def prompt_texts(folders: Sequence[str | Path]) -> dict[str, str]:
     out: dict[str, str] = {}
     for folder in folders:
         store = open_run(folder)
-        task = str(store.manifest.get("task")).removesuffix(TASK_SUFFIX)
+        task = store.manifest.task.removesuffix(TASK_SUFFIX)
         for sample in store.samples().values():
             out.setdefault(f"{task}/{sample.metadata.get('prompt_id')}", sample.prompt_text)
         store.close()
@@ -282,7 +279,6 @@ def sample_test(
             name,
             tasks,
             settings,
-            role=role,
             stream=stream,
             data=data,
             data_path=data_path,

@@ -19,27 +19,21 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 
 from evalsuite.engines import counter_speculation
-from evalsuite.records import SampleResult
 from evalsuite.speed.measure import DECODE_SOURCE_TEXT, RequestSpeed, request_speed
 from evalsuite.speed.robust import disagreement, mad_outliers
+from evalsuite.store.reader import RunReader
 
 SPREAD_LIMIT = 1.25
 """Median and aggregate tokens/s of one arm further apart than this factor are too spread to trust an aggregate."""
 
 
-class SpeedSource(Protocol):
-    """A stored run: its manifest and results (the run store's reader satisfies it; `sessions` is optional)."""
-
-    manifest: dict[str, Any]
-
-    def results(self) -> Mapping[str, SampleResult]: ...
+SpeedSource = RunReader  # the one reader protocol: a stored run or one held in memory
 
 
 @dataclass(frozen=True)
@@ -174,13 +168,6 @@ def counter_deltas(sessions: list[dict[str, Any]]) -> CounterDeltas | None:
     return CounterDeltas(found.drafts, found.draft_tokens, found.accepted)
 
 
-def _results(store: SpeedSource) -> Mapping[str, SampleResult]:
-    try:
-        return store.results(strings="none")  # type: ignore[call-arg]
-    except TypeError:
-        return store.results()
-
-
 def summarize(target: str, requests: dict[str, RequestSpeed], sessions: list[dict[str, Any]]) -> SpeedSummary:
     """Aggregate per-request speeds (and session counters) into a SpeedSummary."""
     reqs = list(requests.values())
@@ -218,10 +205,8 @@ def summarize(target: str, requests: dict[str, RequestSpeed], sessions: list[dic
     )
 
 
-def speed_summary(store: SpeedSource) -> SpeedSummary:
-    """Speed of one stored run (decode tokens/s per request, TTFT, draft acceptance, engine counters)."""
-    results = _results(store)
+def speed_summary(store: RunReader) -> SpeedSummary:
+    """Speed of one run (decode tokens/s per request, TTFT, draft acceptance, engine counters)."""
+    results = store.results(strings="none")
     requests = {sid: request_speed(sid, r.completion) for sid, r in results.items()}
-    sessions_fn = getattr(store, "sessions", None)
-    sessions = sessions_fn() if callable(sessions_fn) else []
-    return summarize(str(store.manifest.get("target", "?")), requests, sessions)
+    return summarize(store.manifest.target, requests, store.sessions())

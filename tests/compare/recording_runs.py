@@ -5,7 +5,6 @@ from __future__ import annotations
 import gzip
 import json
 import os
-from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -13,7 +12,8 @@ from typing import Any
 import pytest
 
 from evalsuite.engines.parse import completion_from_chat
-from evalsuite.records import Grade, SampleResult
+from evalsuite.records import SampleResult
+from evalsuite.store import MemoryRun
 
 ROOT = Path(__file__).resolve().parents[2]
 RIG = "llamacpp-cuda-h200"
@@ -27,21 +27,6 @@ def recordings_dir() -> Path:
 needs_recordings = pytest.mark.skipif(
     not (recordings_dir() / "base_f16.json.gz").exists(), reason=f"recordings not found under {recordings_dir()}"
 )
-
-
-@dataclass
-class MemoryRun:
-    """A stored run held in memory: manifest, results and grades."""
-
-    manifest: dict[str, Any]
-    _results: dict[str, SampleResult]
-    _grades: dict[str, Grade] = field(default_factory=dict)
-
-    def results(self) -> dict[str, SampleResult]:
-        return dict(self._results)
-
-    def grades(self) -> dict[str, Grade]:
-        return dict(self._grades)
 
 
 @cache
@@ -79,6 +64,5 @@ def recording_run(name: str, pass_: int = 0) -> MemoryRun:
         "fingerprint_fields": fields,
         "target": data["config"],
         "task": "gsm8k",
-        "role": "candidate",
     }
     return MemoryRun(manifest, results)

@@ -7,13 +7,13 @@ import json
 
 import numpy as np
 import pytest
-from recording_runs import MemoryRun
 
 from evalsuite.compare import compare_runs, field_differences
 from evalsuite.engines.parse import trace_from_entries
 from evalsuite.errors import NotComparableError
 from evalsuite.records import Completion, Grade, SampleResult
 from evalsuite.stats import HOLM
+from evalsuite.store import MemoryRun
 
 FIELDS = {
     "task": "math500",
@@ -120,7 +120,7 @@ def test_flipped_answers_make_accuracy_different_and_are_flagged_per_sample() ->
 def test_ungraded_items_are_excluded_and_counted() -> None:
     c, b = _arms()
     cand = _run(c, set(), "spec")
-    cand._grades["m000"] = Grade("m000", "ungraded", None, "timeout")
+    cand.stored_grades["m000"] = Grade("m000", "ungraded", None, "timeout")
     cmp = compare_runs(cand, _run(b, set(), "base"), n_resamples=200)
     overall = cmp.overall()[0]
     assert overall.summary.n == 199 and overall.ungraded == 1

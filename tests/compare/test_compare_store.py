@@ -10,6 +10,7 @@ from recording_runs import needs_recordings, recording_run
 from evalsuite.compare import compare_runs
 from evalsuite.errors import NotComparableError
 from evalsuite.records import Grade
+from evalsuite.serialize import to_jsonable
 from evalsuite.store import RunStore
 
 pytestmark = needs_recordings
@@ -17,7 +18,7 @@ pytestmark = needs_recordings
 
 def _store(folder: Path, name: str, pass_: int = 0, *, max_tokens: int | None = None) -> Path:
     run = recording_run(name, pass_)
-    manifest = {**run.manifest, "fingerprint_fields": {**run.manifest["fingerprint_fields"]}}
+    manifest = to_jsonable(run.manifest)
     if max_tokens is not None:
         manifest["fingerprint_fields"]["params"] = {
             **manifest["fingerprint_fields"]["params"],

@@ -34,10 +34,11 @@ def test_run_records_every_sample_with_tokens_and_provenance(project: Path, fake
     assert first.timings["predicted_n"] == 12
     assert results["q0001"].strata == {"group": "odd"}
     manifest = store.manifest
-    assert manifest["fingerprint_fields"]["params"]["max_tokens"] == 64
-    assert manifest["fingerprint_fields"]["params"]["temperature"] == 0.0
-    assert manifest["probe"]["model"] == "fake-model"
-    assert manifest["fingerprint_fields"]["dataset"]["revision"].startswith("sha256:")
+    assert manifest.fingerprint_fields is not None
+    assert manifest.fingerprint_fields.params.max_tokens == 64
+    assert manifest.fingerprint_fields.params.temperature == 0.0
+    assert manifest.probe.model == "fake-model"
+    assert str(manifest.fingerprint_fields.dataset.revision).startswith("sha256:")
     assert fake_server.state.total == 10
 
 
@@ -169,9 +170,10 @@ def test_vllm_speculative_counters_are_read_around_the_run(tmp_path: Path, fake_
 def test_llamacpp_provenance_and_parallel_slot_warning(project: Path, fake_server: FakeServer) -> None:
     fake_server.state.slots = 4
     outcome = _run(project)
-    probe = open_run(outcome.folder).manifest["probe"]
+    probe = open_run(outcome.folder).manifest.probe.as_mapping()
     assert probe["build_info"] == "b1-fake" and probe["model_path"] == "/models/fake-model.gguf"
     assert probe["server_params"] == {"speculative.n_max": 16}
     assert any("4 parallel slots" in w and "--parallel 1" in w for w in outcome.warnings)
     # the server build is part of the fingerprint: a rebuilt server starts a new run
-    assert open_run(outcome.folder).manifest["fingerprint_fields"]["server"]["build_info"] == "b1-fake"
+    fields = open_run(outcome.folder).manifest.fingerprint_fields
+    assert fields is not None and fields.server.build_info == "b1-fake"

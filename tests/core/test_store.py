@@ -87,7 +87,7 @@ def test_a_folder_of_another_run_is_refused(tmp_path: Path) -> None:
 
     _store(tmp_path)
     with pytest.raises(StoreError, match="holds run"):
-        RunStore.create(tmp_path / "run", {"fingerprint": "0" * 64})
+        RunStore.create(tmp_path / "run", {"fingerprint": "0" * 64, "task": "t", "target": "x"})
     with pytest.raises(StoreError, match="not a run folder"):
         open_run(tmp_path)
 

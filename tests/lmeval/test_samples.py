@@ -110,7 +110,8 @@ def test_run_grade_and_strata_through_the_pipeline(project: Path, fake_server) -
     store = open_run(outcome.folder)
     results = store.results()
     assert len(results) == 10 and results["gsm8k/1"].strata == {"lmeval_task": "gsm8k", "lmeval_group": "gsm8k"}
-    assert store.manifest["grader"]["options"]["identity"]["lm_eval"] == "0.4.13"
+    assert store.manifest.grader is not None
+    assert store.manifest.grader["options"]["identity"]["lm_eval"] == "0.4.13"
     grades = grade_run(store, tasks_dir=project.parent / "tasks")
     assert len(grades) == 10 and all(g.status == "incorrect" for g in grades)  # the fake server never answers
     assert all(g.details["lmeval"]["strict-match"]["filtered"] == "[invalid]" for g in grades)

@@ -72,19 +72,19 @@ class Rig:
         resolved = resolve_settings(self.config, candidate, "learned-baseline", {"draws": draws})
         return resolved.settings, resolved.tasks
 
-    def arm(self, name: str, role: str, stream: int, settings: DrawSettings, tasks: list[str]) -> Arm:
+    def arm(self, name: str, stream: int, settings: DrawSettings, tasks: list[str]) -> Arm:
         """One arm's draws (drawn once per name, stream and settings in this module)."""
         key = (name, stream, settings)
         if key not in self.arms:
-            outcomes = draw_arm(self.config, name, tasks, settings, role=role, stream=stream)
+            outcomes = draw_arm(self.config, name, tasks, settings, stream=stream)
             self.arms[key] = load_arm([o.folder for o in outcomes])
         return self.arms[key]
 
     def pair(self, candidate: str, *, baseline: str = "learned-baseline") -> SampleTest:
         """The candidate's draws judged against the baseline's, drawn with the same settings (stream 42 vs 43)."""
         settings, tasks = self.settings(candidate)
-        base = self.arm(baseline, "baseline", 42, settings, tasks)
-        return judge_arms(base, self.arm(candidate, "candidate", 43, settings, tasks), JUDGE)
+        base = self.arm(baseline, 42, settings, tasks)
+        return judge_arms(base, self.arm(candidate, 43, settings, tasks), JUDGE)
 
 
 @pytest.fixture(scope="module")
@@ -116,10 +116,10 @@ def test_this_llama_cpp_reproduces_the_baselines_draws_seed_for_seed(rig: Rig) -
     but true here: with the same seed, draft-simple and DFlash sample the baseline's very tokens."""
     settings, tasks = rig.settings("learned-dflash")
     same_stream = {
-        (d.prompt_id, d.seed): d.ids for d in rig.arm("learned-baseline", "candidate", 43, settings, tasks).draws
+        (d.prompt_id, d.seed): d.ids for d in rig.arm("learned-baseline", 43, settings, tasks).draws
     }
     for name in ("learned-draft", "learned-dflash"):
-        draws = {(d.prompt_id, d.seed): d.ids for d in rig.arm(name, "candidate", 43, settings, tasks).draws}
+        draws = {(d.prompt_id, d.seed): d.ids for d in rig.arm(name, 43, settings, tasks).draws}
         identical = sum(same_stream.get(k) == ids for k, ids in draws.items())
         assert draws.keys() == same_stream.keys() and identical >= 0.98 * len(draws), f"{name}: {identical} identical"
 
@@ -133,8 +133,8 @@ def _assert_same(test: SampleTest) -> None:
 
 
 def test_fake_acceptance_changes_the_distribution_at_named_nodes(rig: Rig) -> None:
-    base = rig.arm("baseline", "baseline", 42, CONSTRUCTED, ["gsm8k"])
-    test = judge_arms(base, rig.arm("synthetic", "candidate", 43, CONSTRUCTED, ["gsm8k"]), JUDGE)
+    base = rig.arm("baseline", 42, CONSTRUCTED, ["gsm8k"])
+    test = judge_arms(base, rig.arm("synthetic", 43, CONSTRUCTED, ["gsm8k"]), JUDGE)
     v = test.verdict
     assert v.outcome == "DIFFERENT", v.sentence
     strongest = min(v.differing, key=lambda n: n.p_adjusted)

@@ -66,11 +66,13 @@ def test_eval_starts_each_role_records_the_command_and_stops_it(tmp_path: Path) 
     from evalsuite.store import open_run
 
     spec_store = open_run(runs.folders["echo"]["candidate"])
-    args = spec_store.manifest["server_args"]
+    args = spec_store.manifest.server_args
+    assert args is not None
     assert args[0] == sys.executable and args[1] == str(FAKE) and args[-2:] == ["--tokens", "12"]
     port = args[args.index("--port") + 1]
     assert port.isdigit()
-    assert spec_store.manifest["fingerprint_fields"]["endpoint"]["serve"][-2:] == ["--tokens", "12"]
+    fields = spec_store.manifest.fingerprint_fields
+    assert fields is not None and (fields.endpoint.serve or [])[-2:] == ["--tokens", "12"]
     assert len(spec_store.results()) == 3
     assert any("starting 'base'" in line for line in said) and any("starting 'spec'" in line for line in said)
     import socket

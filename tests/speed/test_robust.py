@@ -12,6 +12,7 @@ from evalsuite.report.model import Arm, speed_section
 from evalsuite.speed import paired_speedup, request_speed
 from evalsuite.speed.robust import mad_outliers, percentiles, ratio_estimate
 from evalsuite.speed.summary import summarize
+from evalsuite.store import RunManifest
 
 
 def test_mad_rule_flags_a_stall_and_keeps_ordinary_jitter() -> None:
@@ -95,7 +96,8 @@ def test_a_stalled_sample_is_an_outlier_and_the_disagreement_is_a_warning() -> N
 
 def _arm(role: str, target: str, completions: dict[str, Completion]) -> Arm:
     results = {k: SampleResult(k, "gsm8k", {}, c) for k, c in completions.items()}
-    return Arm(role, {"target": target}, "", results, {}, {}, [])
+    manifest = RunManifest(fingerprint=f"fp-{target}", target=target, task="gsm8k")
+    return Arm(role, manifest, "", results, {}, {}, [])
 
 
 def test_report_speed_section_states_the_definition_and_every_warning() -> None:
@@ -137,9 +139,7 @@ def test_the_written_report_carries_the_warnings(tmp_path) -> None:  # type: ign
         stalled, completion=replace(stalled.completion, timings=timings, latency_s=stalled.completion.latency_s * 400)
     )
     grades = list(base.grades().values())
-    slow = write_run(
-        tmp_path / "slow", dict(base.manifest), list(results.values()), grades, list(base.samples().values())
-    )
+    slow = write_run(tmp_path / "slow", base.manifest, list(results.values()), grades, list(base.samples().values()))
     cmp = compare_runs(runs["candidate"], slow, n_resamples=200)
     paths = write_reports(
         [cmp], tmp_path / "report", runs={"math500": {"baseline": slow, "candidate": runs["candidate"]}}

@@ -1,0 +1,133 @@
+"""The run database: schema, connection settings, and what a damaged or foreign file becomes.
+
+SQLite in WAL mode: a committed sample survives `kill -9`, and a
+half-written one never appears (synchronous=NORMAL: after a power cut, not a
+process crash, the last commits may be lost and are simply asked again).
+"""
+
+from __future__ import annotations
+
+import functools
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar, cast
+
+from evalsuite.errors import StoreError
+from evalsuite.store.codec import add_missing_columns
+
+STORE_SCHEMA = 1
+DATABASE = "records.sqlite"
+TABLES = frozenset({"results", "grades", "samples", "sessions"})
+
+SCHEMA = f"""
+CREATE TABLE IF NOT EXISTS results (
+    sample_id TEXT PRIMARY KEY, task TEXT, strata TEXT, finished_at REAL, attempts INTEGER, text TEXT,
+    finish_reason TEXT, usage TEXT, timings TEXT, latency_s REAL, ttft_s REAL, engine_extra TEXT,
+    n_tokens INTEGER, top_k INTEGER, ids BLOB, logprobs BLOB, top_ids BLOB, top_logprobs BLOB,
+    pieces TEXT, top_pieces TEXT, raw BLOB, raw_lens BLOB, reasoning TEXT, answer TEXT, reasoning_cut INTEGER
+);
+CREATE TABLE IF NOT EXISTS grades (
+    sample_id TEXT PRIMARY KEY, status TEXT, extracted TEXT, reason TEXT, score REAL, details TEXT,
+    grader TEXT, grader_version TEXT
+);
+CREATE TABLE IF NOT EXISTS samples (
+    sample_id TEXT PRIMARY KEY, task TEXT, messages TEXT, reference TEXT, strata TEXT, metadata TEXT
+);
+CREATE TABLE IF NOT EXISTS sessions (
+    started_at REAL, ended_at REAL, requested INTEGER, recorded INTEGER, outcome TEXT, info TEXT
+);
+PRAGMA user_version = {STORE_SCHEMA};
+"""
+
+# a damaged file, or a row whose JSON or token arrays no longer decode (a torn or edited record)
+DAMAGE = (sqlite3.DatabaseError, ValueError, TypeError, KeyError)
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def unreadable(folder: Path, exc: Exception) -> StoreError:
+    return StoreError(
+        f"{folder / DATABASE} is damaged or not a run database ({exc}); it was left as it is. Move the run "
+        f"folder {folder} aside and re-run the same command to generate it again."
+    )
+
+
+def guarded(method: _F) -> _F:
+    """A corrupt or truncated database becomes a StoreError naming the file; nothing is deleted or rewritten.
+
+    For methods of an object with a `folder` attribute (the run folder).
+    """
+
+    @functools.wraps(method)
+    def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(self, *args, **kwargs)
+        except DAMAGE as exc:
+            raise unreadable(self.folder, exc) from None
+
+    return cast(_F, wrapper)
+
+
+def inspect(database: Path) -> None:
+    """Read-only look at an existing database: refuse another schema version or someone else's tables.
+
+    Done before the store's own connection switches the journal mode, so a
+    database that is refused is left byte-for-byte as it was.
+    """
+    try:
+        conn = sqlite3.connect(f"{database.resolve().as_uri()}?mode=ro", uri=True)
+        try:
+            version = conn.execute("PRAGMA user_version").fetchone()[0]
+            tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        finally:
+            conn.close()
+    except sqlite3.OperationalError:  # cannot look read-only (busy, a WAL without its index): the store's open decides
+        return
+    if version not in (0, STORE_SCHEMA):
+        raise StoreError(
+            f"{database.parent} was written by store schema {version}; this evalsuite reads {STORE_SCHEMA}."
+        )
+    foreign = tables - TABLES
+    if version == 0 and foreign:  # (ours without the version: a creation cut short, completed by the schema script)
+        raise StoreError(
+            f"{database} holds other tables ({', '.join(sorted(foreign))}); it is not a run database "
+            "and was left as it is."
+        )
+
+
+def connect(path: Path) -> sqlite3.Connection:
+    """A connection in WAL mode with rows as mappings; stores written before a column existed read it as NULL."""
+    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=30.0)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA synchronous=NORMAL")
+    conn.row_factory = sqlite3.Row
+    add_missing_columns(conn)
+    return conn
+
+
+def open_database(folder: Path) -> sqlite3.Connection:
+    """The run folder's database, created with the schema when new; a foreign or damaged file is a StoreError."""
+    database = folder / DATABASE
+    if database.is_dir():
+        raise StoreError(f"{database} is a folder, not a run database.")
+    try:
+        if database.exists() and database.stat().st_size:
+            inspect(database)
+        conn = connect(database)
+        conn.executescript(SCHEMA)
+    except sqlite3.DatabaseError as exc:
+        raise unreadable(folder, exc) from None
+    return conn
+
+
+class Transaction:
+    """`with Transaction(conn):` one immediate transaction, rolled back when the block raises."""
+
+    def __init__(self, conn: sqlite3.Connection):
+        self._conn = conn
+
+    def __enter__(self) -> None:
+        self._conn.execute("BEGIN IMMEDIATE")
+
+    def __exit__(self, exc_type: Any, *_: Any) -> None:
+        self._conn.execute("ROLLBACK" if exc_type else "COMMIT")

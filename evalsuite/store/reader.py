@@ -1,0 +1,79 @@
+"""One reader protocol for runs, stored or in memory: what every stage after generation reads.
+
+Compare, report, gate and speed take a `RunReader`; the run store implements
+it, and so does `MemoryRun` (a run held in memory, for recordings and tests),
+with the same signatures, so no caller needs to ask what kind of run it holds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any, Protocol
+
+from evalsuite.records import Grade, Sample, SampleResult
+from evalsuite.store.codec import Strings
+from evalsuite.store.manifest import RunManifest
+
+
+class RunReader(Protocol):
+    """A run to read: its manifest, results, grades, prompts and generation sessions."""
+
+    @property
+    def manifest(self) -> RunManifest: ...
+
+    @property
+    def folder(self) -> Path | None:
+        """The run folder, or None for a run that is not on disk."""
+        ...
+
+    def results(self, *, strings: Strings = "all", ids: Iterable[str] | None = None) -> dict[str, SampleResult]:
+        """Results by sample id; `strings` may skip token strings a caller does not need, `ids` restricts."""
+        ...
+
+    def grades(self) -> dict[str, Grade]: ...
+
+    def samples(self) -> dict[str, Sample]: ...
+
+    def sessions(self) -> list[dict[str, Any]]: ...
+
+
+class MemoryRun:
+    """A run held in memory: a manifest (typed, or its plain-data form of any known version) and its records.
+
+    Token strings are already in memory, so `strings` changes nothing here;
+    `ids` restricts results as it does for a stored run.
+    """
+
+    def __init__(
+        self,
+        manifest: RunManifest | Mapping[str, Any],
+        results: Mapping[str, SampleResult],
+        grades: Mapping[str, Grade] | None = None,
+        samples: Mapping[str, Sample] | None = None,
+        sessions: list[dict[str, Any]] | None = None,
+        folder: Path | None = None,
+    ):
+        self.manifest = (
+            manifest if isinstance(manifest, RunManifest) else RunManifest.load(manifest, "the in-memory manifest")
+        )
+        self.stored_results = dict(results)
+        self.stored_grades = dict(grades or {})
+        self.stored_samples = dict(samples or {})
+        self.stored_sessions = list(sessions or [])
+        self.folder = folder
+
+    def results(self, *, strings: Strings = "all", ids: Iterable[str] | None = None) -> dict[str, SampleResult]:
+        if ids is None:
+            return dict(self.stored_results)
+        wanted = set(ids)
+        return {sid: r for sid, r in self.stored_results.items() if sid in wanted}
+
+    def grades(self) -> dict[str, Grade]:
+        return dict(self.stored_grades)
+
+    def samples(self) -> dict[str, Sample]:
+        return dict(self.stored_samples)
+
+    def sessions(self) -> list[dict[str, Any]]:
+        return list(self.stored_sessions)

@@ -115,9 +115,7 @@ def test_this_llama_cpp_reproduces_the_baselines_draws_seed_for_seed(rig: Rig) -
     """Not required by losslessness (vLLM's rejection sampler consumes its random numbers otherwise),
     but true here: with the same seed, draft-simple and DFlash sample the baseline's very tokens."""
     settings, tasks = rig.settings("learned-dflash")
-    same_stream = {
-        (d.prompt_id, d.seed): d.ids for d in rig.arm("learned-baseline", 43, settings, tasks).draws
-    }
+    same_stream = {(d.prompt_id, d.seed): d.ids for d in rig.arm("learned-baseline", 43, settings, tasks).draws}
     for name in ("learned-draft", "learned-dflash"):
         draws = {(d.prompt_id, d.seed): d.ids for d in rig.arm(name, 43, settings, tasks).draws}
         identical = sum(same_stream.get(k) == ids for k, ids in draws.items())

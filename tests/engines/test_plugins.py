@@ -159,7 +159,7 @@ def test_an_outside_engine_and_grader_run_end_to_end(
     assert len(SEEN) == 10 and all(body["outside_marker"] == 64 for body in SEEN)
     (run_dir,) = (tmp_path / "runs" / "base" / "echo").iterdir()
     store = open_run(run_dir)
-    assert store.manifest["probe"]["dialect"] == "outside"
+    assert store.manifest.probe.dialect == "outside"
     grades = store.grades()
     assert len(grades) == 10 and {g.status for g in grades.values()} == {"correct"}
     assert all(g.extracted == str(len(store.results()[sid].completion.text.split())) for sid, g in grades.items())

@@ -86,6 +86,7 @@ class Engine:
         self.model = target.model or ""
         self.max_bytes = int(target.max_response_mb * 2**20)
         self.vocab_size: int | None = None  # set by probes that learn it; bounds every token id
+        self._response_schema: ResponseSchema | None = None
         self.identity = IdentityWatch(self.base_url)
 
     @property
@@ -152,18 +153,25 @@ class Engine:
 
     def accept(self, data: Any, params: GenerationParams, *, latency_s: float, ttft_s: float | None) -> Completion:
         """The Completion of a parsed body that passes every check (else RequestFailed, retryable)."""
-        ResponseSchema(chat=self.target.api == "chat", vocab_size=self.vocab_size).check(data)
+        columns = self._schema().check(data)  # the checked token columns, read by parsing and the text check
         try:
-            completion = completion_from_chat(data, latency_s=latency_s, ttft_s=ttft_s)
+            completion = completion_from_chat(data, latency_s=latency_s, ttft_s=ttft_s, columns=columns)
         except (ValueError, TypeError, KeyError, IndexError, AttributeError) as exc:  # a shape the schema let through
             raise Malformed(f"unreadable response: {type(exc).__name__}: {exc}") from None
         choice = data["choices"][0]
         logprobs = choice.get("logprobs") or {}
-        entries = logprobs.get("content")
+        entries = columns if columns is not None else logprobs.get("content")
         if entries is None and logprobs.get("tokens"):
             entries = [{"token": t} for t in logprobs["tokens"]]
         check_agreement(completion.text, entries or [], finish_reason=completion.finish_reason, stop=params.stop)
         return completion
+
+    def _schema(self) -> ResponseSchema:
+        """The response schema for this endpoint, rebuilt only when a probe has learnt its vocabulary size."""
+        schema = self._response_schema
+        if schema is None or schema.vocab_size != self.vocab_size:
+            schema = self._response_schema = ResponseSchema(chat=self.target.api == "chat", vocab_size=self.vocab_size)
+        return schema
 
     async def _post(self, url: str, body: dict[str, Any]) -> Any:
         async with self.http.stream("POST", url, json=body) as resp:

@@ -17,7 +17,7 @@ import httpx
 
 from evalsuite.config import TargetConfig
 from evalsuite.engines.agree import check_agreement
-from evalsuite.engines.body import ACCEPT_ENCODING, iter_lines, read_body, read_error_body
+from evalsuite.engines.body import ACCEPT_ENCODING, iter_lines, loads, read_body, read_error_body
 from evalsuite.engines.identity import IdentityWatch
 from evalsuite.engines.parse import completion_from_chat
 from evalsuite.engines.retry import RequestFailed, parse_retry_after
@@ -178,7 +178,7 @@ class Engine:
             if resp.status_code >= 300:
                 check_status(resp.status_code, resp.headers, await read_error_body(resp))
             raw = await read_body(resp, self.max_bytes)
-        return json.loads(raw)
+        return loads(raw)
 
     async def _post_stream(self, url: str, body: dict[str, Any], start: float) -> tuple[dict[str, Any], float | None]:
         body = {**body, "stream": True, "stream_options": {"include_usage": True}}
@@ -187,7 +187,7 @@ class Engine:
             if resp.status_code >= 300:
                 check_status(resp.status_code, resp.headers, await read_error_body(resp))
             if resp.headers.get("content-type", "").startswith("application/json"):  # the server ignored stream
-                return json.loads(await read_body(resp, self.max_bytes)), None
+                return loads(await read_body(resp, self.max_bytes)), None
             lines = iter_lines(resp, self.max_bytes)
             chunks = await read_events(lines, lambda: ttft.append(time.perf_counter() - start))
         return merge_chunks(chunks), (ttft[0] if ttft else None)

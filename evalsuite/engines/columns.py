@@ -121,12 +121,13 @@ def gather(entries: list[Any], id_limit: int) -> Columns | None:
         return None
     if not set(map(type, raws)) <= _LISTS:
         return None
+    chosen = raws[:n]
     try:
-        chosen_raw = [None if b is None else bytes(b) for b in raws[:n]]
+        chosen_raw = [None if b is None else bytes(b) for b in chosen] if None in chosen else list(map(bytes, chosen))
         bytes(chain.from_iterable(filter(None, raws[n:])))  # the alternatives' bytes: checked, not kept
     except (TypeError, ValueError):
         return None
-    counts = [0 if t is None else len(t) for t in tops]
+    counts = [0 if t is None else len(t) for t in tops] if None in tops else list(map(len, tops))
     return Columns(ids[:n], tokens[:n], logprobs[:n], chosen_raw, counts, ids[n:], tokens[n:], logprobs[n:])
 
 

@@ -123,7 +123,9 @@ def gather(entries: list[Any], id_limit: int) -> Columns | None:
         return None
     chosen = raws[:n]
     try:
-        chosen_raw = [None if b is None else bytes(b) for b in chosen] if None in chosen else list(map(bytes, chosen))
+        chosen_raw: list[bytes | None] = (
+            [None if b is None else bytes(b) for b in chosen] if None in chosen else list(map(bytes, chosen))
+        )
         bytes(chain.from_iterable(filter(None, raws[n:])))  # the alternatives' bytes: checked, not kept
     except (TypeError, ValueError):
         return None

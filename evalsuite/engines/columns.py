@@ -202,5 +202,5 @@ def _id_from_token(token: Any) -> int:
 def logprob_array(values: list[Any]) -> np.ndarray:
     """float32 logprobs, None as NaN, -inf (impossible tokens) clipped so arrays stay finite."""
     out = np.array(values, np.float64)
-    np.maximum(out, -1e30, out=out, where=~np.isnan(out))
+    np.maximum(out, -1e30, out=out)  # NaN stays NaN: maximum propagates it
     return out.astype(np.float32)

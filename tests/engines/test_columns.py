@@ -145,3 +145,14 @@ def test_trace_from_entries_is_unchanged_for_entries_the_walk_alone_reads() -> N
     assert gather(odd, 2**63) is None
     _same_trace(trace_from_entries(odd), _walk(odd, None))
     assert trace_from_entries(_entries(3, 3), k=1).top_ids.shape == (3, 1)
+
+
+def test_logprob_arrays_keep_missing_values_and_clip_impossible_ones() -> None:
+    from evalsuite.engines.columns import logprob_array
+
+    values = [None, -math.inf, -1e40, -1e30, -2.5, 0.0, math.nan, -1e-50]
+    out = logprob_array(values)
+    assert out.dtype == np.float32
+    assert np.isnan(out[0]) and np.isnan(out[6])
+    np.testing.assert_array_equal(out[[1, 2, 3, 4, 5, 7]], np.float32([-1e30, -1e30, -1e30, -2.5, 0.0, -0.0]))
+    assert np.isfinite(out[~np.isnan(out)]).all()

@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from itertools import chain, repeat
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -56,6 +56,8 @@ class Columns:
 
         vLLM's ids-as-tokens ("token_id:N") spell nothing: their bytes may spell the placeholder itself.
         """
+        if None not in self.raw and TOKEN_ID_PREFIX not in "".join(filter(None, self.tokens)):
+            return b"".join(cast("list[bytes]", self.raw)).decode("utf-8", "replace")  # every token has bytes
         parts: list[bytes] = []
         for raw, token in zip(self.raw, self.tokens):
             if token is not None and token.startswith(TOKEN_ID_PREFIX):

@@ -80,16 +80,21 @@ class Columns:
         top_ids, top_lp, top_tokens = self.top_ids, self.top_logprobs, self.top_tokens
         if any(c != k for c in self.counts):  # ragged: pad every row to k
             top_ids, top_lp, top_tokens = _pad(self.counts, k, top_ids, top_lp, top_tokens)
-        names = [t or "" for t in top_tokens]
+        names = _strings(top_tokens)
         return TokenTrace(
             ids=id_array(self.ids, self.tokens),
-            pieces=[t or "" for t in self.tokens],
+            pieces=_strings(self.tokens),
             raw=self.raw,
             logprobs=logprob_array(logprobs),
             top_ids=id_array(top_ids, top_tokens).reshape(n, k),
             top_logprobs=logprob_array(top_lp).reshape(n, k),
             top_pieces=[names[i * k : i * k + c] for i, c in enumerate(self.counts)],
         )
+
+
+def _strings(tokens: list[Any]) -> list[str]:
+    """Token strings with "" where a token had none (a new list: the trace owns it)."""
+    return [t or "" for t in tokens] if None in tokens else list(tokens)
 
 
 def _pad(counts: list[int], k: int, *columns: list[Any]) -> list[list[Any]]:

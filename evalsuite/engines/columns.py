@@ -5,8 +5,9 @@ alternatives: thousands of small dicts.  Checking them (validate.py),
 turning them into a TokenTrace (parse.py) and spelling their text (agree.py)
 used to walk them three times in Python.  Here each field is pulled out of
 all entries at once (`map` with `dict.get`, at C speed), its types are
-checked as a set, and its values as one numpy array or one `bytes` call.
-The three consumers then read these columns.
+checked as a set, and its values with builtins (min and max of the ids, one
+sum and one max of the logprobs, `bytes()` of the byte lists).  The three
+consumers then read these columns.
 
 `gather` accepts a subset of what the schema's entry rules accept:
 anything unusual (a wrong type anywhere, an id out of range, a NaN or a

@@ -2,7 +2,8 @@
 
 Both arms send the same requests to the same scripted server (a separate
 process, so it does not share the client's event loop):
-  reference: a minimal asyncio + httpx loop that posts each body and parses the JSON;
+  reference: a minimal asyncio + httpx loop that posts each body and parses the JSON
+             (with Python's json, as a bare loop would; the suite parses with orjson);
   suite:     `evalsuite.runner.execute` (prompt building, retries, token parsing,
              durable SQLite commits, progress callback).
 Prints, per request, the wall-clock time and the client process's CPU time

@@ -15,6 +15,7 @@ import sys
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -240,7 +241,7 @@ async def _generate_all(
         for sample in queue:  # a shared iterator: each sample is taken by exactly one worker
             try:
                 completion, attempts = await with_retries(
-                    lambda sample=sample: engine.generate(sample, plan.params), policy, on_retry=on_retry
+                    partial(engine.generate, sample, plan.params), policy, on_retry=on_retry
                 )
             except RequestFailed as failure:
                 raise EndpointError(

@@ -15,6 +15,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from evalsuite.engines.columns import Columns
 from evalsuite.engines.validate import Malformed
 
 _MARKUP = re.compile(r"</?think>|<\|[^|<>\s]{0,40}\|>|</s>|<s>|<eos>|<bos>|<end_of_turn>|<start_of_turn>")
@@ -44,12 +45,19 @@ def token_text(entries: Sequence[dict[str, Any]]) -> str | None:
 
 
 def check_agreement(
-    text: str, entries: Sequence[dict[str, Any]], *, finish_reason: str | None, stop: Sequence[str] = ()
+    text: str,
+    entries: Sequence[dict[str, Any]] | Columns,
+    *,
+    finish_reason: str | None,
+    stop: Sequence[str] = (),
 ) -> None:
-    """Raise Malformed when the tokens' own text contradicts the returned text."""
-    if not entries:
+    """Raise Malformed when the tokens' own text contradicts the returned text.
+
+    `entries` are `logprobs.content`-shaped dicts, or their columns when the schema check gathered them.
+    """
+    if not len(entries):
         return
-    spelled = token_text(entries)
+    spelled = entries.text() if isinstance(entries, Columns) else token_text(entries)
     if spelled is None:
         return
     said, tokens = _normal(text), _normal(spelled)

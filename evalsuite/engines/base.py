@@ -21,7 +21,7 @@ import httpx
 
 from evalsuite.config import TargetConfig
 from evalsuite.engines.agree import check_agreement
-from evalsuite.engines.body import ACCEPT_ENCODING, iter_lines, read_body, read_error_body
+from evalsuite.engines.body import ACCEPT_ENCODING, iter_lines, loads, read_body, read_error_body
 from evalsuite.engines.identity import IdentityWatch
 from evalsuite.engines.parse import completion_from_chat
 from evalsuite.engines.retry import RequestFailed, parse_retry_after
@@ -96,6 +96,7 @@ class Engine:
         self.model = target.model or ""
         self.max_bytes = int(target.max_response_mb * 2**20)
         self.vocab_size: int | None = None  # set by probes that learn it; bounds every token id
+        self._response_schema: ResponseSchema | None = None
         self.identity = IdentityWatch(self.base_url)
 
     @property
@@ -162,25 +163,32 @@ class Engine:
 
     def accept(self, data: Any, params: GenerationParams, *, latency_s: float, ttft_s: float | None) -> Completion:
         """The Completion of a parsed body that passes every check (else RequestFailed, retryable)."""
-        ResponseSchema(chat=self.target.api == "chat", vocab_size=self.vocab_size).check(data)
+        columns = self._schema().check(data)  # the checked token columns, read by parsing and the text check
         try:
-            completion = completion_from_chat(data, latency_s=latency_s, ttft_s=ttft_s)
+            completion = completion_from_chat(data, latency_s=latency_s, ttft_s=ttft_s, columns=columns)
         except (ValueError, TypeError, KeyError, IndexError, AttributeError) as exc:  # a shape the schema let through
             raise Malformed(f"unreadable response: {type(exc).__name__}: {exc}") from None
         choice = data["choices"][0]
         logprobs = choice.get("logprobs") or {}
-        entries = logprobs.get("content")
+        entries = columns if columns is not None else logprobs.get("content")
         if entries is None and logprobs.get("tokens"):
             entries = [{"token": t} for t in logprobs["tokens"]]
         check_agreement(completion.text, entries or [], finish_reason=completion.finish_reason, stop=params.stop)
         return completion
+
+    def _schema(self) -> ResponseSchema:
+        """The response schema for this endpoint, rebuilt only when a probe has learnt its vocabulary size."""
+        schema = self._response_schema
+        if schema is None or schema.vocab_size != self.vocab_size:
+            schema = self._response_schema = ResponseSchema(chat=self.target.api == "chat", vocab_size=self.vocab_size)
+        return schema
 
     async def _post(self, url: str, body: dict[str, Any]) -> Any:
         async with self.http.stream("POST", url, json=body) as resp:
             if resp.status_code >= 300:
                 check_status(resp.status_code, resp.headers, await read_error_body(resp))
             raw = await read_body(resp, self.max_bytes)
-        return json.loads(raw)
+        return loads(raw)
 
     async def _post_stream(self, url: str, body: dict[str, Any], start: float) -> tuple[dict[str, Any], float | None]:
         body = {**body, "stream": True, "stream_options": {"include_usage": True}}
@@ -189,7 +197,7 @@ class Engine:
             if resp.status_code >= 300:
                 check_status(resp.status_code, resp.headers, await read_error_body(resp))
             if resp.headers.get("content-type", "").startswith("application/json"):  # the server ignored stream
-                return json.loads(await read_body(resp, self.max_bytes)), None
+                return loads(await read_body(resp, self.max_bytes)), None
             lines = iter_lines(resp, self.max_bytes)
             chunks = await read_events(lines, lambda: ttft.append(time.perf_counter() - start))
         return merge_chunks(chunks), (ttft[0] if ttft else None)

@@ -5,19 +5,45 @@ costs gigabytes before anyone can object.  Here the raw bytes are read as they
 arrive and inflated in bounded slices (zlib's `max_length`), counting both the
 bytes received and the bytes decoded; past the cap the read stops at once.
 Only the encodings we ask for (gzip, deflate) are accepted.
+
+`loads` parses a body: orjson reads it in about a third of the time of
+Python's json, which is the largest cost a response has on the client, and
+falls back to json wherever the two could read the same text differently.
 """
 
 from __future__ import annotations
 
+import json
 import zlib
 from collections.abc import AsyncIterator, Iterator
+from typing import Any
 
 import httpx
+import orjson
 
 from evalsuite.engines.retry import RequestFailed
 
 ACCEPT_ENCODING = "gzip, deflate"
 SLICE = 1 << 20  # decoded bytes produced per step
+_DIGITS = bytes(48 if 48 <= i <= 57 else 32 for i in range(256))  # every digit -> "0", anything else -> " "
+_LONG_NUMBER = b"0" * 19  # integers beyond 64 bits have 19+ digits; orjson would read them as floats
+
+
+def loads(raw: bytes | str) -> Any:
+    """The JSON value of a body, exactly as `json.loads` reads it.
+
+    orjson refuses what Python's json reads leniently (NaN, Infinity, lone surrogates, non-UTF-8
+    encodings, 1e400) and reads integers beyond 64 bits as floats: on a refusal, or when the text
+    has a run of 19 digits, json parses it, so a server's out-of-range value reaches the checks,
+    and the user, as sent.
+    """
+    data = raw.encode("utf-8", "surrogatepass") if isinstance(raw, str) else raw
+    if data.translate(_DIGITS).find(_LONG_NUMBER) < 0:
+        try:
+            return orjson.loads(data)
+        except orjson.JSONDecodeError:
+            pass
+    return json.loads(raw)
 
 
 class TooLarge(RequestFailed):

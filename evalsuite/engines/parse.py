@@ -13,22 +13,11 @@ from typing import Any
 
 import numpy as np
 
+from evalsuite.engines.columns import Columns, gather, id_array, logprob_array
 from evalsuite.engines.reasoning import split_inline, split_message
 from evalsuite.records import Completion, TokenTrace
 
-_TOKEN_ID_PREFIX = "token_id:"
-
-
-def _token_id(entry: dict[str, Any]) -> int:
-    if isinstance(entry.get("id"), int):
-        return int(entry["id"])
-    token = entry.get("token")
-    if isinstance(token, str) and token.startswith(_TOKEN_ID_PREFIX):
-        try:
-            return int(token[len(_TOKEN_ID_PREFIX) :])
-        except ValueError:
-            return -1
-    return -1
+_ANY_ID = 2**63  # parsing keeps whatever ids it is given; the schema (validate.py) bounds them
 
 
 def trace_from_entries(entries: list[dict[str, Any]], k: int | None = None) -> TokenTrace:
@@ -36,9 +25,19 @@ def trace_from_entries(entries: list[dict[str, Any]], k: int | None = None) -> T
 
     An entry without alternatives (an accepted draft token on a speculative
     llama-server) gets NaN alternatives so it is never read as a confident
-    choice.  Values are gathered raw into lists and converted by numpy once
-    (None becomes NaN there): this runs for every token of every response.
+    choice.  Missing values stay missing (-1 ids, NaN logprobs).  Well-formed
+    entries go through `columns.gather` (one pass per field at C speed); the
+    entry-by-entry walk below is for the rest and for a fixed `k`.
     """
+    if k is None:
+        columns = gather(entries, _ANY_ID)
+        if columns is not None:
+            return columns.trace()
+    return _walk(entries, k)
+
+
+def _walk(entries: list[dict[str, Any]], k: int | None) -> TokenTrace:
+    """trace_from_entries, one entry at a time: for any shape, and for a given k (extra alternatives dropped)."""
     n = len(entries)
     if k is None:
         k = max((len(e.get("top_logprobs") or ()) for e in entries), default=0)
@@ -70,29 +69,14 @@ def trace_from_entries(entries: list[dict[str, Any]], k: int | None = None) -> T
             top_lp.extend(pad_lp[len(alternatives) :])
         top_pieces.append(names)
     return TokenTrace(
-        ids=_id_array(ids, pieces),
+        ids=id_array(ids, pieces),
         pieces=pieces,
         raw=raw,
-        logprobs=_logprob_array(logprobs),
-        top_ids=_id_array(top_ids, [n for row in top_pieces for n in row + [""] * (k - len(row))]).reshape(n, k),
-        top_logprobs=_logprob_array(top_lp).reshape(n, k),
+        logprobs=logprob_array(logprobs),
+        top_ids=id_array(top_ids, [n for row in top_pieces for n in row + [""] * (k - len(row))]).reshape(n, k),
+        top_logprobs=logprob_array(top_lp).reshape(n, k),
         top_pieces=top_pieces,
     )
-
-
-def _id_array(values: list[Any], tokens: list[str]) -> np.ndarray:
-    """Token ids; where an entry had none, vLLM's "token_id:N" rendering of the token, else -1."""
-    try:
-        return np.array(values, np.int64)
-    except (TypeError, ValueError):
-        return np.array([v if type(v) is int else _token_id({"token": t}) for v, t in zip(values, tokens)], np.int64)
-
-
-def _logprob_array(values: list[Any]) -> np.ndarray:
-    """float32 logprobs, None as NaN, -inf (impossible tokens) clipped so arrays stay finite."""
-    out = np.array(values, np.float64)
-    np.maximum(out, -1e30, out=out, where=~np.isnan(out))
-    return out.astype(np.float32)
 
 
 def _apply_token_ids(trace: TokenTrace, token_ids: list[int] | None) -> None:
@@ -101,8 +85,13 @@ def _apply_token_ids(trace: TokenTrace, token_ids: list[int] | None) -> None:
         trace.ids = np.asarray(token_ids, np.int64)
 
 
-def completion_from_chat(resp: dict[str, Any], *, latency_s: float = 0.0, ttft_s: float | None = None) -> Completion:
-    """A Completion from a `/v1/chat/completions` or `/v1/completions` JSON body."""
+def completion_from_chat(
+    resp: dict[str, Any], *, latency_s: float = 0.0, ttft_s: float | None = None, columns: Columns | None = None
+) -> Completion:
+    """A Completion from a `/v1/chat/completions` or `/v1/completions` JSON body.
+
+    `columns` are the first choice's token columns when the schema check already gathered them.
+    """
     choices = resp.get("choices") or []
     if not choices:
         raise ValueError(f"response has no choices: keys {sorted(resp)}")
@@ -114,7 +103,9 @@ def completion_from_chat(resp: dict[str, Any], *, latency_s: float = 0.0, ttft_s
         split = split_inline(choice.get("text") or "")
     logprobs = choice.get("logprobs")
     trace: TokenTrace | None = None
-    if isinstance(logprobs, dict) and isinstance(logprobs.get("content"), list):
+    if columns is not None:
+        trace = columns.trace()
+    elif isinstance(logprobs, dict) and isinstance(logprobs.get("content"), list):
         trace = trace_from_entries(logprobs["content"])
     elif isinstance(logprobs, dict) and isinstance(logprobs.get("tokens"), list):
         trace = _trace_from_legacy(logprobs)

@@ -9,10 +9,10 @@ merged response still passes the same schema check as a non-streamed one.
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
+from evalsuite.engines.body import loads
 from evalsuite.engines.retry import RequestFailed
 from evalsuite.engines.validate import Malformed, server_error
 
@@ -36,7 +36,7 @@ async def read_events(lines: AsyncIterator[str], on_first: Callable[[], None] | 
         if payload == "[DONE]":
             return True
         try:
-            chunk = json.loads(payload)
+            chunk = loads(payload)
         except ValueError:
             raise Malformed(f"a stream event is not JSON: {payload[:120]!r}") from None
         if not isinstance(chunk, dict):

@@ -14,12 +14,12 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from evalsuite.engines.columns import LOGPROB_SLACK, TOKEN_ID_PREFIX, Columns, gather
 from evalsuite.engines.retry import RequestFailed
 
 MAX_TOKEN_ID = 2**31  # ids are stored as int32; anything at or above is not a real vocabulary index
-LOGPROB_SLACK = 1e-4  # log(p) of a float p rounded just above 1.0
 FAILED_FINISH = frozenset({"abort", "aborted", "error", "cancelled", "canceled"})
-_TOKEN_ID_PREFIX = "token_id:"
+_TOKEN_ID_PREFIX = TOKEN_ID_PREFIX
 
 
 class Malformed(RequestFailed):
@@ -53,15 +53,28 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
+def _finite(value: float) -> bool:
+    """math.isfinite, with integers too large for a float counted as not finite (instead of overflowing)."""
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False
+
+
 class ResponseSchema:
     """Checks for one endpoint: its API shape and, when known, its vocabulary size."""
 
     def __init__(self, *, chat: bool, vocab_size: int | None = None):
         self.chat = chat
+        self.vocab_size = vocab_size
         self.id_limit = vocab_size if vocab_size and vocab_size > 0 else MAX_TOKEN_ID
 
-    def check(self, data: Any) -> None:
-        """Raise Malformed unless `data` is a complete response with a well-formed first choice."""
+    def check(self, data: Any) -> Columns | None:
+        """Raise Malformed unless `data` is a complete response with a well-formed first choice.
+
+        Returns the first choice's token columns, gathered while checking them, so that parsing
+        and the text check need not walk the entries again (None: it has no `logprobs.content`).
+        """
         if not isinstance(data, dict):
             raise _fail("(body)", data, "a JSON object")
         error = server_error(data)
@@ -74,19 +87,20 @@ class ResponseSchema:
         for i, choice in enumerate(choices):
             if not isinstance(choice, dict):
                 raise _fail(f"choices[{i}]", choice, "an object")
-        n_tokens = self._choice(choices[0], "choices[0]")
+        n_tokens, columns = self._choice(choices[0], "choices[0]")
         self._usage(data.get("usage"))
         counted = (data.get("usage") or {}).get("completion_tokens")
-        if n_tokens is not None and len(choices) == 1 and _is_int(counted) and n_tokens > counted + 1:
+        if n_tokens is not None and len(choices) == 1 and type(counted) is int and n_tokens > counted + 1:
             raise Malformed(f"the response returns {n_tokens} tokens but its usage counts {counted} generated tokens")
         for key in ("model", "system_fingerprint"):
             if data.get(key) is not None and not isinstance(data[key], str):
                 raise _fail(key, data[key], "a string")
         if data.get("timings") is not None and not isinstance(data["timings"], dict):
             raise _fail("timings", data["timings"], "an object")
+        return columns
 
-    def _choice(self, choice: dict[str, Any], path: str) -> int | None:
-        """Check one choice; returns how many tokens it carries data for (None: no token data)."""
+    def _choice(self, choice: dict[str, Any], path: str) -> tuple[int | None, Columns | None]:
+        """Check one choice; returns how many tokens it carries data for (None: no token data) and its columns."""
         if self.chat:
             message = choice.get("message")
             if not isinstance(message, dict):
@@ -106,10 +120,11 @@ class ResponseSchema:
             raise Malformed(f"the server ended the generation with finish_reason {finish!r}: it did not complete")
         logprobs = choice.get("logprobs")
         n_entries = None
+        columns = None
         if logprobs is not None:
             if not isinstance(logprobs, dict):
                 raise _fail(f"{path}.logprobs", logprobs, "an object")
-            n_entries = self._logprobs(logprobs, f"{path}.logprobs")
+            n_entries, columns = self._logprobs(logprobs, f"{path}.logprobs")
         token_ids = choice.get("token_ids")
         if token_ids is not None:
             if not isinstance(token_ids, list):
@@ -119,20 +134,21 @@ class ResponseSchema:
             if n_entries is not None and n_entries != len(token_ids):
                 raise Malformed(f"{path} has {len(token_ids)} token_ids but {n_entries} logprob entries")
             n_entries = len(token_ids)
-        return n_entries
+        return n_entries, columns
 
-    def _logprobs(self, logprobs: dict[str, Any], path: str) -> int | None:
+    def _logprobs(self, logprobs: dict[str, Any], path: str) -> tuple[int | None, Columns | None]:
         content = logprobs.get("content")
         if content is not None:
             if not isinstance(content, list):
                 raise _fail(f"{path}.content", content, "a list of token entries")
-            if not _entries_ok(content, self.id_limit, chosen=True):  # the slow walk names what is wrong
+            columns = gather(content, self.id_limit)
+            if columns is None:  # the slow walk names what is wrong
                 for i, entry in enumerate(content):
                     self._entry(entry, f"{path}.content[{i}]", chosen=True)
-            return len(content)
+            return len(content), columns
         tokens = logprobs.get("tokens")
         if tokens is None:
-            return None
+            return None, None
         if not isinstance(tokens, list) or not all(isinstance(t, str) for t in tokens):
             raise _fail(f"{path}.tokens", tokens, "a list of token strings")
         for key in ("token_logprobs", "top_logprobs"):
@@ -150,7 +166,7 @@ class ResponseSchema:
                 if lp is None:
                     raise _fail(f"{path}.top_logprobs[{i}][{token!r}]", lp, "a log-probability")
                 self._logprob(lp, f"{path}.top_logprobs[{i}][{token!r}]")
-        return len(tokens)
+        return len(tokens), None
 
     def _entry(self, entry: Any, path: str, *, chosen: bool) -> None:
         if not isinstance(entry, dict):
@@ -189,7 +205,7 @@ class ResponseSchema:
     def _logprob(value: Any, path: str) -> None:
         if value is None:
             return  # missing stays missing (NaN), e.g. accepted draft tokens
-        if not _is_number(value) or not math.isfinite(value) or value > LOGPROB_SLACK:
+        if not _is_number(value) or not _finite(value) or value > LOGPROB_SLACK:
             raise _fail(path, value, "a finite log-probability <= 0")
 
     @staticmethod
@@ -207,35 +223,6 @@ class ResponseSchema:
                         raise _fail(f"usage.{key}.{sub}", count, "a non-negative integer")
             elif not (_is_int(value) and value >= 0):
                 raise _fail(f"usage.{key}", value, "a non-negative integer")
-
-
-def _entries_ok(entries: list[Any], limit: int, *, chosen: bool) -> bool:
-    """The same rules as ResponseSchema._entry, as one tight loop: it runs for every token of every response."""
-    for entry in entries:
-        if type(entry) is not dict:
-            return False
-        tid = entry.get("id")
-        if tid is not None and (type(tid) is not int or not 0 <= tid < limit):
-            return False
-        token = entry.get("token")
-        if token is not None:
-            if type(token) is not str:
-                return False
-            if token.startswith(_TOKEN_ID_PREFIX):
-                suffix = token[len(_TOKEN_ID_PREFIX) :]
-                if not suffix.isdigit() or int(suffix) >= limit:
-                    return False
-        lp = entry.get("logprob")
-        if lp is not None and (type(lp) not in (float, int) or not -math.inf < lp <= LOGPROB_SLACK):
-            return False
-        raw = entry.get("bytes")
-        if raw is not None and (type(raw) is not list or not _byte_values(raw)):
-            return False
-        if chosen:
-            top = entry.get("top_logprobs")
-            if top is not None and (type(top) is not list or not _entries_ok(top, limit, chosen=False)):
-                return False
-    return True
 
 
 def _byte_values(values: list[Any]) -> bool:

@@ -64,8 +64,11 @@ def add_missing_columns(conn: Any) -> None:
                     raise
 
 
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str)  # built once: ~10 calls a result
+
+
 def _dumps(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+    return _ENCODER.encode(value)
 
 
 def result_to_row(result: SampleResult) -> tuple[Any, ...]:

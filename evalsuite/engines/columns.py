@@ -1,0 +1,214 @@
+"""The per-token fields of `logprobs.content[]`, gathered and checked in one pass.
+
+Every response carries one entry per generated token, each with up to k
+alternatives: thousands of small dicts.  Checking them (validate.py),
+turning them into a TokenTrace (parse.py) and spelling their text (agree.py)
+used to walk them three times in Python.  Here each field is pulled out of
+all entries at once (`map` with `dict.get`, at C speed), its types are
+checked as a set, and its values with builtins (min and max of the ids, one
+sum and one max of the logprobs, `bytes()` of the byte lists).  The three
+consumers then read these columns.
+
+`gather` accepts a subset of what the schema's entry rules accept:
+anything unusual (a wrong type anywhere, an id out of range, a NaN or a
+positive logprob, a bad byte) returns None, and the caller walks the entries
+one by one, which names the first offending path.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from itertools import chain, repeat
+from typing import Any, cast
+
+import numpy as np
+
+from evalsuite.records import TokenTrace
+
+TOKEN_ID_PREFIX = "token_id:"
+LOGPROB_SLACK = 1e-4  # log(p) of a float p rounded just above 1.0
+
+_NONE = type(None)
+_INTS = {int, _NONE}
+_STRS = {str, _NONE}
+_NUMBERS = {float, int, _NONE}
+_LISTS = {list, _NONE}
+
+
+@dataclass
+class Columns:
+    """Checked columns of one choice's entries (chosen tokens first, then every alternative in order)."""
+
+    ids: list[Any]  # chosen ids, None where absent
+    tokens: list[Any]  # chosen token strings, None where absent
+    logprobs: list[Any]
+    raw: list[bytes | None]  # chosen tokens' bytes
+    counts: list[int]  # alternatives per chosen token
+    top_ids: list[Any]  # every alternative's id, flattened
+    top_tokens: list[Any]
+    top_logprobs: list[Any]
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def text(self) -> str | None:
+        """The text the chosen tokens spell, or None when some token carries no text (ids only).
+
+        vLLM's ids-as-tokens ("token_id:N") spell nothing: their bytes may spell the placeholder itself.
+        """
+        if None not in self.raw and TOKEN_ID_PREFIX not in "".join(filter(None, self.tokens)):
+            return b"".join(cast("list[bytes]", self.raw)).decode("utf-8", "replace")  # every token has bytes
+        parts: list[bytes] = []
+        for raw, token in zip(self.raw, self.tokens):
+            if token is not None and token.startswith(TOKEN_ID_PREFIX):
+                return None
+            if raw is not None:
+                parts.append(raw)
+            elif token is not None:
+                parts.append(token.encode("utf-8", "surrogatepass"))
+            else:
+                return None
+        return b"".join(parts).decode("utf-8", "replace")
+
+    def trace(self) -> TokenTrace:
+        """The TokenTrace of these entries (see parse.trace_from_entries for the rules it keeps)."""
+        n = len(self.ids)
+        k = max(self.counts, default=0)
+        logprobs = self.logprobs
+        if 0 in self.counts:  # an accepted draft token without alternatives: a 0.0 logprob means "not reported"
+            logprobs = [None if c == 0 and lp == 0.0 else lp for lp, c in zip(logprobs, self.counts)]
+        top_ids, top_lp, top_tokens = self.top_ids, self.top_logprobs, self.top_tokens
+        if any(c != k for c in self.counts):  # ragged: pad every row to k
+            top_ids, top_lp, top_tokens = _pad(self.counts, k, top_ids, top_lp, top_tokens)
+        names = _strings(top_tokens)
+        return TokenTrace(
+            ids=id_array(self.ids, self.tokens),
+            pieces=_strings(self.tokens),
+            raw=self.raw,
+            logprobs=logprob_array(logprobs),
+            top_ids=id_array(top_ids, top_tokens).reshape(n, k),
+            top_logprobs=logprob_array(top_lp).reshape(n, k),
+            top_pieces=[names[i * k : i * k + c] for i, c in enumerate(self.counts)],
+        )
+
+
+def _strings(tokens: list[Any]) -> list[str]:
+    """Token strings with "" where a token had none (a new list: the trace owns it)."""
+    return [t or "" for t in tokens] if None in tokens else list(tokens)
+
+
+def _pad(counts: list[int], k: int, *columns: list[Any]) -> list[list[Any]]:
+    out: list[list[Any]] = [[] for _ in columns]
+    start = 0
+    for c in counts:
+        for column, padded, fill in zip(columns, out, (-1, None, None)):
+            padded.extend(column[start : start + c])
+            padded.extend([fill] * (k - c))
+        start += c
+    return out
+
+
+def gather(entries: list[Any], id_limit: int) -> Columns | None:
+    """The checked columns of `logprobs.content`, or None when any entry breaks a rule (walk it to name it)."""
+    if not set(map(type, entries)) <= {dict}:
+        return None
+    tops = _field(entries, "top_logprobs")
+    if not set(map(type, tops)) <= _LISTS:
+        return None
+    alts = list(chain.from_iterable(filter(None, tops)))
+    if not set(map(type, alts)) <= {dict}:
+        return None
+    n = len(entries)
+    every = entries + alts if alts else entries
+    ids = _field(every, "id")
+    tokens = _field(every, "token")
+    logprobs = _field(every, "logprob")
+    raws = _field(every, "bytes")
+    if not (_ids_ok(ids, id_limit) and _tokens_ok(tokens, id_limit) and _logprobs_ok(logprobs)):
+        return None
+    if not set(map(type, raws)) <= _LISTS:
+        return None
+    chosen = raws[:n]
+    try:
+        chosen_raw: list[bytes | None] = (
+            [None if b is None else bytes(b) for b in chosen] if None in chosen else list(map(bytes, chosen))
+        )
+        bytes(chain.from_iterable(filter(None, raws[n:])))  # the alternatives' bytes: checked, not kept
+    except (TypeError, ValueError):
+        return None
+    counts = [0 if t is None else len(t) for t in tops] if None in tops else list(map(len, tops))
+    return Columns(ids[:n], tokens[:n], logprobs[:n], chosen_raw, counts, ids[n:], tokens[n:], logprobs[n:])
+
+
+def _field(entries: list[dict[str, Any]], key: str) -> list[Any]:
+    """entry.get(key) of every entry (dict.get mapped in C: the entries are known to be plain dicts)."""
+    return list(map(dict.get, entries, repeat(key)))
+
+
+def _present(values: list[Any], kinds: set[type]) -> list[Any]:
+    return [v for v in values if v is not None] if _NONE in kinds else values
+
+
+def _ids_ok(ids: list[Any], limit: int) -> bool:
+    """Token ids: integers (not booleans) in [0, limit), or absent."""
+    kinds = set(map(type, ids))
+    if not kinds <= _INTS:
+        return False
+    values = _present(ids, kinds)
+    return not values or (min(values) >= 0 and max(values) < limit)
+
+
+def _tokens_ok(tokens: list[Any], limit: int) -> bool:
+    """Token strings, or absent; a "token_id:N" rendering must name an id below the limit."""
+    kinds = set(map(type, tokens))
+    if not kinds <= _STRS:
+        return False
+    present = _present(tokens, kinds)
+    if TOKEN_ID_PREFIX not in "".join(present):
+        return True
+    for token in present:
+        if token.startswith(TOKEN_ID_PREFIX):
+            suffix = token[len(TOKEN_ID_PREFIX) :]
+            if not suffix.isdigit() or int(suffix) >= limit:
+                return False
+    return True
+
+
+def _logprobs_ok(logprobs: list[Any]) -> bool:
+    """Finite numbers <= LOGPROB_SLACK (booleans are not numbers), or absent."""
+    kinds = set(map(type, logprobs))
+    if not kinds <= _NUMBERS:
+        return False
+    values = _present(logprobs, kinds)
+    if not values:
+        return True
+    try:
+        total = sum(values, 0.0)  # NaN or infinite when any value is (or when finite ones overflow: stricter)
+    except OverflowError:  # an integer too large for a float
+        return False
+    return math.isfinite(total) and max(values) <= LOGPROB_SLACK
+
+
+def id_array(values: list[Any], tokens: list[Any]) -> np.ndarray:
+    """Token ids; where an entry had none, vLLM's "token_id:N" rendering of the token, else -1."""
+    try:
+        return np.array(values, np.int64)
+    except (TypeError, ValueError):
+        return np.array([v if type(v) is int else _id_from_token(t) for v, t in zip(values, tokens)], np.int64)
+
+
+def _id_from_token(token: Any) -> int:
+    if isinstance(token, str) and token.startswith(TOKEN_ID_PREFIX):
+        try:
+            return int(token[len(TOKEN_ID_PREFIX) :])
+        except ValueError:
+            return -1
+    return -1
+
+
+def logprob_array(values: list[Any]) -> np.ndarray:
+    """float32 logprobs, None as NaN, -inf (impossible tokens) clipped so arrays stay finite."""
+    out = np.array(values, np.float64)
+    np.maximum(out, -1e30, out=out)  # NaN stays NaN: maximum propagates it
+    return out.astype(np.float32)

@@ -9,19 +9,18 @@ figures `evalsuite.speed` derives must be exactly the ones
 from __future__ import annotations
 
 import asyncio
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from projects import make_project
-from test_thinking_rig import _wait_healthy
 
 from evalsuite.config import load_config
 from evalsuite.engines import engine_class, request_speculation
 from evalsuite.rig.assets import ensure_assets
-from evalsuite.rig.launcher import RIG_CONFIGS, free_port, server_args
+from evalsuite.rig.launcher import RIG_CONFIGS, server_args
 from evalsuite.runner import execute, plan_run
+from evalsuite.serve.process import ServerCommand, served
 from evalsuite.speed import speed_summary
 from evalsuite.store import open_run
 
@@ -31,21 +30,9 @@ pytestmark = pytest.mark.rig
 @pytest.fixture(scope="module")
 def draft_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     assets = ensure_assets(progress=lambda msg: print(f"[rig] {msg}", flush=True), include_learned=False)
-    port = free_port()
-    args = server_args(RIG_CONFIGS["draft"], assets, port, threads=2)
-    log = tmp_path_factory.mktemp("draft") / "server.log"
-    with log.open("wb") as fh:
-        process = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=fh, stderr=subprocess.STDOUT)
-    try:
-        _wait_healthy(f"http://127.0.0.1:{port}", process, log)
-        yield f"http://127.0.0.1:{port}/v1"
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+    args = server_args(RIG_CONFIGS["draft"], assets, "{port}", threads=2)
+    with served([ServerCommand("draft", tuple(args))], tmp_path_factory.mktemp("draft")) as servers:
+        yield servers["draft"].base_url + "/v1"
 
 
 def test_real_draft_counts_are_read_by_the_engine_class(draft_server: str, tmp_path: Path) -> None:

@@ -11,20 +11,18 @@ and flag the cut; with `--reasoning-format none` the text comes back as is.
 from __future__ import annotations
 
 import asyncio
-import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 from projects import make_project
 
 from evalsuite.config import load_config
 from evalsuite.rig.assets import ensure_assets
 from evalsuite.rig.build import rig_paths
-from evalsuite.rig.launcher import RIG_CONFIGS, free_port, server_args
+from evalsuite.rig.launcher import RIG_CONFIGS, server_args
 from evalsuite.runner import execute, plan_run
+from evalsuite.serve.process import ServerCommand, served
 from evalsuite.store import open_run
 
 pytestmark = pytest.mark.rig
@@ -38,39 +36,10 @@ def thinking_server(request: pytest.FixtureRequest, tmp_path_factory: pytest.Tem
     assets = ensure_assets(progress=lambda msg: print(f"[rig] {msg}", flush=True), include_learned=False)
     if not template.is_file():
         pytest.skip(f"{template} is not in the pinned llama.cpp sources")
-    port = free_port()
-    args = server_args(RIG_CONFIGS["baseline"], assets, port, threads=2)
+    args = server_args(RIG_CONFIGS["baseline"], assets, "{port}", threads=2)
     args += ["--chat-template-file", str(template), "--reasoning-format", request.param]
-    log = tmp_path_factory.mktemp("thinking") / "server.log"
-    with log.open("wb") as fh:
-        process = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=fh, stderr=subprocess.STDOUT)
-    try:
-        _wait_healthy(f"http://127.0.0.1:{port}", process, log)
-        yield f"http://127.0.0.1:{port}/v1"
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-
-
-def _wait_healthy(root: str, process: subprocess.Popen[bytes], log: Path, timeout_s: float = 300.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    with httpx.Client(timeout=2.0) as client:
-        while time.monotonic() < deadline:
-            if process.poll() is not None:
-                pytest.fail(
-                    f"llama-server exited with {process.returncode}:\n{log.read_text(errors='replace')[-2000:]}"
-                )
-            try:
-                if client.get(root + "/health").status_code == 200:
-                    return
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.2)
-    pytest.fail(f"llama-server was not healthy after {timeout_s:.0f} s")
+    with served([ServerCommand("thinking", tuple(args))], tmp_path_factory.mktemp("thinking")) as servers:
+        yield servers["thinking"].base_url + "/v1"
 
 
 def _run(folder: Path, base_url: str, stream: bool) -> Path:

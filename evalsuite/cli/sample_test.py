@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from evalsuite.errors import ConfigError
 
@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from evalsuite.config import Config
     from evalsuite.sampling.plan import ResolvedSettings
     from evalsuite.sampling.run import SampleTest
+    from evalsuite.sampling.verdict import JudgeSettings
 
 EPILOG = """\
 examples:
@@ -101,10 +102,9 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> int:
     """Draw (or read) both arms, judge, print the verdict, write the report; 0 only for SAME."""
-    from evalsuite.cli.commands import _optional_config, _progress, _say
+    from evalsuite.cli.commands import _optional_config
     from evalsuite.config import load_config
-    from evalsuite.sampling.plan import resolve_settings
-    from evalsuite.sampling.run import judge_arms, load_arm, prompt_texts, sample_test
+    from evalsuite.sampling.run import judge_arms, load_arm, prompt_texts
     from evalsuite.sampling.verdict import JudgeSettings
     from evalsuite.serialize import dumps
 
@@ -114,39 +114,18 @@ def run(args: argparse.Namespace) -> int:
         )
     except ValueError as exc:
         raise ConfigError(f"{exc}.") from None
-    say = _say(args)
     if args.from_runs:
         config = _optional_config(args)
         base, cand = args.from_runs
         test = judge_arms(load_arm([base]), load_arm([cand]), judge_settings, prompt_texts([base]))
+        _print_verdict(test)
     else:
         if not args.target:
             raise ConfigError("Name a TARGET (or pass --from-runs BASELINE_RUN CANDIDATE_RUN).")
         config = load_config(args.config)
         flags = {k: getattr(args, k) for k in ("prompts", "draws", "tokens", "temperature", "top_p", "top_k", "seed")}
         flags["tasks"] = [n.strip() for arg in (args.task or []) for n in arg.split(",") if n.strip()] or None
-        base_name = args.baseline or config.target(args.target).baseline
-        resolved = resolve_settings(config, args.target, base_name, flags)
-        settings, tasks = resolved.settings, resolved.tasks
-        say(_settings_line(resolved))
-        say(_power_up_front(settings, judge_settings))
-        test = sample_test(
-            config,
-            args.target,
-            tasks,
-            settings,
-            judge_settings,
-            baseline=args.baseline,
-            data=args.data,
-            data_path=args.data_path,
-            say=say,
-            progress=_progress(args),
-        )
-        test.verdict.notes.insert(0, _settings_line(resolved))
-    print(test.verdict.sentence)
-    speculation = test.candidate.speculation()
-    if speculation:
-        print(speculation)
+        test = _draw_and_judge(args, config, flags, judge_settings)
     for node in sorted(test.verdict.differing, key=lambda n: n.p_adjusted)[:10]:
         print(
             f"  {node.prompt_id} depth {node.depth} after {test.context(node.prefix)!r}: adjusted p "
@@ -172,32 +151,52 @@ def eval_sampling(args: argparse.Namespace, config: Config) -> SampleTest:
     carried over: the sampling tasks are those where the model branches, set
     in the table, which may differ from the tasks eval grades.
     """
-    from evalsuite.cli.commands import _progress, _say
-    from evalsuite.sampling.plan import resolve_settings
-    from evalsuite.sampling.run import sample_test
     from evalsuite.sampling.verdict import JudgeSettings
 
+    return _draw_and_judge(args, config, {}, JudgeSettings())
+
+
+def resolved_for(config: Config, args: argparse.Namespace, flags: dict[str, Any]) -> ResolvedSettings:
+    """TARGET's sampling settings: each key from its flag, else the tables, else the built-in default."""
+    from evalsuite.sampling.plan import resolve_settings
+
+    base_name = getattr(args, "baseline", None) or config.target(args.target).baseline
+    return resolve_settings(config, args.target, base_name, flags)
+
+
+def _draw_and_judge(
+    args: argparse.Namespace, config: Config, flags: dict[str, Any], judge_settings: JudgeSettings
+) -> SampleTest:
+    """Draw both arms (resuming what is stored), judge them, and print the verdict and the drafting seen."""
+    from evalsuite.cli.commands import _progress, _say
+    from evalsuite.sampling.run import sample_test
+
     say = _say(args)
-    base_name = config.target(args.target).baseline
-    resolved = resolve_settings(config, args.target, base_name, {})
+    resolved = resolved_for(config, args, flags)
     say(_settings_line(resolved))
+    say(_power_up_front(resolved.settings, judge_settings))
     test = sample_test(
         config,
         args.target,
         resolved.tasks,
         resolved.settings,
-        JudgeSettings(),
+        judge_settings,
+        baseline=getattr(args, "baseline", None),
         data=args.data,
         data_path=args.data_path,
         say=say,
         progress=_progress(args),
     )
     test.verdict.notes.insert(0, _settings_line(resolved))
+    _print_verdict(test)
+    return test
+
+
+def _print_verdict(test: SampleTest) -> None:
     print(test.verdict.sentence)
     speculation = test.candidate.speculation()
     if speculation:
         print(speculation)
-    return test
 
 
 def fold_into_report(test: SampleTest, folder: Path) -> None:

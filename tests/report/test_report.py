@@ -24,7 +24,7 @@ PLAN = Plan(
 def lossy(tmp_path_factory: pytest.TempPathFactory):
     root = tmp_path_factory.mktemp("lossy")
     runs = synthetic_runs(root / "runs", PLAN, control=True)
-    cmp = compare_runs(runs["candidate"], runs["baseline"], controls={"numerics": runs["control"]}, n_resamples=300)
+    cmp = compare_runs(runs["candidate"], runs["baseline"], controls={"control": runs["control"]}, n_resamples=300)
     return cmp, runs, write_reports([cmp], root / "report", runs={"math500": runs})
 
 
@@ -114,9 +114,9 @@ def test_identical_runs_without_stores_still_report(tmp_path: Path) -> None:
     md = paths.markdown.read_text()
     assert "> [!WARNING]" in md  # identical tokens, but 9 items cannot show accuracy equivalence
     assert "None: every output is token-identical to the baseline." in md
-    assert "No run stores were given to the report, so speed is not shown." in md
+    assert "**1.80×** geometric mean" in md  # speed comes with the comparison, not from the stores
     assert "| target | `base` | `spec` |" in md
-    assert paths.html.read_text().count("<svg") == 2  # forest and accuracy; nothing diverged, no speed data
+    assert paths.html.read_text().count("<svg") == 3  # forest, accuracy and speed; nothing diverged
 
 
 def test_several_tasks_in_one_report(tmp_path: Path) -> None:

@@ -21,7 +21,7 @@ AFTER = 4
 PIECE_WIDTH = 22
 
 
-def judge(diff: SampleDiff, policy: Policy) -> bool:
+def passes(diff: SampleDiff, policy: Policy) -> bool:
     """True when the sample passes under the policy."""
     if diff.identical:
         return True

@@ -144,3 +144,13 @@ def test_plots_draw_what_they_are_given() -> None:
     assert svg.count("<circle") == 1 and svg.count('stroke-dasharray="4 3"') == 2
     hist = str(margins({"numerical": [0.01, 0.03], "confident": [2.0, np.nan]}, 0.1, "m"))
     assert "threshold 0.1" in hist and hist.count("<rect") >= 2 + 2  # bars plus legend swatches
+
+
+def test_viewer_data_writes_missing_numbers_as_null() -> None:
+    from evalsuite.report.render import _json_for_script
+    from evalsuite.report.samples import _lp
+
+    text = str(_json_for_script({"lp": [_lp(-0.123456), float("nan"), np.float32("inf")], "t": "</script>"}))
+    assert text == '{"lp":[-0.1235,null,null],"t":"\\u003c/script\\u003e"}'
+    assert _lp(float("nan")) is None
+    assert str(_json_for_script([np.float32(0.5), float("inf")])) == "[0.5,null]"

@@ -100,7 +100,7 @@ def build_parser() -> argparse.ArgumentParser:
         "eval",
         help="baseline + target (+ control) on tasks, then compare",
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        description="Run TARGET's baseline, its numerics control (if configured) and TARGET on the "
+        description="Run TARGET's baseline, its control (if configured) and TARGET on the "
         "tasks, grade all of them, then compare and report.",
         epilog="examples:\n  evalsuite eval dflash\n  evalsuite eval draft --task gsm8k --limit 20",
     )
@@ -130,7 +130,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("candidate", metavar="CANDIDATE_RUN")
     p.add_argument("baseline", metavar="BASELINE_RUN")
     p.add_argument(
-        "--control", metavar="RUN", help="numerics control: the speculative server with the target as its own drafter"
+        "--control", metavar="RUN", help="the control: the speculative server with the target as its own drafter"
     )
     p.add_argument("--repeat", metavar="RUN", help="the baseline run a second time")
     p.add_argument("--determinism", dest="repeat", metavar="RUN", help=argparse.SUPPRESS)  # the old name of --repeat
@@ -170,7 +170,7 @@ def build_parser() -> argparse.ArgumentParser:
         "follows from the candidates' configured baseline and control",
     )
     p.add_argument("--baseline", action="append", metavar="RUN", help="the baseline run (one per task)")
-    p.add_argument("--control", action="append", metavar="RUN", help="the numerics control run (one per task)")
+    p.add_argument("--control", action="append", metavar="RUN", help="the control run (one per task)")
     p.add_argument("--repeat", action="append", metavar="RUN", help="the baseline run a second time (one per task)")
     p.add_argument("--determinism", action="append", dest="repeat", help=argparse.SUPPRESS)  # the old name of --repeat
     p.add_argument("--allow", action="append", metavar="FIELD", help="waive a must-match field on purpose")

@@ -70,7 +70,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         action="append",
         default=[],
         metavar="DIR",
-        help="stored numerics control run (the target as its own drafter) to calibrate the threshold",
+        help="stored control run (the target as its own drafter) to calibrate the threshold",
     )
     g.addoption("--evalsuite-target", metavar="NAME", help="run the target, its baseline and control first, then gate")
     g.addoption("--evalsuite-task", action="append", default=[], metavar="NAME", help="tasks for --evalsuite-target")

@@ -3,7 +3,7 @@
 NUMERICAL-ONLY means every divergence is explained by numerics: at a near-tie
 (below the threshold, which control runs may raise) or at the very place a
 control run also diverged, and the candidate diverges no more often than the
-numerics control (exact one-sided sign test on the items where exactly one of
+control (exact one-sided sign test on the items where exactly one of
 the two diverged).  UNDETERMINED is the honest answer when divergences carry
 no logprobs and no control explains them.
 """
@@ -27,7 +27,7 @@ ALPHA = 0.05
 
 @dataclass(frozen=True)
 class RateCheck:
-    """Candidate vs a numerics control on the same items: does the candidate diverge more often?"""
+    """Candidate vs a control on the same items: does the candidate diverge more often?"""
 
     control: str
     candidate_divergent: int

@@ -21,7 +21,8 @@ import pandas as pd
 from evalsuite.compare.accuracy import OVERALL, AccuracyRow, HolmFamily, accuracy_rows, holm_family
 from evalsuite.compare.comparable import MUST_MATCH, FieldDifference, check_comparable
 from evalsuite.compare.distinct import check_distinct
-from evalsuite.compare.roles import CONTROL_ROLES, control_roles
+from evalsuite.compare.outputs import Truncation, truncation
+from evalsuite.compare.roles import CONTROL_ROLES, ROLES, control_roles
 from evalsuite.compare.speed import ComparisonSpeed, comparison_speed
 from evalsuite.diff.align import SampleDiff, diff_completions, diff_runs
 from evalsuite.diff.classify import (
@@ -89,6 +90,7 @@ class Comparison:
     settings: dict[str, Any] = field(default_factory=dict)
     holm: HolmFamily = field(default_factory=lambda: holm_family([]))
     speed: ComparisonSpeed | None = None
+    truncation: dict[str, Truncation] = field(default_factory=dict)
 
     def overall(self) -> list[AccuracyRow]:
         return [r for r in self.accuracy if r.stratum == OVERALL]
@@ -111,6 +113,7 @@ class Comparison:
             "holm_family": self.holm,
             "divergences": [_diff_record(d) for d in self.diffs if not d.identical],
             "speed": self.speed,
+            "truncation": self.truncation,
         }
 
     def to_json(self, path: str | Path | None = None) -> str:
@@ -309,6 +312,11 @@ def compare_runs(
         accuracy=rows,
         holm=holm_family(rows),
         speed=comparison_speed(runs, results, seed=seed),
+        truncation={
+            role: truncation(str(runs[role].manifest.get("target", "?")), results[role])
+            for role in ROLES
+            if role in results
+        },
         summary=summary_line(token, overall),
         missing={
             "candidate_only": sorted(cand_results.keys() - base_results.keys()),

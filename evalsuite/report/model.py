@@ -42,13 +42,15 @@ class Arm:
 
     @staticmethod
     def load(role: str, store: Any, detail: set[str] | frozenset[str] = frozenset(), strings: str = "all") -> Arm:
-        """Read a store: token strings (`strings`: "all" or "pieces") only for the `detail` samples, the viewer's."""
+        """Read a store: results only for the `detail` samples (the viewer's), with token strings (`strings`).
+
+        Counts over all samples (speed, truncation) come with the comparison,
+        so the other results are not read again.
+        """
         samples = store.samples() if hasattr(store, "samples") else {}
         sessions = store.sessions() if hasattr(store, "sessions") else []
         try:
-            results = store.results(strings="none")
-            if detail:
-                results.update(store.results(strings=strings, ids=detail))
+            results = store.results(strings=strings, ids=detail) if detail else {}
         except TypeError:  # a reader without partial loading (an in-memory run)
             results = store.results()
         return Arm(
@@ -227,24 +229,20 @@ def speed_section(
     return section, speeds, sp
 
 
-def truncation_rows(arms: Mapping[str, Arm]) -> list[dict[str, Any]]:
-    rows = []
-    for role in ROLES:
-        if role in arms:
-            res = arms[role].results.values()
-            cut = sum(r.completion.truncated for r in res)
-            in_reasoning = sum(r.completion.truncated_in_reasoning for r in res)  # thinking models: no answer reached
-            rows.append(
-                {
-                    "role": role,
-                    "target": arms[role].manifest.get("target", "?"),
-                    "truncated": cut,
-                    "n": len(res),
-                    "in_reasoning": in_reasoning,
-                    "share": fmt.pct(cut / len(res) if res else math.nan),
-                }
-            )
-    return rows
+def truncation_rows(c: Comparison) -> list[dict[str, Any]]:
+    """The comparison's truncation counts by role, formatted."""
+    return [
+        {
+            "role": role,
+            "target": t.target,
+            "truncated": t.truncated,
+            "n": t.n,
+            "in_reasoning": t.in_reasoning,
+            "share": fmt.pct(t.truncated / t.n if t.n else math.nan),
+        }
+        for role in ROLES
+        if (t := c.truncation.get(role)) is not None
+    ]
 
 
 def task_report(c: Comparison, stores: Mapping[str, Any] | None) -> TaskReport:
@@ -267,7 +265,7 @@ def task_report(c: Comparison, stores: Mapping[str, Any] | None) -> TaskReport:
         token=token_section(c),
         divergence=divergence_section(c, arms),
         speed=speed,
-        truncation=truncation_rows(arms),
+        truncation=truncation_rows(c),
         provenance=provenance(c, arms),
         reproduce=reproduce(c, arms),
         differences=[f"{d.path}: baseline {d.baseline!r}, candidate {d.other!r}" for d in c.differences],

@@ -50,7 +50,9 @@ def test_markdown_carries_verdict_tables_speed_and_provenance(lossy) -> None:
         f"evalsuite report {runs['candidate'].folder.resolve()} --baseline {runs['baseline'].folder.resolve()} "
         f"--control {runs['control'].folder.resolve()}"
     ) in md
-    assert json.loads(paths.json[0].read_text()) == json.loads(cmp.to_json())
+    doc = json.loads(paths.json[0].read_text())
+    assert doc == json.loads(cmp.to_json())
+    assert doc["truncation"]["baseline"] == {"target": "base", "n": 60, "truncated": 1, "in_reasoning": 0}
 
 
 def test_html_is_self_contained(lossy) -> None:

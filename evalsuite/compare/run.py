@@ -21,6 +21,7 @@ import pandas as pd
 from evalsuite.compare.accuracy import OVERALL, AccuracyRow, HolmFamily, accuracy_rows, holm_family
 from evalsuite.compare.comparable import MUST_MATCH, FieldDifference, check_comparable
 from evalsuite.compare.distinct import check_distinct
+from evalsuite.compare.frames import accuracy_frame, diff_record, samples_frame
 from evalsuite.compare.outputs import Truncation, truncation
 from evalsuite.compare.roles import CONTROL_ROLES, ROLES, control_roles
 from evalsuite.compare.speed import ComparisonSpeed, comparison_speed
@@ -111,7 +112,7 @@ class Comparison:
             ],
             "accuracy": self.accuracy,
             "holm_family": self.holm,
-            "divergences": [_diff_record(d) for d in self.diffs if not d.identical],
+            "divergences": [diff_record(d) for d in self.diffs if not d.identical],
             "speed": self.speed,
             "truncation": self.truncation,
         }
@@ -125,63 +126,11 @@ class Comparison:
 
     def samples_frame(self) -> pd.DataFrame:
         """One row per sample: identity, divergence, margin, classification, answer and correctness flips."""
-        frame = pd.DataFrame([_diff_record(d) for d in self.diffs])
-        if frame.empty:
-            return frame
-        return frame.set_index("sample_id")
+        return samples_frame(self.diffs)
 
     def accuracy_frame(self) -> pd.DataFrame:
         """One row per task and stratum with both accuracies, the difference, intervals, p-values and verdict."""
-        rows = []
-        for r in self.accuracy:
-            s = r.summary
-            rows.append(
-                {
-                    "task": r.task,
-                    "stratum": r.stratum,
-                    "value": r.value,
-                    "n": s.n,
-                    "candidate": s.candidate.accuracy,
-                    "baseline": s.baseline.accuracy,
-                    "difference": s.difference,
-                    "low95": s.interval95.low,
-                    "high95": s.interval95.high,
-                    "low90": s.interval90.low,
-                    "high90": s.interval90.high,
-                    "discordance": s.discordance,
-                    "p": s.p_value,
-                    "p_holm": s.p_adjusted,
-                    "verdict": r.verdict.label,
-                    "reason": r.verdict.reason,
-                    "n_to_settle": r.verdict.n_to_settle,
-                    "ungraded_excluded": r.ungraded,
-                }
-            )
-        return pd.DataFrame(rows)
-
-
-def _diff_record(d: SampleDiff) -> dict[str, Any]:
-    return {
-        "sample_id": d.sample_id,
-        "level": d.level,
-        "identical": d.identical,
-        "kind": d.kind,
-        "explained_by": d.explained_by,
-        "first_divergence": d.first_divergence,
-        "common_prefix": d.common_prefix,
-        "baseline_length": d.baseline_length,
-        "candidate_length": d.candidate_length,
-        "char_offset": d.char_offset,
-        "margin": d.margin,
-        "margin_source": d.margin_source,
-        "baseline_logprob": d.baseline_logprob,
-        "candidate_rank": d.candidate_rank,
-        "candidate_logprob": d.candidate_logprob,
-        "ended": d.ended,
-        "answer_changed": d.answer_changed,
-        "correctness_flipped": d.correctness_flipped,
-        "window": d.window,
-    }
+        return accuracy_frame(self.accuracy)
 
 
 def _lean_results(run: RunLike) -> dict[str, SampleResult]:

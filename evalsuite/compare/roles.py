@@ -32,6 +32,8 @@ T = TypeVar("T")
 
 CONTROL_ROLES: tuple[ControlKind, ...] = ("repeat", "control")
 ROLES = ("candidate", "baseline", *CONTROL_ROLES)
+SHOWN_ORDER = ("baseline", "repeat", "control", "candidate")
+"""The order reports and comparison.json list a comparison's runs in: the reference first, the candidate last."""
 _HINT = (
     "Name the roles explicitly: `evalsuite report CANDIDATE_RUN --baseline RUN [--control RUN] "
     "[--repeat RUN]` (once per task)."

@@ -23,7 +23,7 @@ from evalsuite.compare.comparable import MUST_MATCH, FieldDifference, check_comp
 from evalsuite.compare.distinct import check_distinct
 from evalsuite.compare.frames import accuracy_frame, diff_record, samples_frame
 from evalsuite.compare.outputs import Truncation, truncation
-from evalsuite.compare.roles import CONTROL_ROLES, ROLES, control_roles
+from evalsuite.compare.roles import CONTROL_ROLES, SHOWN_ORDER, control_roles
 from evalsuite.compare.speed import ComparisonSpeed, comparison_speed
 from evalsuite.diff.align import SampleDiff, diff_completions, diff_runs
 from evalsuite.diff.classify import (
@@ -263,7 +263,7 @@ def compare_runs(
         speed=comparison_speed(runs, results, seed=seed),
         truncation={
             role: truncation(str(runs[role].manifest.get("target", "?")), results[role])
-            for role in ROLES
+            for role in SHOWN_ORDER
             if role in results
         },
         summary=summary_line(token, overall),

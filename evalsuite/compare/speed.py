@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from evalsuite.compare.roles import SHOWN_ORDER
 from evalsuite.records import SampleResult
 from evalsuite.speed import SpeedSummary, Speedup, paired_speedup, request_speed
 from evalsuite.speed.robust import disagreement
@@ -21,7 +22,6 @@ from evalsuite.speed.summary import summarize
 
 REPEAT_LIMIT = 1.10
 """Two runs of the same arm further apart than this in paired decode speed make speed figures untrustworthy."""
-SPEED_ORDER = ("baseline", "repeat", "control", "candidate")
 
 
 @dataclass(frozen=True)
@@ -43,7 +43,7 @@ class ComparisonSpeed:
             "speedup": self.speedup,
             "repeat_speedup": self.repeat_speedup,
             "warnings": self.warnings,
-            "arms": {role: self.arms[role] for role in SPEED_ORDER if role in self.arms},
+            "arms": {role: self.arms[role] for role in SHOWN_ORDER if role in self.arms},
         }
 
 
@@ -66,7 +66,7 @@ def comparison_speed(
 ) -> ComparisonSpeed:
     """Speed by role from the results a comparison already loaded; `runs` (role -> run) gives targets and sessions."""
     arms: dict[str, SpeedSummary] = {}
-    for role in SPEED_ORDER:
+    for role in SHOWN_ORDER:
         if role not in results:
             continue
         run = runs[role]

@@ -16,14 +16,14 @@ from typing import Any
 
 from evalsuite.compare import Comparison, ComparisonSpeed
 from evalsuite.compare.accuracy import OVERALL
-from evalsuite.compare.speed import SPEED_ORDER
+from evalsuite.compare.roles import SHOWN_ORDER
 from evalsuite.records import Grade, SampleResult
 from evalsuite.report import fmt
 from evalsuite.report.provenance import provenance, reproduce
 from evalsuite.speed import SpeedSummary, Speedup
 from evalsuite.speed.measure import TOKENS_PER_S_DEFINITION
 
-ROLES = SPEED_ORDER
+ROLES = SHOWN_ORDER
 _TOKEN_TONE = {"IDENTICAL": "good", "NUMERICAL-ONLY": "good", "LOSSY": "bad", "UNDETERMINED": "unsure"}
 _ACC_TONE = {"EQUIVALENT": "good", "DIFFERENT": "bad", "INCONCLUSIVE": "unsure"}
 

@@ -85,7 +85,7 @@ def compare_stored(folder: str) -> None:
     from pathlib import Path
 
     root = Path(folder)
-    controls = {"numerics": root / "self"} if (root / "self").exists() else None
+    controls = {"control": root / "self"} if (root / "self").exists() else None
     t0 = time.perf_counter()
     cmp = compare_runs(root / "spec", root / "base", controls=controls, seed=0)
     elapsed = time.perf_counter() - t0
@@ -144,7 +144,7 @@ def main() -> None:
     assert [d.first_divergence for d in diffs] == ref
 
     t0 = time.perf_counter()
-    cmp = compare_runs(spec, base, controls={"numerics": rest[0]} if rest else None, seed=0)
+    cmp = compare_runs(spec, base, controls={"control": rest[0]} if rest else None, seed=0)
     compare_s = time.perf_counter() - t0
     rss_peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 

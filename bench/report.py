@@ -110,9 +110,7 @@ def main() -> None:
         root = Path(tmp)
         runs = build(root / "runs", args.samples, args.tokens)
         t0 = time.perf_counter()
-        cmp = compare_runs(
-            runs["candidate"], runs["baseline"], controls={"numerics": runs["control"]}, n_resamples=2000
-        )
+        cmp = compare_runs(runs["candidate"], runs["baseline"], controls={"control": runs["control"]}, n_resamples=2000)
         t_compare = time.perf_counter() - t0
         t0 = time.perf_counter()
         reference = cmp.to_json()

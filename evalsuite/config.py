@@ -156,7 +156,9 @@ class Defaults(BaseModel):
     top_k: int | None = Field(1, ge=0)
     seed: int = Field(42, ge=0)
     top_logprobs: int = Field(5, ge=0, le=20)
-    repeat_baseline: bool = Field(False, description="run the baseline twice in `eval`: a determinism control")
+    repeat_baseline: bool = Field(
+        False, description="run the baseline twice in `eval`: the repeat shows whether the engine is deterministic"
+    )
 
     def params(self, overrides: dict[str, Any] | None = None) -> GenerationParams:
         values: dict[str, Any] = {

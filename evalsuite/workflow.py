@@ -1,7 +1,8 @@
 """`eval` as a library call: run the roles a comparison needs, then compare each task.
 
-Roles: `baseline`, optionally `determinism` (the baseline again, in its own
-run folder), `control` (the numerics control target) and `candidate`.  Each
+Roles (`evalsuite.compare.roles`): `baseline`, optionally `repeat` (the
+baseline again, in its own run folder), `control` (the target drafting for
+itself) and `candidate`.  Each
 role's server is started once (for rig targets) and serves every task, so a
 speed figure never shares the CPU with another server.
 """
@@ -13,7 +14,7 @@ import contextlib
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from evalsuite.config import Config, TargetConfig
 from evalsuite.errors import ConfigError, DatasetError
@@ -21,6 +22,9 @@ from evalsuite.grading import grade_run
 from evalsuite.runner import RunOutcome, RunPlan, execute, plan_run
 from evalsuite.store import RunStore, open_run
 from evalsuite.tasks.data import DataChoice
+
+if TYPE_CHECKING:
+    from evalsuite.compare import Comparison
 
 ProgressFactory = Callable[[str], Callable[[int, int], Any]]
 
@@ -144,7 +148,7 @@ def eval_target(
     say: Callable[[str], None] = lambda _: None,
     progress: ProgressFactory | None = None,
 ) -> EvalRuns:
-    """Baseline (twice when asked), control and candidate on every task."""
+    """Baseline (and its repeat when asked), control and candidate on every task."""
     target = config.target(target_name)
     if target.baseline is None:
         where = config.path or "the config"
@@ -162,7 +166,7 @@ def eval_target(
     for role, name, repeats in plan:
         outcomes = run_target(config, name, tasks, options, repeats=repeats, say=say, progress=progress)
         for (task, repeat), outcome in outcomes.items():
-            runs.folders.setdefault(task, {})["determinism" if repeat else role] = outcome.folder
+            runs.folders.setdefault(task, {})["repeat" if repeat else role] = outcome.folder
     return runs
 
 
@@ -191,8 +195,8 @@ def preflight_targets(config: Config, names: Sequence[str]) -> None:
         preflight(config.target(name), config.root, str(config.path or "the config"))
 
 
-def compare_eval(config: Config, runs: EvalRuns, *, seed: int = 0) -> list[Any]:
-    """One Comparison per task (candidate vs baseline, with whatever controls ran), Holm across tasks."""
+def compare_eval(config: Config, runs: EvalRuns, *, seed: int = 0) -> list[Comparison]:
+    """One Comparison per task (candidate vs baseline, with whatever controls ran)."""
     target = config.target(runs.target)
     return compare_folders(
         runs.folders, margins=task_margins(config, runs.folders), allow=target.allow_differences, seed=seed
@@ -210,39 +214,23 @@ def task_margins(config: Config | None, tasks: Iterable[str]) -> dict[str, float
 
 
 def compare_folders(
-    folders: dict[str, dict[str, Path]],
+    folders: Mapping[str, Mapping[str, Path]],
     *,
-    margins: dict[str, float] | None = None,
+    margins: Mapping[str, float] | None = None,
     allow: Sequence[str] = (),
     seed: int = 0,
-) -> list[Any]:
-    """Compare run folders given by task and role; p-values are Holm-adjusted across tasks too."""
-    from evalsuite.compare import compare_runs, readjust
+) -> list[Comparison]:
+    """Compare run folders given by task and role, one `compare_roles` call per task and nothing after it.
 
-    comparisons = []
-    for task, roles in folders.items():
-        controls = {
-            kind: roles[role]
-            for kind, role in (("determinism", "determinism"), ("numerics", "control"))
-            if role in roles
-        }
-        margin = (margins or {}).get(task, 0.02)
-        comparisons.append(
-            compare_runs(
-                roles["candidate"], roles["baseline"], controls=controls, delta=margin, seed=seed, allow=list(allow)
-            )
-        )
-    if len(comparisons) > 1:
-        from evalsuite.compare.accuracy import OVERALL
-        from evalsuite.verdict.summary import summary_line
+    Each task is its own Holm family (`evalsuite.compare.accuracy`), so a
+    task's p-values here are the ones `evalsuite compare` prints for it.
+    """
+    from evalsuite.compare import compare_roles
 
-        rows = iter(readjust([r for c in comparisons for r in c.accuracy]))
-        for c in comparisons:
-            c.accuracy = [next(rows) for _ in c.accuracy]
-            c.summary = summary_line(
-                c.token, [(r.task, r.summary, r.verdict) for r in c.accuracy if r.stratum == OVERALL]
-            )
-    return comparisons
+    return [
+        compare_roles(roles, delta=(margins or {}).get(task, 0.02), seed=seed, allow=list(allow))
+        for task, roles in folders.items()
+    ]
 
 
 def folders_by_role(
@@ -251,7 +239,7 @@ def folders_by_role(
 ) -> dict[str, dict[str, Path]]:
     """Group stored runs by task and by the role each plays in this comparison.
 
-    Roles given in `explicit` ("baseline", "control", "determinism" -> folders)
+    Roles given in `explicit` ("baseline", "control", "repeat" -> folders)
     come first; the rest are placed by the relations their targets' config
     recorded (see `evalsuite.compare.roles`), never by the role a folder was
     first created with.

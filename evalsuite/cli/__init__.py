@@ -100,7 +100,7 @@ def build_parser() -> argparse.ArgumentParser:
         "eval",
         help="baseline + target (+ control) on tasks, then compare",
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        description="Run TARGET's baseline, its numerics control (if configured) and TARGET on the "
+        description="Run TARGET's baseline, its control (if configured) and TARGET on the "
         "tasks, grade all of them, then compare and report.",
         epilog="examples:\n  evalsuite eval dflash\n  evalsuite eval draft --task gsm8k --limit 20",
     )
@@ -110,7 +110,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--repeat-baseline",
         action=argparse.BooleanOptionalAction,
         default=None,
-        help="run the baseline twice as a determinism control (default: defaults.repeat_baseline)",
+        help="run the baseline twice: the repeat shows whether the engine is deterministic "
+        "(default: defaults.repeat_baseline)",
     )
     p.add_argument("--no-report", action="store_true", help="print the verdicts only")
     p.add_argument(
@@ -135,9 +136,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("candidate", metavar="CANDIDATE_RUN")
     p.add_argument("baseline", metavar="BASELINE_RUN")
     p.add_argument(
-        "--control", metavar="RUN", help="numerics control: the speculative server with the target as its own drafter"
+        "--control", metavar="RUN", help="the control: the speculative server with the target as its own drafter"
     )
-    p.add_argument("--determinism", metavar="RUN", help="the baseline run a second time")
+    p.add_argument("--repeat", metavar="RUN", help="the baseline run a second time")
+    p.add_argument("--determinism", dest="repeat", metavar="RUN", help=argparse.SUPPRESS)  # the old name of --repeat
     p.add_argument(
         "--delta",
         type=proportion,
@@ -158,9 +160,9 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Compare stored runs and write report.md, report.html and comparison.json to "
         "reports/<target>/<timestamp>/. Roles belong to the comparison, not to a run: name them with "
-        "--baseline/--control/--determinism, or pass the folders `evalsuite eval` printed in any order "
+        "--baseline/--control/--repeat, or pass the folders `evalsuite eval` printed in any order "
         "and each is placed by its target's configured baseline and control (a repeat of the "
-        "baseline is the determinism control), for one task or several. Exit 1 when a verdict is "
+        "baseline is the repeat), for one task or several. Exit 1 when a verdict is "
         "LOSSY or DIFFERENT.",
         epilog="examples:\n  evalsuite report runs/baseline/gsm8k/<id> runs/control/gsm8k/<id> "
         "runs/dflash/gsm8k/<id>\n  evalsuite report runs/dflash/gsm8k/<id> --baseline "
@@ -174,10 +176,9 @@ def build_parser() -> argparse.ArgumentParser:
         "follows from the candidates' configured baseline and control",
     )
     p.add_argument("--baseline", action="append", metavar="RUN", help="the baseline run (one per task)")
-    p.add_argument("--control", action="append", metavar="RUN", help="the numerics control run (one per task)")
-    p.add_argument(
-        "--determinism", action="append", metavar="RUN", help="the baseline run a second time (one per task)"
-    )
+    p.add_argument("--control", action="append", metavar="RUN", help="the control run (one per task)")
+    p.add_argument("--repeat", action="append", metavar="RUN", help="the baseline run a second time (one per task)")
+    p.add_argument("--determinism", action="append", dest="repeat", help=argparse.SUPPRESS)  # the old name of --repeat
     p.add_argument("--allow", action="append", metavar="FIELD", help="waive a must-match field on purpose")
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
     _common(p)

@@ -111,21 +111,16 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from evalsuite.compare import compare_runs
+    from evalsuite.compare import compare_roles
     from evalsuite.workflow import task_margins
 
     config = _optional_config(args)
-    stores = {"candidate": open_run(args.candidate), "baseline": open_run(args.baseline)}
-    stores.update({"determinism": open_run(args.determinism)} if args.determinism else {})
-    stores.update({"control": open_run(args.control)} if args.control else {})
+    given = {"candidate": args.candidate, "baseline": args.baseline, "repeat": args.repeat, "control": args.control}
+    stores = {role: open_run(folder) for role, folder in given.items() if folder}
     task = stores["candidate"].manifest.task
     delta = args.delta if args.delta is not None else task_margins(config, [task]).get(task, 0.02)
-    kinds: tuple[tuple[ControlKind, str | None], ...] = (("determinism", args.determinism), ("numerics", args.control))
-    controls = {k: v for k, v in kinds if v}
     allow = _allowed(args.allow, stores["candidate"].manifest)
-    comparison = compare_runs(
-        args.candidate, args.baseline, controls=controls, delta=delta, seed=args.seed, allow=allow
-    )
+    comparison = compare_roles(stores, delta=delta, seed=args.seed, allow=allow)
     if args.json:
         comparison.to_json(args.json)
     return _finish(args, config, [comparison], {task: stores}, comparison.candidate.get("target", "compare"))
@@ -141,7 +136,8 @@ def _finish(
 ) -> int:
     """Print each verdict and write the reports (unless --no-report); exit 1 on a failing verdict."""
     for comparison in comparisons:
-        print(comparison.summary)
+        task = comparison.candidate.get("task")
+        print(f"{task}: {comparison.summary}" if len(comparisons) > 1 else comparison.summary)
     if not getattr(args, "no_report", False):
         from evalsuite.report import report_folder, write_reports
 
@@ -165,7 +161,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     from evalsuite.workflow import compare_folders, folders_by_role, task_margins
 
     config = _optional_config(args)
-    explicit = {"baseline": args.baseline, "control": args.control, "determinism": args.determinism}
+    explicit = {"baseline": args.baseline, "control": args.control, "repeat": args.repeat}
     folders = folders_by_role(args.runs, {role: runs for role, runs in explicit.items() if runs})
     stores = {task: {role: open_run(path) for role, path in roles.items()} for task, roles in folders.items()}
     allow = [f for roles in stores.values() for f in _allowed(args.allow, roles["candidate"].manifest)]

@@ -1,4 +1,13 @@
-"""Paired accuracy per task, per stratum and overall, with Holm across every row.
+"""Paired accuracy per task, per stratum and overall, and the one place p-values are Holm-adjusted.
+
+The Holm family is defined here and nowhere else: every accuracy test of one
+task's comparison, that is the task's overall difference and the difference
+in each stratum value, one exact McNemar (or sign-test) p-value each.  A task
+is its own family, so its adjusted p-values are a property of its comparison
+alone: `evalsuite compare`, `evalsuite report`, `evalsuite eval` and the gate
+print the same numbers for a task whichever other tasks a command is given.
+`HolmFamily` names the family's members so reports and `comparison.json`
+state it.
 
 Only items graded in both runs count; `ungraded` (a grader timeout, a missing
 reference) is excluded and counted, never scored as wrong.
@@ -8,7 +17,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -20,6 +29,39 @@ from evalsuite.stats.summary import PairedSummary, paired_summary
 from evalsuite.verdict.accuracy import AccuracyVerdict, accuracy_verdict
 
 OVERALL = "overall"
+FAMILY_SCOPE = "one task: its overall accuracy difference and the difference in every stratum value"
+
+
+@dataclass(frozen=True)
+class HolmFamily:
+    """The tests Holm's step-down adjusts together (see the module docstring): their labels, in table order."""
+
+    method: str
+    scope: str
+    tests: tuple[str, ...]
+
+    @property
+    def size(self) -> int:
+        return len(self.tests)
+
+    def sentence(self) -> str:
+        """How a report states the family, e.g. "Holm family: the 7 accuracy tests of this task (...)"."""
+        if not self.tests:
+            return "No accuracy test was run, so nothing was Holm-adjusted."
+        strata = sum(1 for t in self.tests if not t.endswith(f" {OVERALL}"))
+        what = "its overall difference" + (f" and {strata} stratum value{'s' if strata != 1 else ''}" if strata else "")
+        return (
+            f"Holm family: the {self.size} accuracy test{'s' if self.size != 1 else ''} of this task ({what}), "
+            f"adjusted together by {self.method}; each task is its own family."
+        )
+
+    def __json__(self) -> dict[str, Any]:
+        return {"method": self.method, "scope": self.scope, "size": self.size, "tests": list(self.tests)}
+
+
+def holm_family(rows: Sequence[AccuracyRow]) -> HolmFamily:
+    """The family the rows' adjusted p-values were computed over."""
+    return HolmFamily(HOLM, FAMILY_SCOPE, tuple(r.summary.label for r in rows))
 
 
 @dataclass(frozen=True)
@@ -33,14 +75,14 @@ class AccuracyRow:
     verdict: AccuracyVerdict
     ungraded: int
 
-    def as_dict(self) -> dict[str, Any]:
+    def __json__(self) -> dict[str, Any]:
         return {
             "task": self.task,
             "stratum": self.stratum,
             "value": self.value,
             "ungraded_excluded": self.ungraded,
-            "stats": self.summary.as_dict(),
-            "verdict": self.verdict.as_dict(),
+            "stats": self.summary,
+            "verdict": self.verdict,
         }
 
 
@@ -55,7 +97,7 @@ def accuracy_rows(
     bootstrap_method: BootstrapMethod = "bca",
     n_resamples: int = 10_000,
 ) -> list[AccuracyRow]:
-    """Rows for every task and stratum in the baseline, Holm-adjusted together (one family)."""
+    """Rows for every task and stratum in the baseline; each task's rows are one Holm family (module docstring)."""
     groups: dict[tuple[str, str, str], list[str]] = defaultdict(list)
     skipped: dict[tuple[str, str, str], int] = defaultdict(int)
     for sid in sorted(candidate.keys() & baseline.keys()):
@@ -89,21 +131,12 @@ def accuracy_rows(
                 ),
             )
         )
-    adjusted = holm_adjust([s.p_value for _, s in rows])
     out = []
-    for (key, s), p in zip(rows, adjusted):
-        s = s.with_adjusted(p, HOLM)
-        out.append(AccuracyRow(key[0], key[1], key[2], s, accuracy_verdict(s), skipped.get(key, 0)))
-    return out
-
-
-def readjust(rows: Sequence[AccuracyRow]) -> list[AccuracyRow]:
-    """Holm across rows from several comparisons (several tasks compared separately), verdicts redone."""
-    adjusted = holm_adjust([r.summary.p_value for r in rows])
-    out = []
-    for r, p in zip(rows, adjusted):
-        s = r.summary.with_adjusted(p, HOLM)
-        out.append(replace(r, summary=s, verdict=accuracy_verdict(s)))
+    for task in dict.fromkeys(key[0] for key, _ in rows):
+        family = [(key, s) for key, s in rows if key[0] == task]
+        for (key, s), p in zip(family, holm_adjust([s.p_value for _, s in family])):
+            s = s.with_adjusted(p, HOLM)
+            out.append(AccuracyRow(key[0], key[1], key[2], s, accuracy_verdict(s), skipped.get(key, 0)))
     return out
 
 

@@ -39,9 +39,6 @@ class FieldDifference:
     def __str__(self) -> str:
         return f"{self.path}: baseline {self.baseline!r}, other {self.other!r}"
 
-    def as_dict(self) -> dict[str, Any]:
-        return {"path": self.path, "baseline": self.baseline, "other": self.other}
-
 
 def _flatten(value: Any, prefix: str = "") -> dict[str, Any]:
     if isinstance(value, Mapping):

@@ -5,12 +5,12 @@
 - the same run folder (also through a symlink or `records.sqlite` path), or
   the same run under another path (a copied folder: equal fingerprints),
   in any two roles;
-- a numerics control that is the candidate: the same target, or the same
+- a control that is the candidate: the same target, or the same
   endpoint asked the same way (URL or rig server command line, dialect, API
   and extra request fields), so it would agree with the candidate by
   construction;
-- a numerics control or a determinism run that is really the candidate's
-  target, and a numerics control that is the baseline's target.
+- a control or a repeat that is really the candidate's target, and a
+  control that is the baseline's target.
 
 Two distinct runs of one target (the baseline and its repeat) are not the
 same run: comparing them is exactly how determinism is measured.
@@ -28,8 +28,8 @@ from evalsuite.store.reader import RunReader
 ROLE_NAMES = {
     "candidate": "the candidate run",
     "baseline": "the baseline run",
-    "numerics": "the numerics control run",
-    "determinism": "the determinism run",
+    "control": "the control run",
+    "repeat": "the repeat run",
 }
 
 
@@ -91,7 +91,7 @@ def _same_run(a: tuple[str, Any], b: tuple[str, Any]) -> str | None:
 def check_distinct(runs: Mapping[str, Any] | Iterable[tuple[str, Any]]) -> None:
     """Raise NotComparableError when two roles of one comparison hold the same run, or a control is the candidate.
 
-    `runs` maps role ("candidate", "baseline", "numerics", "determinism") to a
+    `runs` maps role ("candidate", "baseline", "control", "repeat") to a
     run with a `manifest` (and a `folder` when it is on disk); a sequence of
     (role, run) pairs allows several controls of one kind.
     """
@@ -118,20 +118,20 @@ def _role_problem(role: str, run: Any, items: list[tuple[str, Any]]) -> str | No
     cand = next((r for k, r in items if k == "candidate"), None)
     base = next((r for k, r in items if k == "baseline"), None)
     name = run.manifest.target
-    if role == "numerics" and cand is not None:
+    if role == "control" and cand is not None:
         if name == cand.manifest.target:
-            return f"the numerics control is a run of the candidate target '{name}' itself"
+            return f"the control is a run of the candidate target '{name}' itself"
         identity = endpoint_identity(run)
         if identity is not None and identity == endpoint_identity(cand):
             return (
-                f"the numerics control ({name}) asks the same endpoint the same way as the candidate "
+                f"the control ({name}) asks the same endpoint the same way as the candidate "
                 f"({cand.manifest.target}), so it is the candidate under another name"
             )
-    if role == "numerics" and base is not None and name == base.manifest.target:
+    if role == "control" and base is not None and name == base.manifest.target:
         return (
-            f"the numerics control is a run of the baseline target '{name}' itself, not the speculative "
+            f"the control is a run of the baseline target '{name}' itself, not the speculative "
             "server drafting for itself"
         )
-    if role == "determinism" and cand is not None and name == cand.manifest.target:
-        return f"the determinism run is a run of the candidate target '{name}', not the baseline again"
+    if role == "repeat" and cand is not None and name == cand.manifest.target:
+        return f"the repeat is a run of the candidate target '{name}', not the baseline again"
     return None

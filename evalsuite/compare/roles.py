@@ -2,12 +2,20 @@
 
 A stored run is a target's outputs on a task; whether it is the baseline, the
 candidate or a control depends on the comparison it is used in, so the same
-folder can be the baseline here and a control there.  `assign_roles` places
-run folders for `evalsuite report`: roles given explicitly (`--baseline`,
-`--control`, `--determinism`) first, then the relations the targets' own
-config recorded (the candidate is the run whose target names another given
-run's target as its baseline; its configured control is the control; a
-repeat of a run is the determinism control).
+folder can be the baseline here and a control there.
+
+The roles, one word each, everywhere (CLI flags, `eval`'s output, reports,
+comparison.json): `candidate`, `baseline`, `control` (the speculative server
+with the target as its own drafter, which shows what engine numerics alone
+do) and `repeat` (the baseline run again, which shows whether the engine is
+deterministic).  The two control roles are also the kinds of control the
+diff calibrates with (`CONTROL_ROLES`), so no mapping between names exists.
+
+`assign_roles` places run folders for `evalsuite report`: roles given
+explicitly (`--baseline`, `--control`, `--repeat`) first, then the relations
+the targets' own config recorded (the candidate is the run whose target names
+another given run's target as its baseline; its configured control is the
+control; a repeat of a run is the repeat).
 """
 
 from __future__ import annotations
@@ -15,15 +23,27 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, TypeVar
 
+from evalsuite.diff.classify import ControlKind
 from evalsuite.errors import ConfigError
 from evalsuite.store.manifest import RunManifest
 
-ROLES = ("candidate", "baseline", "control", "determinism")
+T = TypeVar("T")
+
+CONTROL_ROLES: tuple[ControlKind, ...] = ("repeat", "control")
+ROLES = ("candidate", "baseline", *CONTROL_ROLES)
+SHOWN_ORDER = ("baseline", "repeat", "control", "candidate")
+"""The order reports and comparison.json list a comparison's runs in: the reference first, the candidate last."""
 _HINT = (
     "Name the roles explicitly: `evalsuite report CANDIDATE_RUN --baseline RUN [--control RUN] "
-    "[--determinism RUN]` (once per task)."
+    "[--repeat RUN]` (once per task)."
 )
+
+
+def control_roles(roles: Mapping[str, T]) -> dict[ControlKind, T]:
+    """The control runs among a comparison's runs by role (`repeat`, `control`), in that order."""
+    return {role: roles[role] for role in CONTROL_ROLES if role in roles}
 
 
 @dataclass(frozen=True)
@@ -125,8 +145,8 @@ def _infer(roles: dict[str, Path], runs: list[StoredRun], seen: dict[Path, str],
             plain.remove(ctl[0])
     elif "baseline" not in roles and len(plain) == 1:
         _place(folders, seen, plain.pop(), "baseline")
-    if len(repeats) == 1 and "determinism" not in roles:
-        _place(folders, seen, repeats.pop(), "determinism")
+    if len(repeats) == 1 and "repeat" not in roles:
+        _place(folders, seen, repeats.pop(), "repeat")
     if plain and "control" not in roles and len(plain) == 1 and roles.get("candidate") and roles.get("baseline"):
         _place(folders, seen, plain.pop(), "control")
     left = plain + repeats

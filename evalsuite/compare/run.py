@@ -1,15 +1,16 @@
-"""Compare a candidate run with its baseline from stored runs only: diff, statistics, verdicts.
+"""Compare a candidate run with its baseline from stored runs only: diff, statistics, verdicts, speed.
 
-`compare_runs` refuses runs that are not comparable (naming the fields), diffs
+`compare_runs` is the one comparison: `evalsuite compare`, `report`, `eval`
+and the pytest gate all call it (through `compare_roles` when they hold runs
+by role).  It refuses runs that are not comparable (naming the fields), diffs
 every sample both runs answered, calibrates the divergence threshold with the
-control runs when given, judges tokens and accuracy, and returns a
+control runs when given, judges tokens and accuracy (Holm-adjusted over the
+family `compare.accuracy` defines), measures speed, and returns a
 `Comparison` that serialises to a versioned JSON summary and to pandas frames.
 """
 
 from __future__ import annotations
 
-import json
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,9 +18,13 @@ from typing import Any
 
 import pandas as pd
 
-from evalsuite.compare.accuracy import OVERALL, AccuracyRow, accuracy_rows
+from evalsuite.compare.accuracy import OVERALL, AccuracyRow, HolmFamily, accuracy_rows, holm_family
 from evalsuite.compare.comparable import MUST_MATCH, FieldDifference, check_comparable
 from evalsuite.compare.distinct import check_distinct
+from evalsuite.compare.frames import accuracy_frame, diff_record, samples_frame
+from evalsuite.compare.outputs import Truncation, truncation
+from evalsuite.compare.roles import CONTROL_ROLES, SHOWN_ORDER, control_roles
+from evalsuite.compare.speed import ComparisonSpeed, comparison_speed
 from evalsuite.diff.align import SampleDiff, diff_completions, diff_runs
 from evalsuite.diff.classify import (
     DEFAULT_CONTROL_SLACK,
@@ -32,13 +37,14 @@ from evalsuite.diff.classify import (
 )
 from evalsuite.errors import NotComparableError
 from evalsuite.records import Grade, SampleResult
+from evalsuite.serialize import dumps
 from evalsuite.stats.intervals import BootstrapMethod
 from evalsuite.store.reader import RunReader
 from evalsuite.verdict.summary import summary_line
 from evalsuite.verdict.token import TokenVerdict, token_verdict
 
-SCHEMA_VERSION = 1
-CONTROL_KINDS: tuple[ControlKind, ...] = ("determinism", "numerics")
+SCHEMA_VERSION = 2
+"""2: control kinds named by their roles (`repeat`, `control`), `holm_family` and `speed` added."""
 
 
 RunLike = RunReader  # the one reader protocol: stored and in-memory runs alike
@@ -75,105 +81,48 @@ class Comparison:
     summary: str
     missing: dict[str, list[str]]
     settings: dict[str, Any] = field(default_factory=dict)
+    holm: HolmFamily = field(default_factory=lambda: holm_family([]))
+    speed: ComparisonSpeed | None = None
+    truncation: dict[str, Truncation] = field(default_factory=dict)
 
     def overall(self) -> list[AccuracyRow]:
         return [r for r in self.accuracy if r.stratum == OVERALL]
 
-    def to_dict(self) -> dict[str, Any]:
+    def __json__(self) -> dict[str, Any]:
         return {
             "schema_version": SCHEMA_VERSION,
             "summary": self.summary,
             "candidate": self.candidate,
             "baseline": self.baseline,
             "settings": self.settings,
-            "differences": [d.as_dict() for d in self.differences],
+            "differences": self.differences,
             "waived": self.waived,
             "missing": {k: len(v) for k, v in self.missing.items()},
-            "token": self.token.as_dict(),
+            "token": self.token,
             "controls": [
-                {**c.as_dict(), "differences": [d.as_dict() for d in self.control_differences.get(c.name, [])]}
-                for c in self.controls
+                {**c.as_dict(), "differences": self.control_differences.get(c.name, [])} for c in self.controls
             ],
-            "accuracy": [r.as_dict() for r in self.accuracy],
-            "divergences": [_diff_record(d) for d in self.diffs if not d.identical],
+            "accuracy": self.accuracy,
+            "holm_family": self.holm,
+            "divergences": [diff_record(d) for d in self.diffs if not d.identical],
+            "speed": self.speed,
+            "truncation": self.truncation,
         }
 
     def to_json(self, path: str | Path | None = None) -> str:
         """The versioned JSON summary (NaN written as null); written to `path` when given."""
-        text = json.dumps(_clean(self.to_dict()), indent=2, ensure_ascii=False, default=str)
+        text = dumps(self, indent=2, ensure_ascii=False)
         if path is not None:
             Path(path).write_text(text + "\n", encoding="utf-8")
         return text
 
     def samples_frame(self) -> pd.DataFrame:
         """One row per sample: identity, divergence, margin, classification, answer and correctness flips."""
-        frame = pd.DataFrame([_diff_record(d) for d in self.diffs])
-        if frame.empty:
-            return frame
-        return frame.set_index("sample_id")
+        return samples_frame(self.diffs)
 
     def accuracy_frame(self) -> pd.DataFrame:
         """One row per task and stratum with both accuracies, the difference, intervals, p-values and verdict."""
-        rows = []
-        for r in self.accuracy:
-            s = r.summary
-            rows.append(
-                {
-                    "task": r.task,
-                    "stratum": r.stratum,
-                    "value": r.value,
-                    "n": s.n,
-                    "candidate": s.candidate.accuracy,
-                    "baseline": s.baseline.accuracy,
-                    "difference": s.difference,
-                    "low95": s.interval95.low,
-                    "high95": s.interval95.high,
-                    "low90": s.interval90.low,
-                    "high90": s.interval90.high,
-                    "discordance": s.discordance,
-                    "p": s.p_value,
-                    "p_holm": s.p_adjusted,
-                    "verdict": r.verdict.label,
-                    "reason": r.verdict.reason,
-                    "n_to_settle": r.verdict.n_to_settle,
-                    "ungraded_excluded": r.ungraded,
-                }
-            )
-        return pd.DataFrame(rows)
-
-
-def _diff_record(d: SampleDiff) -> dict[str, Any]:
-    return {
-        "sample_id": d.sample_id,
-        "level": d.level,
-        "identical": d.identical,
-        "kind": d.kind,
-        "explained_by": d.explained_by,
-        "first_divergence": d.first_divergence,
-        "common_prefix": d.common_prefix,
-        "baseline_length": d.baseline_length,
-        "candidate_length": d.candidate_length,
-        "char_offset": d.char_offset,
-        "margin": d.margin,
-        "margin_source": d.margin_source,
-        "baseline_logprob": d.baseline_logprob,
-        "candidate_rank": d.candidate_rank,
-        "candidate_logprob": d.candidate_logprob,
-        "ended": d.ended,
-        "answer_changed": d.answer_changed,
-        "correctness_flipped": d.correctness_flipped,
-        "window": d.window,
-    }
-
-
-def _clean(value: Any) -> Any:
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {k: _clean(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_clean(v) for v in value]
-    return value
+        return accuracy_frame(self.accuracy)
 
 
 def _lean_results(run: RunLike) -> dict[str, SampleResult]:
@@ -228,15 +177,18 @@ def compare_runs(
 ) -> Comparison:
     """Compare stored runs.
 
-    `controls` maps "determinism" (the baseline run again) and/or "numerics"
-    (the speculative server with the target as its own drafter) to runs.
+    `controls` maps "repeat" (the baseline run again) and/or "control" (the
+    speculative server with the target as its own drafter) to runs.
     `grades` overrides stored grades: {"candidate": {...}, "baseline": {...}}.
     `delta` is the equivalence margin declared before the run (a proportion,
     0.02 = 2 points), one for all tasks or one per task name.
     """
     cand_run, base_run = _open(candidate), _open(baseline)
     opened = {kind: _open(source) for kind, source in (controls or {}).items()}
-    check_distinct({"candidate": cand_run, "baseline": base_run, **opened})
+    runs: dict[str, RunLike] = {"candidate": cand_run, "baseline": base_run}
+    for kind, run in opened.items():
+        runs[kind] = run
+    check_distinct(runs)
     differences = check_comparable(base_run.manifest, cand_run.manifest, must_match=must_match, allow=allow)
     base_results, cand_results = _lean_results(base_run), _lean_results(cand_run)
     if not base_results.keys() & cand_results.keys():
@@ -251,14 +203,16 @@ def compare_runs(
 
     profiles: list[ControlProfile] = []
     control_diffs: dict[str, list[FieldDifference]] = {}
+    results = {"candidate": cand_results, "baseline": base_results}
     for kind, run in opened.items():
-        if kind not in CONTROL_KINDS:
-            raise NotComparableError(f"Unknown control kind '{kind}'; use one of {', '.join(CONTROL_KINDS)}.")
+        if kind not in CONTROL_ROLES:
+            raise NotComparableError(f"Unknown control role '{kind}'; use one of {', '.join(CONTROL_ROLES)}.")
         name = f"{kind}:{run.manifest.target}"
         control_diffs[name] = check_comparable(
-            base_run.manifest, run.manifest, other_name=f"{kind} control", must_match=must_match, allow=allow
+            base_run.manifest, run.manifest, other_name=kind, must_match=must_match, allow=allow
         )
-        diffs = diff_runs(_completions(_lean_results(run)), _completions(base_results))
+        results[kind] = _lean_results(run)
+        diffs = diff_runs(_completions(results[kind]), _completions(base_results))
         profiles.append(ControlProfile.from_diffs(name, kind, diffs))
 
     thresholds = calibrate(profiles, near_tie=near_tie, slack=control_slack)
@@ -295,6 +249,13 @@ def compare_runs(
         thresholds=thresholds,
         token=token,
         accuracy=rows,
+        holm=holm_family(rows),
+        speed=comparison_speed(runs, results, seed=seed),
+        truncation={
+            role: truncation(runs[role].manifest.target, results[role])
+            for role in SHOWN_ORDER
+            if role in results
+        },
         summary=summary_line(token, overall),
         missing={
             "candidate_only": sorted(cand_results.keys() - base_results.keys()),
@@ -310,3 +271,8 @@ def compare_runs(
             "must_match": list(must_match),
         },
     )
+
+
+def compare_roles(roles: Mapping[str, RunSource], **options: Any) -> Comparison:
+    """`compare_runs` over one task's runs held by role ("candidate", "baseline", and "repeat"/"control" if run)."""
+    return compare_runs(roles["candidate"], roles["baseline"], controls=control_roles(roles), **options)

@@ -28,7 +28,8 @@ from evalsuite.diff.align import SampleDiff
 DEFAULT_NEAR_TIE_NATS = 0.1
 DEFAULT_CONTROL_SLACK = 2.0
 
-ControlKind = Literal["determinism", "numerics"]
+ControlKind = Literal["repeat", "control"]
+"""A control run's role in its comparison: the baseline run again, or the target drafting for itself."""
 
 
 @dataclass(frozen=True)

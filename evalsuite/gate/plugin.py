@@ -18,35 +18,35 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from evalsuite.gate.policy import POLICIES
+from evalsuite.gate.policy import POLICIES, Policy
 
 if TYPE_CHECKING:
-    from evalsuite.gate.runs import GatePair, Judged
+    from evalsuite.gate.runs import GateComparison, GatePair
 
 _PAIRS = "evalsuite_gate_pairs"
 _STATE = pytest.StashKey["GateState"]()
 
 
 class GateState:
-    """The pairs to judge in this process, judged lazily once each."""
+    """The pairs to gate in this process, each compared lazily once."""
 
-    def __init__(self, pairs: list[GatePair], policy: str, near_tie: float | None):
+    def __init__(self, pairs: list[GatePair], policy: Policy, near_tie: float | None):
         from evalsuite.diff.classify import DEFAULT_NEAR_TIE_NATS
 
         self.pairs, self.policy = pairs, policy
         self.near_tie = DEFAULT_NEAR_TIE_NATS if near_tie is None else near_tie
-        self._judged: dict[int, Judged] = {}
+        self._compared: dict[int, GateComparison] = {}
 
-    def judged(self, index: int) -> Judged:
+    def compared(self, index: int) -> GateComparison:
         from evalsuite.errors import EvalsuiteError
-        from evalsuite.gate.runs import judge_pair
+        from evalsuite.gate.runs import compare_pair
 
-        if index not in self._judged:
+        if index not in self._compared:
             try:
-                self._judged[index] = judge_pair(self.pairs[index], self.near_tie)
+                self._compared[index] = compare_pair(self.pairs[index], self.near_tie)
             except EvalsuiteError as exc:
                 raise pytest.UsageError(str(exc)) from None
-        return self._judged[index]
+        return self._compared[index]
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -70,7 +70,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         action="append",
         default=[],
         metavar="DIR",
-        help="stored numerics control run (the target as its own drafter) to calibrate the threshold",
+        help="stored control run (the target as its own drafter) to calibrate the threshold",
     )
     g.addoption("--evalsuite-target", metavar="NAME", help="run the target, its baseline and control first, then gate")
     g.addoption("--evalsuite-task", action="append", default=[], metavar="NAME", help="tasks for --evalsuite-target")
@@ -108,7 +108,7 @@ def _active(config: pytest.Config) -> bool:
 
 def _resolve(config: pytest.Config) -> list[GatePair]:
     from evalsuite.errors import EvalsuiteError
-    from evalsuite.gate.runs import run_target, stored_pairs
+    from evalsuite.gate.runs import eval_pairs, stored_pairs
 
     opt = config.getoption
     try:
@@ -116,7 +116,7 @@ def _resolve(config: pytest.Config) -> list[GatePair]:
             if opt("evalsuite_run"):
                 raise EvalsuiteError("Give either --evalsuite-target or --evalsuite-run, not both.")
             tasks = [t.strip() for a in opt("evalsuite_task") for t in a.split(",") if t.strip()]
-            return run_target(
+            return eval_pairs(
                 opt("evalsuite_config"),
                 opt("evalsuite_target"),
                 tasks,
@@ -172,8 +172,8 @@ class TaskCollector(pytest.Collector):
         self.index = index
 
     def collect(self) -> Iterator[pytest.Item]:
-        judged = self.config.stash[_STATE].judged(self.index)
-        for sid in sorted(judged.baseline.keys() | judged.candidate.keys()):
+        compared = self.config.stash[_STATE].compared(self.index)
+        for sid in sorted(compared.answered("baseline") | compared.answered("candidate")):
             yield SampleItem.from_parent(self, name=sid, index=self.index)
 
 
@@ -186,24 +186,24 @@ class SampleItem(pytest.Item):
         self.add_marker("evalsuite")
 
     def runtest(self) -> None:
-        from evalsuite.gate.judge import failure_message, judge
+        from evalsuite.gate.explain import failure_message, passes
 
         state: GateState = self.config.stash[_STATE]
-        j = state.judged(self.index)
+        j = state.compared(self.index)
         sid, task = self.name, j.pair.task
-        if sid not in j.candidate:
+        if sid not in j.answered("candidate"):
             raise GateFailure(f"{task}/{sid}: the candidate run ({j.pair.candidate}) has no result for this sample.")
-        if sid not in j.baseline:
+        if sid not in j.answered("baseline"):
             raise GateFailure(f"{task}/{sid}: the baseline run ({j.pair.baseline}) has no result for this sample.")
         diff = j.diffs[sid]
-        if not judge(diff, state.policy):  # type: ignore[arg-type]
+        if not passes(diff, state.policy):
             raise GateFailure(
                 failure_message(
                     diff,
                     j.baseline[sid].completion,
                     j.candidate[sid].completion,
                     j.thresholds,
-                    state.policy,  # type: ignore[arg-type]
+                    state.policy,
                     task=task,
                     base_grade=j.grades["baseline"].get(sid),
                     cand_grade=j.grades["candidate"].get(sid),
@@ -216,7 +216,8 @@ class SampleItem(pytest.Item):
         return str(super().repr_failure(excinfo))
 
     def reportinfo(self) -> tuple[Path, int | None, str]:
-        return self.path, None, f"evalsuite::{self.parent.name}::{self.name}"
+        task = self.parent.name if self.parent is not None else ""
+        return self.path, None, f"evalsuite::{task}::{self.name}"
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -1,8 +1,11 @@
 """Which runs the gate compares: stored folders given on the command line, found via the config, or run first.
 
-A pair is (task, candidate folder, baseline folder, numerics control folders);
+A pair is (task, candidate folder, baseline folder, control folders by role);
 pairs travel to pytest-xdist workers as JSON so that only the controller ever
-starts a server or generates anything.
+starts a server or generates anything.  Each pair is compared by
+`evalsuite.compare.compare_runs`, the same comparison `evalsuite compare` and
+`evalsuite report` make, so the gate passes and fails on the very diffs and
+threshold the report shows.
 """
 
 from __future__ import annotations
@@ -12,10 +15,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from evalsuite.compare import Comparison, compare_runs, control_roles
 from evalsuite.compare.comparable import check_comparable
-from evalsuite.compare.distinct import check_distinct
-from evalsuite.diff.align import SampleDiff, diff_runs
-from evalsuite.diff.classify import ControlProfile, Thresholds, calibrate, classify_all
+from evalsuite.diff.align import SampleDiff
+from evalsuite.diff.classify import ControlKind, Thresholds
 from evalsuite.errors import EvalsuiteError, NotComparableError, StoreError
 from evalsuite.records import Grade, SampleResult
 from evalsuite.store import RunManifest, open_run
@@ -23,12 +26,12 @@ from evalsuite.store import RunManifest, open_run
 
 @dataclass(frozen=True)
 class GatePair:
-    """One task's candidate run, its baseline run and any control runs as (kind, folder)."""
+    """One task's candidate run, its baseline run and any control runs as (role, folder)."""
 
     task: str
     candidate: str
     baseline: str
-    controls: tuple[tuple[str, str], ...] = field(default_factory=tuple)
+    controls: tuple[tuple[ControlKind, str], ...] = field(default_factory=tuple)
     allow: tuple[str, ...] = field(default_factory=tuple)
 
     @staticmethod
@@ -116,12 +119,12 @@ def stored_pairs(
             else:
                 baseline = find_baseline(folder, config_path, allow)
             pairs.append(
-                GatePair(task, folder, baseline, tuple(("numerics", c) for c in ctl.get(task, [])), tuple(allow))
+                GatePair(task, folder, baseline, tuple(("control", c) for c in ctl.get(task, [])), tuple(allow))
             )
     return pairs
 
 
-def run_target(
+def eval_pairs(
     config_path: str | None,
     target_name: str,
     tasks: Sequence[str],
@@ -129,7 +132,7 @@ def run_target(
     say: Callable[[str], None] = lambda _: None,
     allow: Sequence[str] = (),
 ) -> list[GatePair]:
-    """Generate (or resume) the baseline, the controls and the target on each task, then pair them."""
+    """Generate (or resume) the baseline, the controls and the target on each task (`eval`), then pair them."""
     from evalsuite.config import load_config
     from evalsuite.workflow import RunOptions, eval_target
 
@@ -138,55 +141,51 @@ def run_target(
     runs = eval_target(
         config, target_name, list(tasks) or list(config.defaults.tasks), RunOptions(limit=limit), say=say
     )
-    pairs = []
-    for task, roles in runs.folders.items():
-        controls = tuple(
-            (kind, str(roles[role]))
-            for kind, role in (("determinism", "determinism"), ("numerics", "control"))
-            if role in roles
+    return [
+        GatePair(
+            task,
+            str(roles["candidate"]),
+            str(roles["baseline"]),
+            tuple((role, str(folder)) for role, folder in control_roles(roles).items()),
+            waived,
         )
-        pairs.append(GatePair(task, str(roles["candidate"]), str(roles["baseline"]), controls, waived))
-    return pairs
+        for task, roles in runs.folders.items()
+    ]
 
 
 @dataclass
-class Judged:
-    """Everything needed to judge and explain each sample of one pair."""
+class GateComparison:
+    """One pair's comparison, and what explaining a failing sample needs: its results with token strings."""
 
     pair: GatePair
-    thresholds: Thresholds
+    comparison: Comparison
     diffs: dict[str, SampleDiff]
     baseline: dict[str, SampleResult]
     candidate: dict[str, SampleResult]
     grades: dict[str, dict[str, Grade]]
-    missing: list[str]
+
+    @property
+    def thresholds(self) -> Thresholds:
+        return self.comparison.thresholds
+
+    def answered(self, role: str) -> set[str]:
+        """Sample ids the candidate (or baseline) run answered."""
+        only = self.comparison.missing[f"{role}_only"]
+        return set(self.diffs) | set(only)
 
 
-def judge_pair(pair: GatePair, near_tie: float) -> Judged:
-    """Load the runs, refuse incomparable ones, diff every sample and classify it against the thresholds."""
-    cand_run, base_run = open_run(pair.candidate), open_run(pair.baseline)
-    controls = [(kind, open_run(folder)) for kind, folder in pair.controls]
-    check_distinct([("candidate", cand_run), ("baseline", base_run), *controls])
-    check_comparable(base_run.manifest, cand_run.manifest, allow=pair.allow)
-    base, cand = base_run.results(), cand_run.results()
-    profiles = []
-    for kind, ctl in controls:
-        check_comparable(base_run.manifest, ctl.manifest, other_name=f"{kind} control", allow=pair.allow)
-        comps = {sid: r.completion for sid, r in ctl.results().items()}
-        profiles.append(
-            ControlProfile.from_diffs(
-                f"{kind}:{ctl.manifest.target}",
-                kind,  # type: ignore[arg-type]
-                diff_runs(comps, {s: r.completion for s, r in base.items()}),
-            )
-        )
-    thresholds = calibrate(profiles, near_tie=near_tie)
-    grades = {"candidate": cand_run.grades(), "baseline": base_run.grades()}
-    raw = diff_runs(
-        {s: r.completion for s, r in cand.items()},
-        {s: r.completion for s, r in base.items()},
-        candidate_grades=grades["candidate"],
-        baseline_grades=grades["baseline"],
+def compare_pair(pair: GatePair, near_tie: float) -> GateComparison:
+    """Compare the pair's runs (refusing incomparable ones) and load the divergent samples' token strings."""
+    runs = {"candidate": open_run(pair.candidate), "baseline": open_run(pair.baseline)}
+    comparison = compare_runs(
+        runs["candidate"],
+        runs["baseline"],
+        controls={role: open_run(folder) for role, folder in pair.controls},
+        near_tie=near_tie,
+        allow=pair.allow,
     )
-    diffs = {d.sample_id: d for d in classify_all(raw, thresholds, profiles)}
-    return Judged(pair, thresholds, diffs, base, cand, grades, sorted(base.keys() - cand.keys()))
+    diffs = {d.sample_id: d for d in comparison.diffs}
+    divergent = [sid for sid, d in diffs.items() if not d.identical]
+    loaded = {role: run.results(ids=divergent, strings="all") if divergent else {} for role, run in runs.items()}
+    grades = {role: run.grades() for role, run in runs.items()}
+    return GateComparison(pair, comparison, diffs, loaded["baseline"], loaded["candidate"], grades)

@@ -1,7 +1,9 @@
 """What a report says, as plain data: one `TaskReport` per comparison, shared by Markdown and HTML.
 
-Everything is computed here once and formatted with `evalsuite.report.fmt`,
-so both renderings print identical figures and the templates only lay out.
+Every figure comes from the `Comparison` (statistics, Holm family, speed) or
+from the stored runs (texts, provenance); this module only formats them with
+`evalsuite.report.fmt`, so both renderings print identical figures, the same
+as `comparison.json`, and the templates only lay out.
 """
 
 from __future__ import annotations
@@ -12,22 +14,18 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from evalsuite.compare import Comparison
+from evalsuite.compare import Comparison, ComparisonSpeed
 from evalsuite.compare.accuracy import OVERALL
+from evalsuite.compare.roles import SHOWN_ORDER
 from evalsuite.records import Grade, SampleResult
 from evalsuite.report import fmt
 from evalsuite.report.provenance import provenance, reproduce
-from evalsuite.speed import SpeedSummary, Speedup, paired_speedup, request_speed
+from evalsuite.speed import SpeedSummary, Speedup
 from evalsuite.speed.measure import TOKENS_PER_S_DEFINITION
-from evalsuite.speed.robust import disagreement
-from evalsuite.speed.summary import summarize
 from evalsuite.store import RunManifest, RunReader
 from evalsuite.store.codec import Strings
 
-REPEAT_LIMIT = 1.10
-"""Two runs of the same arm further apart than this in paired decode speed make speed figures untrustworthy."""
-
-ROLES = ("baseline", "determinism", "control", "candidate")
+ROLES = SHOWN_ORDER
 _TOKEN_TONE = {"IDENTICAL": "good", "NUMERICAL-ONLY": "good", "LOSSY": "bad", "UNDETERMINED": "unsure"}
 _ACC_TONE = {"EQUIVALENT": "good", "DIFFERENT": "bad", "INCONCLUSIVE": "unsure"}
 
@@ -48,16 +46,14 @@ class Arm:
     def load(
         role: str, store: RunReader, detail: set[str] | frozenset[str] = frozenset(), strings: Strings = "all"
     ) -> Arm:
-        """Read a run: token strings (`strings`: "all" or "pieces") only for the `detail` samples, the viewer's."""
-        results = store.results(strings="none")
-        if detail:
-            results.update(store.results(strings=strings, ids=detail))
+        """Read a run: results only for the `detail` samples (the viewer's), with token strings (`strings`).
+
+        Counts over all samples (speed, truncation) come with the comparison,
+        so the other results are not read again.
+        """
+        results = store.results(strings=strings, ids=detail) if detail else {}
         folder = str(store.folder) if store.folder is not None else ""
         return Arm(role, store.manifest, folder, results, store.grades(), store.samples(), store.sessions())
-
-    def speed(self) -> SpeedSummary:
-        reqs = {sid: request_speed(sid, r.completion) for sid, r in self.results.items()}
-        return summarize(self.manifest.target, reqs, self.sessions)
 
 
 @dataclass
@@ -69,6 +65,7 @@ class TaskReport:
     arms: dict[str, Arm]
     tone: str
     accuracy: list[dict[str, Any]]
+    holm: str
     token: dict[str, Any]
     divergence: dict[str, Any]
     speed: dict[str, Any] | None
@@ -89,7 +86,8 @@ def tone_of(c: Comparison) -> str:
     return "bad" if "bad" in tones else "unsure" if "unsure" in tones else "good"
 
 
-def accuracy_rows(c: Comparison) -> list[dict[str, Any]]:
+def accuracy_table(c: Comparison) -> list[dict[str, Any]]:
+    """The accuracy rows of the comparison, formatted for the report's table."""
     rows = []
     for r in c.accuracy:
         s = r.summary
@@ -187,11 +185,14 @@ def divergence_section(c: Comparison, arms: Mapping[str, Arm]) -> dict[str, Any]
     }
 
 
-def speed_section(arms: Mapping[str, Arm]) -> tuple[dict[str, Any] | None, dict[str, SpeedSummary], Speedup | None]:
-    speeds = {role: arms[role].speed() for role in ROLES if role in arms}
-    if not speeds:
+def speed_section(
+    speed: ComparisonSpeed | None,
+) -> tuple[dict[str, Any] | None, dict[str, SpeedSummary], Speedup | None]:
+    """The comparison's speed figures, formatted; None when no request of any run was timed."""
+    if speed is None or not speed.timed:
         return None, {}, None
-    sp = paired_speedup(speeds["candidate"], speeds["baseline"]) if {"candidate", "baseline"} <= speeds.keys() else None
+    speeds = {role: speed.arms[role] for role in ROLES if role in speed.arms}
+    sp = speed.speedup
     rows = [
         {
             "role": role,
@@ -222,44 +223,24 @@ def speed_section(arms: Mapping[str, Arm]) -> tuple[dict[str, Any] | None, dict[
             "wall_clock": fmt.ratio(sp.wall_clock),
             "faster_share": fmt.pct(sp.faster_share, 0),
         }
-    warnings = [w for s in speeds.values() for w in s.warnings] + (sp.warnings if sp is not None else [])
-    warnings += repeat_spread_warnings(speeds)
-    return {"rows": rows, "speedup": summary, "warnings": warnings, "definition": TOKENS_PER_S_DEFINITION}, speeds, sp
+    section = {"rows": rows, "speedup": summary, "warnings": speed.warnings, "definition": TOKENS_PER_S_DEFINITION}
+    return section, speeds, sp
 
 
-def repeat_spread_warnings(speeds: Mapping[str, SpeedSummary]) -> list[str]:
-    """The baseline run twice is the same arm: a paired speed ratio far from 1 between them is the noise floor."""
-    if not {"baseline", "determinism"} <= speeds.keys():
-        return []
-    same = paired_speedup(speeds["determinism"], speeds["baseline"])
-    gap = disagreement(same.geometric_mean, 1.0)
-    if not (math.isfinite(gap) and gap > REPEAT_LIMIT):
-        return []
+def truncation_rows(c: Comparison) -> list[dict[str, Any]]:
+    """The comparison's truncation counts by role, formatted."""
     return [
-        f"The two runs of the baseline differ in decode speed by {same.geometric_mean:.2f}x (paired over "
-        f"{same.n} samples): speed differences smaller than that are noise on this machine; measure speed on "
-        f"its own with `evalsuite speed`."
+        {
+            "role": role,
+            "target": t.target,
+            "truncated": t.truncated,
+            "n": t.n,
+            "in_reasoning": t.in_reasoning,
+            "share": fmt.pct(t.truncated / t.n if t.n else math.nan),
+        }
+        for role in ROLES
+        if (t := c.truncation.get(role)) is not None
     ]
-
-
-def truncation_rows(arms: Mapping[str, Arm]) -> list[dict[str, Any]]:
-    rows = []
-    for role in ROLES:
-        if role in arms:
-            res = arms[role].results.values()
-            cut = sum(r.completion.truncated for r in res)
-            in_reasoning = sum(r.completion.truncated_in_reasoning for r in res)  # thinking models: no answer reached
-            rows.append(
-                {
-                    "role": role,
-                    "target": arms[role].manifest.target,
-                    "truncated": cut,
-                    "n": len(res),
-                    "in_reasoning": in_reasoning,
-                    "share": fmt.pct(cut / len(res) if res else math.nan),
-                }
-            )
-    return rows
 
 
 def task_report(c: Comparison, stores: Mapping[str, Any] | None) -> TaskReport:
@@ -274,17 +255,18 @@ def task_report(c: Comparison, stores: Mapping[str, Any] | None) -> TaskReport:
         for role, store in (stores or {}).items()
         if role in ROLES
     }
-    speed, speeds, sp = speed_section(arms)
+    speed, speeds, sp = speed_section(c.speed)
     return TaskReport(
         task=task_of(c),
         comparison=c,
         arms=arms,
         tone=tone_of(c),
-        accuracy=accuracy_rows(c),
+        accuracy=accuracy_table(c),
+        holm=c.holm.sentence(),
         token=token_section(c),
         divergence=divergence_section(c, arms),
         speed=speed,
-        truncation=truncation_rows(arms),
+        truncation=truncation_rows(c),
         provenance=provenance(c, arms),
         reproduce=reproduce(c, arms),
         differences=[f"{d.path}: baseline {d.baseline!r}, candidate {d.other!r}" for d in c.differences],

@@ -10,7 +10,7 @@ from typing import Any
 from evalsuite.report import fmt
 from evalsuite.store.manifest import FingerprintFields, RunManifest
 
-ROLE_ORDER = ("baseline", "determinism", "control", "candidate")
+ROLE_ORDER = ("baseline", "repeat", "control", "candidate")
 
 
 def _compact(value: Any) -> str:
@@ -104,7 +104,7 @@ def _eval_line(comparison: Any, arms: Mapping[str, Any], task: str) -> str | Non
     source = fields.dataset.source
     if source in ("hf", "fixture", "local"):
         words += ["--data", str(source)]
-    words.append("--repeat-baseline" if "determinism" in arms else "--no-repeat-baseline")
+    words.append("--repeat-baseline" if "repeat" in arms else "--no-repeat-baseline")
     return " ".join(shlex.quote(w) for w in words)
 
 
@@ -124,7 +124,7 @@ def reproduce(comparison: Any, arms: Mapping[str, Any]) -> list[str]:
     cand, base = _folder(arms, "candidate"), _folder(arms, "baseline")
     if cand and base:
         words = ["evalsuite", "report", cand, "--baseline", base]
-        for role in ("control", "determinism"):
+        for role in ("control", "repeat"):
             folder = _folder(arms, role)
             if folder:
                 words += [f"--{role}", folder]

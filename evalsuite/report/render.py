@@ -10,7 +10,6 @@ model output can close the script element.
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Sequence
 from functools import lru_cache
 from importlib import resources
@@ -24,6 +23,7 @@ from evalsuite.report import fmt, plots
 from evalsuite.report.model import TaskReport, overall_tone
 from evalsuite.report.plots import IntervalRow
 from evalsuite.report.samples import viewer_samples
+from evalsuite.serialize import dumps
 
 PREFERRED_STRATA = ("subject", "difficulty", "platform", "level")
 
@@ -62,19 +62,9 @@ def _static(name: str) -> str:
 def _json_for_script(data: Any) -> Markup:
     try:
         text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-    except ValueError:  # a NaN slipped in: replace non-finite numbers by null (slower, so only then)
-        text = json.dumps(_finite(data), ensure_ascii=False, separators=(",", ":"))
+    except (ValueError, TypeError):  # a NaN or a numpy number: the one serializer handles both (slower, so only then)
+        text = dumps(data, ensure_ascii=False, separators=(",", ":"))
     return Markup(text.replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e"))
-
-
-def _finite(value: Any) -> Any:
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_finite(v) for v in value]
-    return value
 
 
 def _interval(label: str, value: float, iv: Any, note: str = "") -> IntervalRow:

@@ -19,6 +19,7 @@ import numpy as np
 
 from evalsuite.diff.align import SampleDiff
 from evalsuite.records import Completion, Grade, Sample, TokenTrace
+from evalsuite.serialize import finite
 
 BEFORE = 8
 AFTER = 24
@@ -28,7 +29,9 @@ PROMPT_CHARS = 500
 
 
 def _lp(x: float) -> float | None:
-    return round(float(x), 4) if math.isfinite(x) else None
+    """A logprob for the viewer: 4 decimals, null when missing."""
+    value = finite(x)
+    return None if value is None else round(value, 4)
 
 
 def _name_of(token_id: int, traces: tuple[TokenTrace, ...]) -> str:

@@ -16,7 +16,7 @@ letting a stall decide the number.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from evalsuite.speed.robust import disagreement, ratio_estimate
@@ -42,26 +42,10 @@ class Speedup:
     excluded: tuple[str, ...] = ()
     warnings: list[str] = field(default_factory=list)
 
-    def as_dict(self) -> dict[str, Any]:
-        def num(x: float) -> float | None:
-            return float(x) if math.isfinite(x) else None
-
-        return {
-            "n": self.n,
-            "geometric_mean": num(self.geometric_mean),
-            "low95": num(self.low95),
-            "high95": num(self.high95),
-            "median": num(self.median),
-            "aggregate": num(self.aggregate),
-            "wall_clock": num(self.wall_clock),
-            "faster_share": num(self.faster_share),
-            "aggregate_all": num(self.aggregate_all),
-            "wall_clock_all": num(self.wall_clock_all),
-            "excluded": list(self.excluded),
-            "warnings": list(self.warnings),
-            "candidate": self.candidate.as_dict(),
-            "baseline": self.baseline.as_dict(),
-        }
+    def __json__(self) -> dict[str, Any]:
+        """The ratio figures; the two runs' own speed summaries are written where the runs are described."""
+        skip = ("candidate", "baseline")
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.name not in skip}
 
 
 def _throughput_ratio(pairs: list[tuple[Any, Any]]) -> tuple[float, float]:

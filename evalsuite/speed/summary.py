@@ -122,31 +122,28 @@ class SpeedSummary:
             return "vLLM /metrics spec_decode counters (deltas over the run's sessions)"
         return "not reported by the engine"
 
-    def as_dict(self) -> dict[str, Any]:
+    def __json__(self) -> dict[str, Any]:
+        """The run's figures, derived ones included; per-request speeds and raw counters stay out."""
         return {
             "target": self.target,
             "n": self.n,
             "timed": self.timed,
             "decode_source": self.decode_source,
-            "median_tokens_per_s": _num(self.median_tokens_per_s),
-            "mean_tokens_per_s": _num(self.mean_tokens_per_s),
-            "aggregate_tokens_per_s": _num(self.aggregate_tokens_per_s),
-            "aggregate_all_tokens_per_s": _num(self.aggregate_all_tokens_per_s),
+            "median_tokens_per_s": self.median_tokens_per_s,
+            "mean_tokens_per_s": self.mean_tokens_per_s,
+            "aggregate_tokens_per_s": self.aggregate_tokens_per_s,
+            "aggregate_all_tokens_per_s": self.aggregate_all_tokens_per_s,
             "outliers": list(self.outliers),
             "warnings": self.warnings,
-            "median_ttft_s": _num(self.median_ttft_s),
-            "median_latency_s": _num(self.median_latency_s),
+            "median_ttft_s": self.median_ttft_s,
+            "median_latency_s": self.median_latency_s,
             "total_tokens": self.total_tokens,
             "draft_n": self.draft_n,
             "draft_accepted": self.draft_accepted,
-            "acceptance_rate": _num(self.acceptance_rate),
-            "mean_accepted_length": _num(self.mean_accepted_length),
+            "acceptance_rate": self.acceptance_rate,
+            "mean_accepted_length": self.mean_accepted_length,
             "acceptance_source": self.acceptance_source,
         }
-
-
-def _num(x: float) -> float | None:
-    return float(x) if math.isfinite(x) else None
 
 
 def _median(values: list[float]) -> float:

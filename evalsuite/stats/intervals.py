@@ -48,20 +48,6 @@ class Interval:
     def contains(self, value: float, tol: float = 1e-12) -> bool:
         return self.low - tol <= value <= self.high + tol
 
-    def as_dict(self) -> dict[str, object]:
-        return {
-            "low": _finite_or_none(self.low),
-            "high": _finite_or_none(self.high),
-            "level": self.level,
-            "method": self.method,
-            "degenerate": self.degenerate,
-            "note": self.note,
-        }
-
-
-def _finite_or_none(x: float) -> float | None:
-    return float(x) if math.isfinite(x) else None
-
 
 def item_means(scores: np.ndarray) -> np.ndarray:
     """Per-item scores from an [items] or [items, K] array (NaN = missing sample, ignored)."""

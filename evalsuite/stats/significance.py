@@ -64,9 +64,6 @@ class Equivalence:
     interval: Interval
     equivalent: bool
 
-    def as_dict(self) -> dict[str, object]:
-        return {"delta": self.delta, "interval": self.interval.as_dict(), "equivalent": self.equivalent}
-
 
 def tost_tango(counts: PairedCounts, delta: float, alpha: float = 0.05) -> Equivalence:
     """Equivalent within +-delta when the 100(1 - 2 alpha) % Tango interval lies inside (-delta, +delta)."""

@@ -11,7 +11,7 @@ and `difference_method` says so.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 import numpy as np
@@ -30,14 +30,6 @@ class ArmAccuracy:
     accuracy: float
     wilson: Interval
     bootstrap: Interval
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "n": self.n,
-            "accuracy": self.accuracy,
-            "wilson": self.wilson.as_dict(),
-            "bootstrap": self.bootstrap.as_dict(),
-        }
 
 
 @dataclass(frozen=True)
@@ -69,35 +61,9 @@ class PairedSummary:
     def with_adjusted(self, p: float, method: str) -> PairedSummary:
         return replace(self, p_adjusted=p, adjust_method=method)
 
-    def as_dict(self) -> dict[str, Any]:
-        c = self.counts
-        return {
-            "label": self.label,
-            "n": self.n,
-            "candidate": self.candidate.as_dict(),
-            "baseline": self.baseline.as_dict(),
-            "counts": {
-                "both": c.both,
-                "baseline_only": c.baseline_only,
-                "candidate_only": c.candidate_only,
-                "neither": c.neither,
-            },
-            "difference": self.difference,
-            "difference_method": self.difference_method,
-            "interval95": self.interval95.as_dict(),
-            "interval90": self.interval90.as_dict(),
-            "bootstrap": self.bootstrap.as_dict(),
-            "se": None if math.isnan(self.se) else self.se,
-            "discordance": self.discordance,
-            "p_value": self.p_value,
-            "p_method": self.p_method,
-            "p_adjusted": None if math.isnan(self.p_adjusted) else self.p_adjusted,
-            "adjust_method": self.adjust_method,
-            "equivalence": self.equivalence.as_dict(),
-            "min_detectable_difference": self.min_detectable_difference,
-            "min_equivalence_margin": self.min_equivalence_margin,
-            "n_to_settle": self.n_to_settle,
-        }
+    def __json__(self) -> dict[str, Any]:
+        """Every field but `extra` (working data), through the one serializer (NaN -> null)."""
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "extra"}
 
 
 def arm_accuracy(
@@ -133,7 +99,6 @@ def paired_summary(
         raise ValueError(f"per-item scores must be two 1-D arrays of equal length, got {cand.shape} and {base.shape}")
     n = len(cand)
     binary = bool(np.isin(cand, (0.0, 1.0)).all() and np.isin(base, (0.0, 1.0)).all())
-    kw = dict(level=level, n_resamples=n_resamples, seed=seed)
     counts = PairedCounts(
         both=int(((cand > 0.5) & (base > 0.5)).sum()) if binary else int((cand == base).sum()),
         baseline_only=int((base > cand).sum()),
@@ -142,7 +107,7 @@ def paired_summary(
     )
     d = cand - base
     diff = float(d.mean()) if n else math.nan
-    boot = paired_bootstrap_interval(cand, base, method="percentile", **kw)
+    boot = paired_bootstrap_interval(cand, base, level=level, method="percentile", n_resamples=n_resamples, seed=seed)
     if binary:
         iv95 = tango_interval(counts, 0.95)
         equivalence = tost_tango(counts, delta)
@@ -160,8 +125,8 @@ def paired_summary(
     return PairedSummary(
         label=label,
         n=n,
-        candidate=arm_accuracy(cand, method=bootstrap_method, **kw),
-        baseline=arm_accuracy(base, method=bootstrap_method, **kw),
+        candidate=arm_accuracy(cand, level=level, method=bootstrap_method, n_resamples=n_resamples, seed=seed),
+        baseline=arm_accuracy(base, level=level, method=bootstrap_method, n_resamples=n_resamples, seed=seed),
         counts=counts,
         difference=diff,
         difference_method=method,

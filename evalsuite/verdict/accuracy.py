@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
 from evalsuite.stats.summary import PairedSummary
 
@@ -22,9 +22,6 @@ class AccuracyVerdict:
     reason: str
     delta: float
     n_to_settle: int | None
-
-    def as_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
 
 
 def accuracy_verdict(s: PairedSummary) -> AccuracyVerdict:

@@ -29,7 +29,7 @@ def _token_part(t: TokenVerdict) -> str:
                 f"LOSSY: {head}, {conf} divergence{'s' if conf != 1 else ''} where the baseline was confident "
                 f"(margin up to {t.max_margin:.3g} nats)"
             )
-        return f"LOSSY: {head}, diverging more often than the numerics control"
+        return f"LOSSY: {head}, diverging more often than the control"
     return f"UNDETERMINED: {head}, {t.kinds.get('unknown', 0)} divergences without logprobs"
 
 

@@ -3,7 +3,7 @@
 NUMERICAL-ONLY means every divergence is explained by numerics: at a near-tie
 (below the threshold, which control runs may raise) or at the very place a
 control run also diverged, and the candidate diverges no more often than the
-numerics control (exact one-sided sign test on the items where exactly one of
+control (exact one-sided sign test on the items where exactly one of
 the two diverged).  UNDETERMINED is the honest answer when divergences carry
 no logprobs and no control explains them.
 """
@@ -27,7 +27,7 @@ ALPHA = 0.05
 
 @dataclass(frozen=True)
 class RateCheck:
-    """Candidate vs a numerics control on the same items: does the candidate diverge more often?"""
+    """Candidate vs a control on the same items: does the candidate diverge more often?"""
 
     control: str
     candidate_divergent: int
@@ -41,7 +41,7 @@ class RateCheck:
     def more_frequent(self) -> bool:
         return self.p_value < ALPHA
 
-    def as_dict(self) -> dict[str, Any]:
+    def __json__(self) -> dict[str, Any]:
         return {**self.__dict__, "more_frequent": self.more_frequent, "test": "exact one-sided sign test"}
 
 
@@ -62,7 +62,7 @@ class TokenVerdict:
     def divergent(self) -> int:
         return self.n - self.identical
 
-    def as_dict(self) -> dict[str, Any]:
+    def __json__(self) -> dict[str, Any]:
         return {
             "label": self.label,
             "reason": self.reason,
@@ -71,10 +71,10 @@ class TokenVerdict:
             "divergent": self.divergent,
             "kinds": self.kinds,
             "level": self.level,
-            "thresholds": self.thresholds.as_dict(),
-            "max_margin": None if math.isnan(self.max_margin) else self.max_margin,
+            "thresholds": self.thresholds,
+            "max_margin": self.max_margin,
             "explained_by_control": self.explained_by_control,
-            "rate_checks": [r.as_dict() for r in self.rate_checks],
+            "rate_checks": self.rate_checks,
         }
 
 
@@ -102,53 +102,43 @@ def token_verdict(
     n, same = len(diffs), kinds["identical"]
     margins = np.array([d.margin for d in diffs if not d.identical and math.isfinite(d.margin)])
     max_margin = float(margins.max()) if len(margins) else math.nan
-    checks = [rate_check(diffs, c) for c in controls if c.kind == "numerics"]
+    checks = [rate_check(diffs, c) for c in controls if c.kind == "control"]
     by_control = sum(1 for d in diffs if (d.explained_by or "").startswith("control:"))
-    base = dict(
-        n=n,
-        identical=same,
-        kinds=kinds,
-        level=_levels(diffs),
-        thresholds=thresholds,
-        max_margin=max_margin,
-        explained_by_control=by_control,
-        rate_checks=checks,
-    )
+    level = _levels(diffs)
+
+    def verdict(label: TokenLabel, reason: str) -> TokenVerdict:
+        return TokenVerdict(label, reason, n, same, kinds, level, thresholds, max_margin, by_control, checks)
+
     if n == 0:
-        return TokenVerdict("UNDETERMINED", "No sample was answered by both runs.", **base)
+        return verdict("UNDETERMINED", "No sample was answered by both runs.")
     if same == n:
-        return TokenVerdict(
-            "IDENTICAL",
-            f"All {n}/{n} outputs are token-identical to the baseline (compared at the {base['level']} level).",
-            **base,
+        return verdict(
+            "IDENTICAL", f"All {n}/{n} outputs are token-identical to the baseline (compared at the {level} level)."
         )
     div = n - same
     confident = [d for d in diffs if d.kind == "confident"]
     if confident:
         worst = max(d.margin for d in confident)
-        return TokenVerdict(
+        return verdict(
             "LOSSY",
             f"{len(confident)} of {div} divergences happened where the baseline was confident "
             f"(margin up to {worst:.3g} nats, above the {thresholds.effective:.3g}-nat threshold: {thresholds.source}).",
-            **base,
         )
     frequent = [c for c in checks if c.more_frequent]
     if checks and len(frequent) == len(checks):
         c = frequent[0]
-        return TokenVerdict(
+        return verdict(
             "LOSSY",
             f"The candidate diverges on {c.candidate_divergent}/{c.n} samples against {c.control_divergent}/{c.n} "
-            f"for the numerics control '{c.control}' (exact one-sided sign test p = {c.p_value:.2g}), "
+            f"for the control '{c.control}' (exact one-sided sign test p = {c.p_value:.2g}), "
             "more often than engine numerics explain.",
-            **base,
         )
     unknown = kinds["unknown"]
     if unknown:
-        return TokenVerdict(
+        return verdict(
             "UNDETERMINED",
             f"{unknown} of {div} divergences have no logprobs at the divergence and no control diverged there, "
-            "so numerics cannot be told from a lossy drafter; request logprobs or add a numerics control run.",
-            **base,
+            "so numerics cannot be told from a lossy drafter; request logprobs or add a control run.",
         )
     near = [d.margin for d in diffs if d.explained_by == "margin"]
     near_max = max(near) if near else math.nan
@@ -159,5 +149,5 @@ def token_verdict(
         how += f", {by_control} at the same positions as a control run"
     if checks:
         c = checks[0]
-        how += f"; no more often than the numerics control '{c.control}' ({c.control_divergent}/{c.n})"
-    return TokenVerdict("NUMERICAL-ONLY", f"{div} of {n} outputs diverge, {how}.", **base)
+        how += f"; no more often than the control '{c.control}' ({c.control_divergent}/{c.n})"
+    return verdict("NUMERICAL-ONLY", f"{div} of {n} outputs diverge, {how}.")

@@ -35,20 +35,20 @@ def test_real_drafters_are_numerical_only_without_a_control(name: str) -> None:
 
 
 def test_real_drafters_are_numerical_only_with_controls() -> None:
-    controls = {"determinism": recording_run("base_f16", 1), "numerics": recording_run("spec_f16_self")}
+    controls = {"repeat": recording_run("base_f16", 1), "control": recording_run("spec_f16_self")}
     cmp = compare_runs(recording_run("spec_f16_draftq4"), recording_run("base_f16"), controls=controls)
     assert cmp.token.label == "NUMERICAL-ONLY", cmp.token.reason
     assert cmp.token.explained_by_control == 12  # same 12 positions as the perfect-drafter control
     (check,) = cmp.token.rate_checks
     assert (check.candidate_divergent, check.control_divergent) == (12, 12) and not check.more_frequent
     profiles = {c.kind: c for c in cmp.controls}
-    assert profiles["determinism"].rate == 0.0 and profiles["numerics"].rate == 0.5
+    assert profiles["repeat"].rate == 0.0 and profiles["control"].rate == 0.5
     assert cmp.thresholds.effective == DEFAULT_NEAR_TIE_NATS  # 2 x 0.037 stays under the default
 
 
 def test_the_control_run_as_its_own_candidate_is_refused() -> None:
     """The perfect-drafter control compared with itself would explain every divergence by construction."""
-    controls = {"numerics": recording_run("spec_f16_self")}
+    controls = {"control": recording_run("spec_f16_self")}
     with pytest.raises(NotComparableError, match="are the same run"):
         compare_runs(recording_run("spec_f16_self"), recording_run("base_f16"), controls=controls)
 
@@ -59,7 +59,7 @@ def test_ngram_drafter_that_drafted_nothing_is_identical() -> None:
 
 @pytest.mark.parametrize("with_control", [False, True])
 def test_fake_acceptance_is_lossy(with_control: bool) -> None:
-    controls = {"numerics": recording_run("spec_f16_self")} if with_control else None
+    controls = {"control": recording_run("spec_f16_self")} if with_control else None
     cmp = compare_runs(recording_run("synth_f16"), recording_run("base_f16"), controls=controls)
     t = cmp.token
     assert t.label == "LOSSY", t.reason
@@ -76,11 +76,17 @@ def test_json_summary_and_frames_from_real_data() -> None:
     cmp = compare_runs(
         recording_run("spec_f16_draftq4"),
         recording_run("base_f16"),
-        controls={"numerics": recording_run("spec_f16_self")},
+        controls={"control": recording_run("spec_f16_self")},
     )
     doc = json.loads(cmp.to_json())
-    assert doc["schema_version"] == 1
+    assert doc["schema_version"] == 2
     assert doc["token"]["label"] == "NUMERICAL-ONLY"
+    assert [c["kind"] for c in doc["controls"]] == ["control"]
+    speedup = doc["speed"]["speedup"]  # the comparison carries the speedup; reports only format it
+    assert speedup["n"] == 24 and speedup["geometric_mean"] == pytest.approx(cmp.speed.speedup.geometric_mean)
+    assert speedup["low95"] < speedup["geometric_mean"] < speedup["high95"]
+    assert set(doc["speed"]["arms"]) == {"baseline", "control", "candidate"}
+    assert doc["holm_family"]["size"] == 0  # nothing graded, nothing adjusted
     assert len(doc["divergences"]) == 12
     assert {d["path"] for d in doc["differences"]} >= {"server.args", "target"}
     frame = cmp.samples_frame()

@@ -43,7 +43,7 @@ def test_compare_stored_runs_by_path(tmp_path: Path) -> None:
     base = _store(tmp_path / "base", "base_f16")
     spec = _store(tmp_path / "spec", "spec_f16_draftq4")
     ctl = _store(tmp_path / "self", "spec_f16_self")
-    cmp = compare_runs(spec, base, controls={"numerics": ctl}, n_resamples=500)
+    cmp = compare_runs(spec, base, controls={"control": ctl}, n_resamples=500)
     assert cmp.token.label == "NUMERICAL-ONLY"
     assert cmp.token.identical == 12
     overall = cmp.overall()[0]

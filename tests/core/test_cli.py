@@ -58,7 +58,7 @@ def test_eval_runs_baseline_twice_and_candidate_then_judges(project: Path, capsy
     out = capsys.readouterr().out
     assert code == 0, out
     roles = {line.split("\t")[1] for line in out.splitlines() if line.startswith("echo\t")}
-    assert roles == {"baseline", "determinism", "candidate"}
+    assert roles == {"baseline", "repeat", "candidate"}
     assert "LOSSLESS: 10/10 token-identical" in out
 
 

@@ -12,11 +12,11 @@ import pytest
 from fake_server import THINKING, FakeServer
 from projects import make_project
 
+from evalsuite.compare.outputs import truncation
 from evalsuite.config import load_config
 from evalsuite.engines.parse import completion_from_chat
 from evalsuite.engines.stream import merge_chunks
 from evalsuite.grading import grade_run
-from evalsuite.report.model import Arm, truncation_rows
 from evalsuite.runner import execute, plan_run
 from evalsuite.store import open_run
 
@@ -152,9 +152,9 @@ def test_a_response_cut_in_the_reasoning_is_truncated_and_flagged_apart(
     assert record.answer == "" and record.reasoning == " Maybe #### 999" and len(record.tokens) == 4
     answered = open_run(_run(config, max_tokens=len(THINKING) + 3).folder)
     assert answered.frame()["truncated"].all() and not answered.frame()["truncated_in_reasoning"].any()
-    # the report counts them apart from outputs that were cut while answering
-    rows = truncation_rows({"baseline": Arm.load("baseline", answered), "candidate": Arm.load("candidate", cut)})
-    assert [(r["truncated"], r["in_reasoning"]) for r in rows] == [(10, 0), (10, 10)]
+    # the comparison (and so the report) counts them apart from outputs that were cut while answering
+    counts = [truncation("t", run.results()) for run in (answered, cut)]
+    assert [(t.truncated, t.in_reasoning) for t in counts] == [(10, 0), (10, 10)]
 
 
 def test_stores_written_before_the_split_still_read(tmp_path: Path, fake_server: FakeServer) -> None:

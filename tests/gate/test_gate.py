@@ -115,3 +115,20 @@ def test_a_run_or_control_that_is_the_candidate_is_a_usage_error(tmp_path: Path,
     assert same.returncode == 4 and "same run folder" in same.stdout + same.stderr
     ctl = gate(tmp_path, *_pair(runs), "--evalsuite-control", cand)
     assert ctl.returncode == 4 and "same run folder" in ctl.stdout + ctl.stderr
+
+
+def test_the_gate_judges_the_comparison_the_report_shows(runs) -> None:
+    """One comparison: the gate's pair goes through compare_runs, so its figures are the report's, byte for byte."""
+    from evalsuite.compare import compare_runs
+    from evalsuite.diff import DEFAULT_NEAR_TIE_NATS, ControlKind
+    from evalsuite.gate.explain import passes
+    from evalsuite.gate.runs import GatePair, compare_pair
+
+    control: tuple[tuple[ControlKind, str], ...] = (("control", str(runs["control"].folder)),)
+    pair = GatePair("math500", str(runs["candidate"].folder), str(runs["baseline"].folder), control)
+    gated = compare_pair(pair, DEFAULT_NEAR_TIE_NATS)
+    shown = compare_runs(runs["candidate"], runs["baseline"], controls={"control": runs["control"]})
+    assert gated.comparison.to_json() == shown.to_json()
+    failing = [sid for sid, d in sorted(gated.diffs.items()) if not passes(d, "numerical")]
+    assert failing == [d.sample_id for d in shown.diffs if d.kind == "confident"] == ["math500-0007"]
+    assert gated.candidate.keys() == gated.baseline.keys() == {"math500-0001", "math500-0004", "math500-0007"}

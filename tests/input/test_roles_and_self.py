@@ -100,7 +100,7 @@ def test_two_runs_of_one_target_measure_determinism(project: Path, capsys: pytes
     """The baseline and its repeat are different runs: comparing them is how determinism is measured."""
     assert main(["eval", "spec", "--config", str(project), "--repeat-baseline", "--no-report", "-q"]) == 0
     folders = _eval_folders(capsys.readouterr().out)
-    assert main(["compare", str(folders["determinism"]), str(folders["baseline"]), "--no-report"]) == 0
+    assert main(["compare", str(folders["repeat"]), str(folders["baseline"]), "--no-report"]) == 0
     assert "LOSSLESS: 10/10 token-identical" in capsys.readouterr().out
 
 

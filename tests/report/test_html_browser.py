@@ -30,7 +30,7 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> Path:
         n=60, tokens=80, numerical={2, 5, 11, 20}, confident={7, 30}, flips={7}, control_diverges={2}, truncated={9}
     )
     runs = synthetic_runs(root, plan, control=True)
-    cmp = compare_runs(runs["candidate"], runs["baseline"], controls={"numerics": runs["control"]}, n_resamples=300)
+    cmp = compare_runs(runs["candidate"], runs["baseline"], controls={"control": runs["control"]}, n_resamples=300)
     return write_reports([cmp], root / "report", runs={"math500": runs}).html
 
 

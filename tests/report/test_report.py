@@ -24,7 +24,7 @@ PLAN = Plan(
 def lossy(tmp_path_factory: pytest.TempPathFactory):
     root = tmp_path_factory.mktemp("lossy")
     runs = synthetic_runs(root / "runs", PLAN, control=True)
-    cmp = compare_runs(runs["candidate"], runs["baseline"], controls={"numerics": runs["control"]}, n_resamples=300)
+    cmp = compare_runs(runs["candidate"], runs["baseline"], controls={"control": runs["control"]}, n_resamples=300)
     return cmp, runs, write_reports([cmp], root / "report", runs={"math500": runs})
 
 
@@ -50,7 +50,9 @@ def test_markdown_carries_verdict_tables_speed_and_provenance(lossy) -> None:
         f"evalsuite report {runs['candidate'].folder.resolve()} --baseline {runs['baseline'].folder.resolve()} "
         f"--control {runs['control'].folder.resolve()}"
     ) in md
-    assert json.loads(paths.json[0].read_text()) == json.loads(cmp.to_json())
+    doc = json.loads(paths.json[0].read_text())
+    assert doc == json.loads(cmp.to_json())
+    assert doc["truncation"]["baseline"] == {"target": "base", "n": 60, "truncated": 1, "in_reasoning": 0}
 
 
 def test_html_is_self_contained(lossy) -> None:
@@ -114,9 +116,9 @@ def test_identical_runs_without_stores_still_report(tmp_path: Path) -> None:
     md = paths.markdown.read_text()
     assert "> [!WARNING]" in md  # identical tokens, but 9 items cannot show accuracy equivalence
     assert "None: every output is token-identical to the baseline." in md
-    assert "No run stores were given to the report, so speed is not shown." in md
+    assert "**1.80×** geometric mean" in md  # speed comes with the comparison, not from the stores
     assert "| target | `base` | `spec` |" in md
-    assert paths.html.read_text().count("<svg") == 2  # forest and accuracy; nothing diverged, no speed data
+    assert paths.html.read_text().count("<svg") == 3  # forest, accuracy and speed; nothing diverged
 
 
 def test_several_tasks_in_one_report(tmp_path: Path) -> None:
@@ -144,3 +146,13 @@ def test_plots_draw_what_they_are_given() -> None:
     assert svg.count("<circle") == 1 and svg.count('stroke-dasharray="4 3"') == 2
     hist = str(margins({"numerical": [0.01, 0.03], "confident": [2.0, np.nan]}, 0.1, "m"))
     assert "threshold 0.1" in hist and hist.count("<rect") >= 2 + 2  # bars plus legend swatches
+
+
+def test_viewer_data_writes_missing_numbers_as_null() -> None:
+    from evalsuite.report.render import _json_for_script
+    from evalsuite.report.samples import _lp
+
+    text = str(_json_for_script({"lp": [_lp(-0.123456), float("nan"), np.float32("inf")], "t": "</script>"}))
+    assert text == '{"lp":[-0.1235,null,null],"t":"\\u003c/script\\u003e"}'
+    assert _lp(float("nan")) is None
+    assert str(_json_for_script([np.float32(0.5), float("inf")])) == "[0.5,null]"

@@ -7,8 +7,9 @@ import math
 import numpy as np
 import pytest
 
+from evalsuite.compare.speed import comparison_speed
 from evalsuite.records import Completion, SampleResult
-from evalsuite.report.model import Arm, speed_section
+from evalsuite.report.model import speed_section
 from evalsuite.speed import paired_speedup, request_speed
 from evalsuite.speed.robust import mad_outliers, percentiles, ratio_estimate
 from evalsuite.speed.summary import summarize
@@ -59,6 +60,37 @@ def test_ratio_estimate_is_a_geometric_mean_with_a_seeded_interval() -> None:
     assert ratio_estimate([]).n == 0
 
 
+def _loop_interval(logs: np.ndarray, seed: int, n_resamples: int, bca: bool) -> tuple[float, float]:
+    """The hand-written loop speedup.py used before scipy: seeded index draws, percentile, then BCa's correction."""
+    from scipy.special import ndtr, ndtri
+
+    n, alpha = len(logs), 0.025
+    boot = logs[np.random.default_rng(seed).integers(0, n, (n_resamples, n))].mean(axis=1)
+    q = [alpha, 1 - alpha]
+    if bca:
+        theta = logs.mean()
+        z0 = ndtri(((boot < theta).sum() + (boot <= theta).sum()) / (2 * n_resamples))
+        u = (logs.sum() - logs) / (n - 1)
+        u = u.mean() - u
+        a = (u**3).sum() / (6 * ((u**2).sum()) ** 1.5)
+        q = [float(ndtr(z0 + (z0 + z) / (1 - a * (z0 + z)))) for z in (ndtri(alpha), -ndtri(alpha))]
+    low, high = np.quantile(boot, q)
+    return math.exp(low), math.exp(high)
+
+
+def test_speedup_interval_is_the_old_loop_s_interval_with_bca() -> None:
+    """scipy.stats.bootstrap draws the old loop's indices from the same seed: the figures are the same numbers."""
+    from evalsuite.speed.robust import N_RESAMPLES
+
+    rng = np.random.default_rng(3)
+    ratios = 1.6 * np.exp(rng.normal(0, 0.1, 40))
+    est = ratio_estimate(list(ratios), seed=7)
+    low, high = _loop_interval(np.log(ratios), 7, N_RESAMPLES, bca=True)
+    assert (est.low95, est.high95) == (pytest.approx(low, rel=1e-12), pytest.approx(high, rel=1e-12))
+    old = _loop_interval(np.log(ratios), 7, N_RESAMPLES, bca=False)  # what reports printed before (percentile)
+    assert abs(est.low95 - old[0]) < 0.01 and abs(est.high95 - old[1]) < 0.01  # BCa moves it by under 1 %
+
+
 def _completion(tokens: int, decode_s: float) -> Completion:
     timings = {"predicted_n": float(tokens), "predicted_ms": decode_s * 1000.0, "prompt_ms": 20.0}
     return Completion(
@@ -94,31 +126,36 @@ def test_a_stalled_sample_is_an_outlier_and_the_disagreement_is_a_warning() -> N
     assert sum("is not a speedup to trust" in w for w in sp.warnings) == 2
 
 
-def _arm(role: str, target: str, completions: dict[str, Completion]) -> Arm:
-    results = {k: SampleResult(k, "gsm8k", {}, c) for k, c in completions.items()}
-    manifest = RunManifest(fingerprint=f"fp-{target}", target=target, task="gsm8k")
-    return Arm(role, manifest, "", results, {}, {}, [])
+class _Run:
+    """What the comparison's speed needs of a run besides its results: the target's name (no sessions)."""
+
+    def __init__(self, target: str) -> None:
+        self.manifest = RunManifest(fingerprint=f"fp-{target}", target=target, task="gsm8k")
+
+
+def _speed(arms: dict[str, tuple[str, dict[str, Completion]]]):  # type: ignore[no-untyped-def]
+    runs = {role: _Run(target) for role, (target, _) in arms.items()}
+    results = {
+        role: {k: SampleResult(k, "gsm8k", {}, c) for k, c in completions.items()}
+        for role, (_, completions) in arms.items()
+    }
+    return comparison_speed(runs, results)
 
 
 def test_report_speed_section_states_the_definition_and_every_warning() -> None:
     base_c, cand_c = _stalled_eval()
     rng = np.random.default_rng(5)
     repeat = {k: _completion(257, 256 / (1230 * 1.3 * math.exp(rng.normal(0, 0.02)))) for k in base_c}
-    arms = {
-        "baseline": _arm("baseline", "baseline", base_c),
-        "determinism": _arm("determinism", "baseline", repeat),
-        "candidate": _arm("candidate", "dflash", cand_c),
-    }
-    section, speeds, sp = speed_section(arms)
+    speed = _speed({"baseline": ("baseline", base_c), "repeat": ("baseline", repeat), "candidate": ("dflash", cand_c)})
+    section, speeds, sp = speed_section(speed)
     assert section is not None and sp is not None
     assert "(output tokens - 1)" in section["definition"]
     warnings = " ".join(section["warnings"])
     assert "outliers by the MAD rule" in warnings and "too spread to trust" in warnings
     assert "The two runs of the baseline differ in decode speed by 1.3" in warnings
-    assert {r["role"]: r["outliers"] for r in section["rows"]} == {"baseline": 1, "determinism": 0, "candidate": 0}
-    quiet, _, _ = speed_section(
-        {"baseline": _arm("baseline", "b", cand_c), "candidate": _arm("candidate", "c", cand_c)}
-    )
+    assert {r["role"]: r["outliers"] for r in section["rows"]} == {"baseline": 1, "repeat": 0, "candidate": 0}
+    assert speed.repeat_speedup is not None and speed.repeat_speedup.geometric_mean == pytest.approx(1.3, rel=0.02)
+    quiet, _, _ = speed_section(_speed({"baseline": ("b", cand_c), "candidate": ("c", cand_c)}))
     assert quiet is not None and quiet["warnings"] == []
 
 

@@ -10,6 +10,7 @@ import pytest
 from scipy import stats
 from statsmodels.stats.proportion import proportion_confint
 
+from evalsuite.serialize import to_jsonable
 from evalsuite.stats import bootstrap_mean_interval, item_means, wilson_interval
 
 
@@ -94,7 +95,7 @@ def test_all_correct_bca_is_nan_like_scipy_and_flagged() -> None:
     iv = bootstrap_mean_interval(x, method="bca")
     assert math.isnan(iv.low) and math.isnan(iv.high)
     assert iv.degenerate and "Wilson" in iv.note
-    assert iv.as_dict()["low"] is None  # JSON gets null, not NaN
+    assert to_jsonable(iv)["low"] is None  # JSON gets null, not NaN
 
 
 def test_all_correct_percentile_is_zero_width_and_flagged() -> None:

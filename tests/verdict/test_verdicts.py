@@ -41,7 +41,7 @@ def test_one_confident_divergence_is_lossy() -> None:
 def test_quantized_numerics_need_a_control() -> None:
     # A Q4_0 target: numerics flip tokens at margins up to 2.5 nats.
     ctl_diffs = [sd(f"s{i}", 10 + i, m) for i, m in enumerate([0.3, 1.1, 2.5, 0.7])] + [sd("s9", None)]
-    control = ControlProfile.from_diffs("numerics:self", "numerics", ctl_diffs)
+    control = ControlProfile.from_diffs("control:self", "control", ctl_diffs)
     cand = [sd("s0", 10, 0.3), sd("s1", 5, 1.9), sd("s2", 12, 2.5), sd("s3", None), sd("s9", None)]
     assert judge(cand).label == "LOSSY"
     v = judge(cand, [control])
@@ -51,15 +51,15 @@ def test_quantized_numerics_need_a_control() -> None:
 
 
 def test_more_frequent_than_the_numerics_control_is_lossy() -> None:
-    control = ControlProfile.from_diffs("numerics:self", "numerics", [sd(f"s{i}", None) for i in range(20)])
+    control = ControlProfile.from_diffs("control:self", "control", [sd(f"s{i}", None) for i in range(20)])
     cand = [sd(f"s{i}", i + 1, 0.01) for i in range(12)] + [sd(f"s{i}", None) for i in range(12, 20)]
     v = judge(cand, [control])
     assert v.label == "LOSSY" and "more often" in v.reason
     assert v.rate_checks[0].p_value == pytest.approx(0.5**12)
 
 
-def test_determinism_control_is_not_a_rate_yardstick() -> None:
-    control = ControlProfile.from_diffs("determinism:base", "determinism", [sd(f"s{i}", None) for i in range(20)])
+def test_repeat_is_not_a_rate_yardstick() -> None:
+    control = ControlProfile.from_diffs("repeat:base", "repeat", [sd(f"s{i}", None) for i in range(20)])
     cand = [sd(f"s{i}", i + 1, 0.01) for i in range(12)] + [sd(f"s{i}", None) for i in range(12, 20)]
     assert judge(cand, [control]).label == "NUMERICAL-ONLY"
 
@@ -67,7 +67,7 @@ def test_determinism_control_is_not_a_rate_yardstick() -> None:
 def test_missing_logprobs_are_undetermined_unless_a_control_explains_them() -> None:
     cand = [sd("a", 3), sd("b", None)]
     assert judge(cand).label == "UNDETERMINED"
-    control = ControlProfile.from_diffs("numerics:self", "numerics", [sd("a", 3), sd("b", None)])
+    control = ControlProfile.from_diffs("control:self", "control", [sd("a", 3), sd("b", None)])
     assert judge(cand, [control]).label == "NUMERICAL-ONLY"
 
 

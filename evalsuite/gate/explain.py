@@ -21,7 +21,7 @@ AFTER = 4
 PIECE_WIDTH = 22
 
 
-def judge(diff: SampleDiff, policy: Policy) -> bool:
+def passes(diff: SampleDiff, policy: Policy) -> bool:
     """True when the sample passes under the policy."""
     if diff.identical:
         return True
@@ -76,7 +76,7 @@ def _verdict_line(diff: SampleDiff, thresholds: Thresholds, policy: Policy) -> s
     if diff.kind == "unknown":
         return (
             "divergence without logprobs at that token, and no control run diverged there, so numerics cannot "
-            "be told from a lossy drafter; request top_logprobs or add a numerics control run."
+            "be told from a lossy drafter; request top_logprobs or add a control run."
         )
     how = f"explained by {diff.explained_by}" if diff.explained_by else "numerical"
     return (

@@ -16,8 +16,6 @@ from evalsuite.workflow import RunOptions, compare_eval, eval_target, run_target
 if TYPE_CHECKING:
     from tqdm import tqdm
 
-    from evalsuite.diff.classify import ControlKind
-
 
 def _say(args: argparse.Namespace) -> Callable[[str], None]:
     def say(message: str) -> None:

@@ -252,9 +252,7 @@ def compare_runs(
         holm=holm_family(rows),
         speed=comparison_speed(runs, results, seed=seed),
         truncation={
-            role: truncation(runs[role].manifest.target, results[role])
-            for role in SHOWN_ORDER
-            if role in results
+            role: truncation(runs[role].manifest.target, results[role]) for role in SHOWN_ORDER if role in results
         },
         summary=summary_line(token, overall),
         missing={

@@ -2,10 +2,9 @@
 
 from evalsuite.speed.measure import RequestSpeed, request_speed
 from evalsuite.speed.speedup import Speedup, paired_speedup, speedup
-from evalsuite.speed.summary import CounterDeltas, SpeedSummary, counter_deltas, speed_summary
+from evalsuite.speed.summary import SpeedSummary, counter_deltas, speed_summary
 
 __all__ = [
-    "CounterDeltas",
     "RequestSpeed",
     "SpeedSummary",
     "Speedup",

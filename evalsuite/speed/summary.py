@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from evalsuite.engines import counter_speculation
+from evalsuite.engines.speculation import CounterSpeculation
 from evalsuite.speed.measure import DECODE_SOURCE_TEXT, RequestSpeed, request_speed
 from evalsuite.speed.robust import disagreement, mad_outliers
 from evalsuite.store.reader import RunReader
@@ -34,23 +35,6 @@ SPREAD_LIMIT = 1.25
 
 
 SpeedSource = RunReader  # the one reader protocol: a stored run or one held in memory
-
-
-@dataclass(frozen=True)
-class CounterDeltas:
-    """vLLM speculative counters accumulated over the run's sessions."""
-
-    drafts: float
-    draft_tokens: float
-    accepted: float
-
-    @property
-    def acceptance_rate(self) -> float:
-        return self.accepted / self.draft_tokens if self.draft_tokens > 0 else math.nan
-
-    @property
-    def mean_accepted_length(self) -> float:
-        return 1.0 + self.accepted / self.drafts if self.drafts > 0 else math.nan
 
 
 @dataclass(frozen=True)
@@ -71,7 +55,7 @@ class SpeedSummary:
     draft_accepted: int
     predicted_n: int
     mean_accept_length_reported: float
-    counters: CounterDeltas | None
+    counters: CounterSpeculation | None
     requests: dict[str, RequestSpeed] = field(repr=False, default_factory=dict)
     aggregate_all_tokens_per_s: float = math.nan
     outliers: tuple[str, ...] = ()
@@ -151,18 +135,16 @@ def _median(values: list[float]) -> float:
     return float(np.median(arr)) if len(arr) else math.nan
 
 
-def counter_deltas(sessions: list[dict[str, Any]]) -> CounterDeltas | None:
+def counter_deltas(sessions: list[dict[str, Any]]) -> CounterSpeculation | None:
     """Sum the engine's counted drafting (after minus before, read by its engine class) over the sessions."""
-    found = None
+    found: CounterSpeculation | None = None
     for session in sessions:
         info = session.get("info") or {}
         before, after = info.get("engine_stats_before") or {}, info.get("engine_stats_after") or {}
         one = counter_speculation(before, after)
         if one is not None:
             found = one if found is None else found + one
-    if found is None:
-        return None
-    return CounterDeltas(found.drafts, found.draft_tokens, found.accepted)
+    return found
 
 
 def summarize(target: str, requests: dict[str, RequestSpeed], sessions: list[dict[str, Any]]) -> SpeedSummary:

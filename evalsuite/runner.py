@@ -127,7 +127,7 @@ def fingerprint_fields(plan: RunPlan, probe: dict[str, Any]) -> dict[str, Any]:
         "task": plan.task.name,
         "prompt_template": prompt_template_digest(plan.task),
         "params": to_jsonable(plan.params),
-        "dataset": plan.data.as_dict(),
+        "dataset": to_jsonable(plan.data),
     }
     if plan.repeat:
         fields["repeat"] = plan.repeat

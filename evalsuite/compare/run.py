@@ -37,7 +37,7 @@ from evalsuite.diff.classify import (
 )
 from evalsuite.errors import NotComparableError
 from evalsuite.records import Grade, SampleResult
-from evalsuite.serialize import dumps
+from evalsuite.serialize import dumps, to_jsonable
 from evalsuite.stats.intervals import BootstrapMethod
 from evalsuite.store.reader import RunReader
 from evalsuite.verdict.summary import summary_line
@@ -100,7 +100,7 @@ class Comparison:
             "missing": {k: len(v) for k, v in self.missing.items()},
             "token": self.token,
             "controls": [
-                {**c.as_dict(), "differences": self.control_differences.get(c.name, [])} for c in self.controls
+                {**to_jsonable(c), "differences": self.control_differences.get(c.name, [])} for c in self.controls
             ],
             "accuracy": self.accuracy,
             "holm_family": self.holm,

@@ -63,7 +63,7 @@ class ControlProfile:
             return diff.candidate_token_id == ref.candidate_token_id
         return ref.candidate_next[:1] == diff.candidate_next[:1]
 
-    def as_dict(self) -> dict[str, object]:
+    def __json__(self) -> dict[str, object]:
         m = self.margins
         return {
             "name": self.name,
@@ -84,9 +84,6 @@ class Thresholds:
     slack: float
     effective: float
     source: str
-
-    def as_dict(self) -> dict[str, object]:
-        return {"near_tie": self.near_tie, "slack": self.slack, "effective": self.effective, "source": self.source}
 
 
 def calibrate(

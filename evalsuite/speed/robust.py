@@ -91,19 +91,6 @@ class RatioEstimate:
     median: float
     faster_share: float
 
-    def as_dict(self) -> dict[str, float | int | None]:
-        def num(x: float) -> float | None:
-            return float(x) if math.isfinite(x) else None
-
-        return {
-            "n": self.n,
-            "geometric_mean": num(self.geometric_mean),
-            "low95": num(self.low95),
-            "high95": num(self.high95),
-            "median": num(self.median),
-            "faster_share": num(self.faster_share),
-        }
-
 
 def ratio_estimate(ratios: Sequence[float], *, seed: int = 0) -> RatioEstimate:
     """Geometric mean of paired ratios with a seeded BCa bootstrap interval (percentile when BCa degenerates).

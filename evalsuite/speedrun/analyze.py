@@ -24,27 +24,13 @@ import numpy as np
 
 from evalsuite.engines import Speculation, counter_speculation, request_speculation
 from evalsuite.records import Completion
+from evalsuite.serialize import to_jsonable
 from evalsuite.speed.measure import TOKENS_PER_S_DEFINITION
 from evalsuite.speed.robust import mad_outliers, percentiles, ratio_estimate
 from evalsuite.speedrun.client import Measurement
 
 VERSION = 1
 CellKey = tuple[str, int, str]
-
-
-def _num(x: float) -> float | None:
-    return float(x) if isinstance(x, (int, float)) and math.isfinite(x) else None
-
-
-def _clean(obj: Any) -> Any:
-    """NaN and infinities become None so the JSON is valid everywhere."""
-    if isinstance(obj, float):
-        return _num(obj)
-    if isinstance(obj, dict):
-        return {k: _clean(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_clean(v) for v in obj]
-    return obj
 
 
 def _median(values: Iterable[float]) -> float:
@@ -161,13 +147,13 @@ def analyze(
                 "workload": workload,
                 "concurrency": conc,
                 "input_tokens": _median(base[k].prompt_tokens for k in keys),
-                "decode": decode.as_dict(),
-                "latency": e2e.as_dict(),
-                "ttft": ttft.as_dict(),
+                "decode": decode,
+                "latency": e2e,
+                "ttft": ttft,
                 "excluded": len(base.keys() & cand.keys()) - len(keys),
             }
         )
-    return _clean(
+    return to_jsonable(
         {
             "version": VERSION,
             "kind": "speed",

@@ -20,6 +20,7 @@ import httpx
 
 from evalsuite.engines import Engine
 from evalsuite.records import GenerationParams, Sample
+from evalsuite.serialize import to_jsonable
 from evalsuite.speedrun.client import Measurement, measure
 from evalsuite.speedrun.workload import PromptMaker, ServerInfo, Tokenizer, cap_lengths, server_info
 
@@ -35,9 +36,6 @@ class SpeedPlan:
     concurrency: tuple[int, ...] = (1, 2, 4, 8)
     sweep_length: int = 1024
     task_prompts: int = 6
-
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 @dataclass
@@ -189,7 +187,7 @@ async def run_speed(
         steps = await plan_steps(plan, maker, lengths, levels, sweep, tasks[: plan.task_prompts])
         record = SpeedRecord(
             plan={
-                **plan.as_dict(),
+                **to_jsonable(plan),
                 "lengths_run": lengths,
                 "concurrency_run": levels,
                 "sweep_length_run": sweep,

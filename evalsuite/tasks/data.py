@@ -30,9 +30,6 @@ class DatasetIdentity:
     location: str
     revision: str  # hub revision, or sha256 of the file bytes
 
-    def as_dict(self) -> dict[str, str]:
-        return {"source": self.source, "location": self.location, "revision": self.revision}
-
 
 def _sha256(path: Path) -> str:
     digest = hashlib.sha256()

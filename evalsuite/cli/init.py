@@ -2,7 +2,7 @@
 
 A pip-installed evalsuite has no checkout around it, so the first command
 a user runs must give them a config: three targets for local llama-servers
-(baseline, numerics control, speculative), the built-in tasks, and every
+(baseline, control, speculative), the built-in tasks, and every
 option explained where it is set.  An existing file is never overwritten
 without `--force`: it may hold the user's only copy of their targets.
 """

@@ -26,7 +26,7 @@ examples:
   evalsuite sample-test dflash                        baseline vs dflash, settings from the config's tables
   evalsuite sample-test draft --draws 512             more draws per prompt: a smaller detectable TV
   evalsuite sample-test my-spec --temperature 1 --top-p 0.95 --top-k 40   your deployment's settings
-  evalsuite sample-test baseline --baseline baseline  determinism check: the baseline against itself
+  evalsuite sample-test baseline --baseline baseline  the baseline against itself, with other seeds
   evalsuite sample-test --from-runs BASE_RUN CAND_RUN re-test stored draws (no endpoint)
 
 Settings: each flag, else [targets.TARGET.sampling], else the baseline's table, else

@@ -93,7 +93,7 @@ RIG_CONFIGS: dict[str, RigConfig] = {
         ),
         RigConfig(
             "control",
-            "the target drafting for itself: a numerics control (should accept ~everything)",
+            "the target drafting for itself: the control (should accept ~everything)",
             "target",
             "target",
             ("--spec-type", "draft-simple", "--spec-draft-n-max", "4"),
@@ -128,7 +128,7 @@ RIG_CONFIGS: dict[str, RigConfig] = {
         ),
         RigConfig(
             "learned-control",
-            "the trained model drafting for itself: the numerics control of learned-*",
+            "the trained model drafting for itself: the control of learned-*",
             "learned",
             "learned",
             ("--spec-type", "draft-simple", "--spec-draft-n-max", "4"),
@@ -169,7 +169,7 @@ RIG_CONFIGS: dict[str, RigConfig] = {
         ),
         RigConfig(
             "smollm2-control",
-            "SmolLM2 drafting for itself: the numerics control of smollm2-*",
+            "SmolLM2 drafting for itself: the control of smollm2-*",
             "smollm2",
             "smollm2",
             ("--spec-type", "draft-simple", "--spec-draft-n-max", "4"),

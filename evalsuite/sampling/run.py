@@ -269,7 +269,7 @@ def sample_test(
         where = config.path or "the config"
         raise ConfigError(
             f"Target '{target_name}' has no baseline; set targets.{target_name}.baseline in {where} "
-            "or pass --baseline NAME (the baseline itself for a determinism check)."
+            "or pass --baseline NAME (the baseline itself, to test it against its own draws)."
         )
     config.target(base_name)
     arms = {}

@@ -1,7 +1,7 @@
 """Real run stores on disk for report, speed and gate tests: synthetic pairs and the H200 recordings.
 
 `synthetic_runs` writes a baseline, a speculative candidate and optionally a
-numerics control through the run store's own writer, with llama.cpp-shaped
+control through the run store's own writer, with llama.cpp-shaped
 token traces (accepted draft tokens carry no alternatives), timings with draft
 counts, grades, prompts and strata.  Divergences are placed by hand: at a
 near-tie (the candidate takes the baseline's second choice, margin 0.03 nats)

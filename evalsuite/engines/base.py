@@ -27,6 +27,7 @@ from evalsuite.engines.parse import completion_from_chat
 from evalsuite.engines.retry import RequestFailed, parse_retry_after
 from evalsuite.engines.speculation import CounterSpeculation, Speculation
 from evalsuite.engines.stream import merge_chunks, read_events
+from evalsuite.engines.tls import client_verify
 from evalsuite.engines.validate import Malformed, ResponseSchema
 from evalsuite.records import Completion, GenerationParams, Sample
 
@@ -90,6 +91,7 @@ class Engine:
             headers["Authorization"] = f"Bearer {key}"
         self.http = httpx.AsyncClient(
             headers=headers,
+            verify=client_verify(self.base_url),
             timeout=httpx.Timeout(target.timeout_s, connect=min(10.0, target.timeout_s)),
             limits=httpx.Limits(max_connections=target.concurrency, max_keepalive_connections=target.concurrency),
         )

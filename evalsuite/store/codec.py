@@ -12,6 +12,7 @@ import sqlite3
 from typing import Any, Literal
 
 import numpy as np
+import orjson
 
 from evalsuite.records import Completion, Grade, Sample, SampleResult, TokenTrace
 
@@ -65,10 +66,23 @@ def add_missing_columns(conn: Any) -> None:
 
 
 _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str)  # built once: ~10 calls a result
+_ASCII_ENCODER = json.JSONEncoder(separators=(",", ":"))  # escapes what UTF-8 cannot hold (lone surrogates)
 
 
 def _dumps(value: Any) -> str:
     return _ENCODER.encode(value)
+
+
+def _dumps_strings(value: list[str] | list[list[str]]) -> str:
+    """Token strings as the same JSON `_dumps` writes, ~10x faster: orjson for text UTF-8 can hold.
+
+    A lone surrogate (half of a character split across byte-level tokens) is not UTF-8: orjson refuses
+    it and SQLite could not store it, so such lists are written with \\u escapes, which read back the same.
+    """
+    try:
+        return orjson.dumps(value).decode("utf-8")
+    except TypeError:  # orjson.JSONEncodeError is a TypeError
+        return _ASCII_ENCODER.encode(value)
 
 
 def result_to_row(result: SampleResult) -> tuple[Any, ...]:
@@ -102,8 +116,8 @@ def result_to_row(result: SampleResult) -> tuple[Any, ...]:
             t.logprobs.astype("<f4").tobytes(),
             t.top_ids.astype("<i4").tobytes(),
             t.top_logprobs.astype("<f4").tobytes(),
-            _dumps(t.pieces),
-            _dumps(t.top_pieces),
+            _dumps_strings(t.pieces),
+            _dumps_strings(t.top_pieces),
             raw,
             raw_lens.astype("<i4").tobytes(),
         )

@@ -99,6 +99,8 @@ class Engine:
         self.max_bytes = int(target.max_response_mb * 2**20)
         self.vocab_size: int | None = None  # set by probes that learn it; bounds every token id
         self._response_schema: ResponseSchema | None = None
+        self.models_document: Any = None
+        """The server's /models answer as the last `probe` read it (engines read more from it than the ids)."""
         self.identity = IdentityWatch(self.base_url)
 
     @property
@@ -207,7 +209,7 @@ class Engine:
     async def probe(self) -> dict[str, Any]:
         """What this endpoint says about itself, for the run's provenance and fingerprint."""
         info: dict[str, Any] = {self.PROBE_KEY: self.name, "base_url": self.base_url}
-        models = await self._get_json(f"{self.base_url}/models")
+        models = self.models_document = await self._get_json(f"{self.base_url}/models")
         if isinstance(models, dict):
             ids = [m.get("id") for m in models.get("data", []) if isinstance(m, dict)]
             info["models"] = ids

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import numpy as np
 import orjson
@@ -105,21 +105,25 @@ def result_to_row(result: SampleResult) -> tuple[Any, ...]:
     split = (c.reasoning, c.answer, int(c.reasoning_cut))
     if t is None:
         return base + (None,) * 10 + split
-    raw_lens = np.array([-1 if b is None else len(b) for b in t.raw], np.int32)
-    raw = b"".join(b for b in t.raw if b is not None)
+    if None in t.raw:
+        raw_lens = np.array([-1 if b is None else len(b) for b in t.raw], "<i4")
+        raw = b"".join(b for b in t.raw if b is not None)
+    else:  # every token has its bytes: both in C
+        raw_lens = np.array(list(map(len, t.raw)), "<i4")
+        raw = b"".join(cast("list[bytes]", t.raw))
     return (
         base
         + (
             len(t),
             t.top_ids.shape[1],
             t.ids.astype("<i4").tobytes(),
-            t.logprobs.astype("<f4").tobytes(),
+            t.logprobs.astype("<f4", copy=False).tobytes(),  # already float32: no copy before the bytes
             t.top_ids.astype("<i4").tobytes(),
-            t.top_logprobs.astype("<f4").tobytes(),
+            t.top_logprobs.astype("<f4", copy=False).tobytes(),
             _dumps_strings(t.pieces),
             _dumps_strings(t.top_pieces),
             raw,
-            raw_lens.astype("<i4").tobytes(),
+            raw_lens.tobytes(),
         )
         + split
     )

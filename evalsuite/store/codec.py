@@ -109,8 +109,9 @@ def result_to_row(result: SampleResult) -> tuple[Any, ...]:
         raw_lens = np.array([-1 if b is None else len(b) for b in t.raw], "<i4")
         raw = b"".join(b for b in t.raw if b is not None)
     else:  # every token has its bytes: both in C
-        raw_lens = np.array(list(map(len, t.raw)), "<i4")
-        raw = b"".join(cast("list[bytes]", t.raw))
+        chunks = cast("list[bytes]", t.raw)
+        raw_lens = np.array(list(map(len, chunks)), "<i4")
+        raw = b"".join(chunks)
     return (
         base
         + (

@@ -6,6 +6,7 @@ import asyncio
 import sqlite3
 import time
 from pathlib import Path
+from typing import Any
 
 from evalsuite.errors import StoreError
 from evalsuite.records import SampleResult
@@ -19,12 +20,14 @@ class RunWriter:
     """Appends results in small transactions: each result is on disk within GROUP_WINDOW_S of `put`.
 
     Committing is what costs, so results that finish close together share one
-    commit.  `put` only queues a result; it commits at once when the last
-    commit is older than the window, and otherwise (given an event loop)
+    commit.  `put` only queues a result's row; it commits at once when the
+    last commit is older than the window, and otherwise (given an event loop)
     schedules a commit for when the window ends, so a lone result never waits
-    for the next.  Rows are built and inserted at commit time, together: one
-    batch runs with SQLite and the row encoder warm in the CPU caches, where
-    one insert between two responses ran about twice as slow.  A result that
+    for the next.  Rows are inserted at commit time, together: one batch runs
+    with SQLite warm in the CPU caches, where one insert between two responses
+    ran about twice as slow.  Rows, not results, wait: a row is a few bytes
+    objects, where a result's token trace is dozens of lists that would keep
+    the garbage collector busy while they wait.  A result that
     cannot be stored is a StoreError naming it, raised once every other result
     of its batch is committed (by the next `put` or `close` when a timer
     committed it; the result being put is kept).  Everything runs on the caller's thread.
@@ -40,11 +43,11 @@ class RunWriter:
             f"VALUES ({', '.join('?' * len(RESULT_COLUMNS))})"
         )
         self.committed = 0
-        self._queued: list[SampleResult] = []
+        self._queued: list[tuple[Any, ...]] = []  # rows: the results themselves are freed at once
         self._failure: StoreError | None = None  # from a commit a timer ran: raised by the next put or close
 
     def put(self, result: SampleResult) -> None:
-        self._queued.append(result)  # queued even when an earlier failure is raised: `close` still stores it
+        self._queued.append(result_to_row(result))  # kept even when an earlier failure is raised: `close` stores it
         self._raise_failure()
         if time.monotonic() - self._last_commit >= GROUP_WINDOW_S:
             self.flush()
@@ -67,12 +70,12 @@ class RunWriter:
             raise StoreError(f"Could not write {len(batch)} results to the run store: {exc}") from exc
         failure: StoreError | None = None
         stored = 0
-        for result in batch:
+        for row in batch:
             try:
-                self._conn.execute(self._sql, result_to_row(result))
+                self._conn.execute(self._sql, row)
                 stored += 1
-            except (sqlite3.Error, ValueError, TypeError) as exc:
-                failure = failure or StoreError(f"Could not write result {result.sample_id} to the run store: {exc}")
+            except (sqlite3.Error, ValueError) as exc:  # ValueError: text SQLite cannot hold
+                failure = failure or StoreError(f"Could not write result {row[0]} to the run store: {exc}")
         try:
             self._conn.execute("COMMIT")
         except sqlite3.Error as exc:

@@ -1,4 +1,5 @@
-"""The run writer: every result committed within the group window, a bad one named without losing the rest."""
+"""Writing a run: every result committed within the group window, a bad one named without losing the rest;
+samples stored once."""
 
 from __future__ import annotations
 
@@ -9,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from evalsuite.errors import StoreError
-from evalsuite.records import Completion, SampleResult
+from evalsuite.records import Completion, Sample, SampleResult
 from evalsuite.store import RunStore, open_run
+from evalsuite.store import run as run_module
 from evalsuite.store.writer import GROUP_WINDOW_S
 
 BAD_TEXT = "half an emoji: \ud83d"  # not UTF-8: SQLite cannot hold it
@@ -71,3 +73,20 @@ def test_a_failure_in_a_timed_commit_is_raised_by_the_next_put_and_nothing_else_
 
     asyncio.run(run())
     assert _committed(tmp_path) == {"a", "c"}
+
+
+def test_samples_already_stored_are_kept_and_not_encoded_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def sample(sid: str, question: str) -> Sample:
+        return Sample(sid, "t", ({"role": "user", "content": question},), {"answer": 1}, {})
+
+    store = _store(tmp_path)
+    store.write_samples([sample("a", "first"), sample("b", "first")])
+    encoded: list[str] = []
+    encode = run_module.sample_to_row
+    monkeypatch.setattr(run_module, "sample_to_row", lambda s: encoded.append(s.id) or encode(s))
+    store.write_samples([sample("a", "changed"), sample("b", "changed"), sample("c", "new")])
+    store.write_samples([sample("a", "again")])
+    assert encoded == ["c"]
+    stored = open_run(tmp_path / "run").samples()
+    assert list(stored) == ["a", "b", "c"]
+    assert [s.messages[0]["content"] for s in stored.values()] == ["first", "first", "new"]

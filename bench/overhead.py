@@ -126,7 +126,12 @@ def main() -> None:
                 f"{concurrency:>11}  {row[0]:>22.3f}  {row[1]:>7.3f}  {row[1] / row[0]:>5.2f}x   "
                 f"{row[2]:>28.3f}  {row[3]:>7.3f}  {row[3] / row[2]:>5.2f}x"
             )
-            runs.append(f"c{concurrency}: " + " ".join(f"{s[1] / r[1]:.2f}" for r, s in zip(ref, suite)))
+            paired = [s[1] / r[1] for r, s in zip(ref, suite)]
+            runs.append(
+                f"c{concurrency}: "
+                + " ".join(f"{x:.2f}" for x in paired)
+                + f" (median {statistics.median(paired):.2f})"
+            )
         print("client CPU ratio of each repeat, in order:", "; ".join(runs))
     finally:
         server.terminate()

@@ -95,8 +95,9 @@ def _endpoint_identity(plan: RunPlan) -> dict[str, Any]:
     if target.rig is not None:
         args = [a for a in (plan.server_args or []) if a]
         return {"rig": target.rig, "server_args": _without_ports(args)}
-    if getattr(target, "serve", None) is not None:  # the command as configured: "{port}" is stable across launches
-        return {"serve": _without_ports(target.serve.argv())}
+    serve = getattr(target, "serve", None)
+    if serve is not None:  # the command as configured: "{port}" is stable across launches
+        return {"serve": _without_ports(serve.argv())}
     return {"base_url": target.base_url}
 
 

@@ -58,7 +58,7 @@ def check_agreement(
     if not len(entries):
         return
     spelled = entries.text() if isinstance(entries, Columns) else token_text(entries)
-    if spelled is None:
+    if spelled is None or spelled == text:  # the usual case: equal text needs no normalising
         return
     said, tokens = _normal(text), _normal(spelled)
     if "\ufffd" in tokens and "\ufffd" not in said:

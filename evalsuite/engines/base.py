@@ -14,19 +14,29 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
 from typing import Any, ClassVar
 
 import httpx
 
 from evalsuite.config import TargetConfig
 from evalsuite.engines.agree import check_agreement
-from evalsuite.engines.body import ACCEPT_ENCODING, iter_lines, loads, read_body, read_error_body
+from evalsuite.engines.body import (
+    ACCEPT_ENCODING,
+    JSON_HEADERS,
+    dumps_body,
+    iter_lines,
+    loads,
+    read_body,
+    read_error_body,
+)
 from evalsuite.engines.identity import IdentityWatch
 from evalsuite.engines.parse import completion_from_chat
 from evalsuite.engines.retry import RequestFailed, parse_retry_after
 from evalsuite.engines.speculation import CounterSpeculation, Speculation
 from evalsuite.engines.stream import merge_chunks, read_events
+from evalsuite.engines.tls import client_verify
 from evalsuite.engines.validate import Malformed, ResponseSchema
 from evalsuite.records import Completion, GenerationParams, Sample
 
@@ -90,6 +100,7 @@ class Engine:
             headers["Authorization"] = f"Bearer {key}"
         self.http = httpx.AsyncClient(
             headers=headers,
+            verify=client_verify(self.base_url),
             timeout=httpx.Timeout(target.timeout_s, connect=min(10.0, target.timeout_s)),
             limits=httpx.Limits(max_connections=target.concurrency, max_keepalive_connections=target.concurrency),
         )
@@ -97,7 +108,10 @@ class Engine:
         self.max_bytes = int(target.max_response_mb * 2**20)
         self.vocab_size: int | None = None  # set by probes that learn it; bounds every token id
         self._response_schema: ResponseSchema | None = None
+        self.models_document: Any = None
+        """The server's /models answer as the last `probe` read it (engines read more from it than the ids)."""
         self.identity = IdentityWatch(self.base_url)
+        self._parsed_urls: dict[str, httpx.URL] = {}  # httpx parses a URL string in ~30 us, on every request
 
     @property
     def server_root(self) -> str:
@@ -183,8 +197,15 @@ class Engine:
             schema = self._response_schema = ResponseSchema(chat=self.target.api == "chat", vocab_size=self.vocab_size)
         return schema
 
+    def _request(self, url: str, body: dict[str, Any]) -> httpx.Request:
+        """The POST of one body: its URL parsed once per engine, the JSON written by orjson (see dumps_body)."""
+        parsed = self._parsed_urls.get(url)
+        if parsed is None:
+            parsed = self._parsed_urls[url] = httpx.URL(url)
+        return self.http.build_request("POST", parsed, content=dumps_body(body), headers=JSON_HEADERS)
+
     async def _post(self, url: str, body: dict[str, Any]) -> Any:
-        async with self.http.stream("POST", url, json=body) as resp:
+        async with _streamed(self.http, self._request(url, body)) as resp:
             if resp.status_code >= 300:
                 check_status(resp.status_code, resp.headers, await read_error_body(resp))
             raw = await read_body(resp, self.max_bytes)
@@ -193,7 +214,7 @@ class Engine:
     async def _post_stream(self, url: str, body: dict[str, Any], start: float) -> tuple[dict[str, Any], float | None]:
         body = {**body, "stream": True, "stream_options": {"include_usage": True}}
         ttft: list[float] = []
-        async with self.http.stream("POST", url, json=body) as resp:
+        async with _streamed(self.http, self._request(url, body)) as resp:
             if resp.status_code >= 300:
                 check_status(resp.status_code, resp.headers, await read_error_body(resp))
             if resp.headers.get("content-type", "").startswith("application/json"):  # the server ignored stream
@@ -205,7 +226,7 @@ class Engine:
     async def probe(self) -> dict[str, Any]:
         """What this endpoint says about itself, for the run's provenance and fingerprint."""
         info: dict[str, Any] = {self.PROBE_KEY: self.name, "base_url": self.base_url}
-        models = await self._get_json(f"{self.base_url}/models")
+        models = self.models_document = await self._get_json(f"{self.base_url}/models")
         if isinstance(models, dict):
             ids = [m.get("id") for m in models.get("data", []) if isinstance(m, dict)]
             info["models"] = ids
@@ -251,6 +272,16 @@ class Engine:
 
     async def aclose(self) -> None:
         await self.http.aclose()
+
+
+@asynccontextmanager
+async def _streamed(client: httpx.AsyncClient, request: httpx.Request) -> AsyncIterator[httpx.Response]:
+    """`client.stream` for a request already built: the response, closed however the block ends."""
+    response = await client.send(request, stream=True)
+    try:
+        yield response
+    finally:
+        await response.aclose()
 
 
 def _server_ttft(data: dict[str, Any]) -> float | None:

@@ -14,6 +14,7 @@ falls back to json wherever the two could read the same text differently.
 from __future__ import annotations
 
 import json
+import math
 import zlib
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
@@ -44,6 +45,34 @@ def loads(raw: bytes | str) -> Any:
         except orjson.JSONDecodeError:
             pass
     return json.loads(raw)
+
+
+JSON_HEADERS = {"Content-Type": "application/json"}
+
+
+def dumps_body(body: Any) -> bytes:
+    """A request body as the bytes httpx's `json=` sends, written by orjson (~10x faster).
+
+    Where the two could differ, httpx's own encoding is used, with its errors: orjson writes NaN and
+    infinities as null where httpx refuses them, and refuses what httpx writes (non-string keys,
+    integers beyond 64 bits) or refuses differently (lone surrogates).
+    """
+    if not _has_nonfinite(body):
+        try:
+            return orjson.dumps(body)
+        except TypeError:  # orjson.JSONEncodeError
+            pass
+    return json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode("utf-8")
+
+
+def _has_nonfinite(value: Any) -> bool:
+    if type(value) is float:
+        return not math.isfinite(value)
+    if isinstance(value, dict):
+        return any(_has_nonfinite(v) for v in value.values())
+    if isinstance(value, (list, tuple)):
+        return any(_has_nonfinite(v) for v in value)
+    return isinstance(value, float) and not math.isfinite(value)
 
 
 class TooLarge(RequestFailed):

@@ -79,7 +79,7 @@ class Columns:
         if 0 in self.counts:  # an accepted draft token without alternatives: a 0.0 logprob means "not reported"
             logprobs = [None if c == 0 and lp == 0.0 else lp for lp, c in zip(logprobs, self.counts)]
         top_ids, top_lp, top_tokens = self.top_ids, self.top_logprobs, self.top_tokens
-        if any(c != k for c in self.counts):  # ragged: pad every row to k
+        if self.counts.count(k) != n:  # ragged: pad every row to k
             top_ids, top_lp, top_tokens = _pad(self.counts, k, top_ids, top_lp, top_tokens)
         names = _strings(top_tokens)
         return TokenTrace(

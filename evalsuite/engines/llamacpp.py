@@ -43,7 +43,7 @@ class LlamaCppEngine(Engine):
                     f"llama-server at {self.server_root} has {slots} parallel slots; concurrent requests share "
                     "batches, which changes logits. Start it with --parallel 1 for comparisons."
                 )
-        models = await self._get_json(f"{self.base_url}/models")
+        models = self.models_document  # read once, by the base probe
         if isinstance(models, dict):
             metas = [m.get("meta") for m in models.get("data", []) if isinstance(m, dict) and m.get("meta")]
             if metas:

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import numpy as np
+import orjson
 
 from evalsuite.records import Completion, Grade, Sample, SampleResult, TokenTrace
 
@@ -65,10 +66,23 @@ def add_missing_columns(conn: Any) -> None:
 
 
 _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str)  # built once: ~10 calls a result
+_ASCII_ENCODER = json.JSONEncoder(separators=(",", ":"))  # escapes what UTF-8 cannot hold (lone surrogates)
 
 
 def _dumps(value: Any) -> str:
     return _ENCODER.encode(value)
+
+
+def _dumps_strings(value: list[str] | list[list[str]]) -> str:
+    """Token strings as the same JSON `_dumps` writes, ~10x faster: orjson for text UTF-8 can hold.
+
+    A lone surrogate (half of a character split across byte-level tokens) is not UTF-8: orjson refuses
+    it and SQLite could not store it, so such lists are written with \\u escapes, which read back the same.
+    """
+    try:
+        return orjson.dumps(value).decode("utf-8")
+    except TypeError:  # orjson.JSONEncodeError is a TypeError
+        return _ASCII_ENCODER.encode(value)
 
 
 def result_to_row(result: SampleResult) -> tuple[Any, ...]:
@@ -91,21 +105,26 @@ def result_to_row(result: SampleResult) -> tuple[Any, ...]:
     split = (c.reasoning, c.answer, int(c.reasoning_cut))
     if t is None:
         return base + (None,) * 10 + split
-    raw_lens = np.array([-1 if b is None else len(b) for b in t.raw], np.int32)
-    raw = b"".join(b for b in t.raw if b is not None)
+    if None in t.raw:
+        raw_lens = np.array([-1 if b is None else len(b) for b in t.raw], "<i4")
+        raw = b"".join(b for b in t.raw if b is not None)
+    else:  # every token has its bytes: both in C
+        chunks = cast("list[bytes]", t.raw)
+        raw_lens = np.array(list(map(len, chunks)), "<i4")
+        raw = b"".join(chunks)
     return (
         base
         + (
             len(t),
             t.top_ids.shape[1],
             t.ids.astype("<i4").tobytes(),
-            t.logprobs.astype("<f4").tobytes(),
+            t.logprobs.astype("<f4", copy=False).tobytes(),  # already float32: no copy before the bytes
             t.top_ids.astype("<i4").tobytes(),
-            t.top_logprobs.astype("<f4").tobytes(),
-            _dumps(t.pieces),
-            _dumps(t.top_pieces),
+            t.top_logprobs.astype("<f4", copy=False).tobytes(),
+            _dumps_strings(t.pieces),
+            _dumps_strings(t.top_pieces),
             raw,
-            raw_lens.astype("<i4").tobytes(),
+            raw_lens.tobytes(),
         )
         + split
     )

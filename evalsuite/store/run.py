@@ -67,11 +67,18 @@ class RunStore:
 
     @guarded
     def write_samples(self, samples: list[Sample]) -> None:
-        """Keep the prompts and references with the run, so grading and reports never need the dataset again."""
+        """Keep the prompts and references with the run, so grading and reports never need the dataset again.
+
+        A sample already stored is kept as it is (a resumed run encodes and inserts only new ones).
+        """
+        stored = {row[0] for row in self._conn.execute("SELECT sample_id FROM samples")}
+        new = [s for s in samples if s.id not in stored]
+        if not new:
+            return
         with Transaction(self._conn):
             self._conn.executemany(
                 "INSERT OR IGNORE INTO samples VALUES (?, ?, ?, ?, ?, ?)",
-                [sample_to_row(s) for s in samples],
+                [sample_to_row(s) for s in new],
             )
 
     @guarded

@@ -6,6 +6,7 @@ import asyncio
 import sqlite3
 import time
 from pathlib import Path
+from typing import Any
 
 from evalsuite.errors import StoreError
 from evalsuite.records import SampleResult
@@ -18,11 +19,18 @@ GROUP_WINDOW_S = 0.05  # a result waits at most this long before it is committed
 class RunWriter:
     """Appends results in small transactions: each result is on disk within GROUP_WINDOW_S of `put`.
 
-    Inserting is cheap; committing is what costs, so results that finish
-    close together share one commit.  `put` commits at once when the last
-    commit is older than the window, and otherwise (given an event loop)
-    schedules one for when the window ends, so a lone result never waits for
-    the next.  Everything runs on the caller's thread.
+    Committing is what costs, so results that finish close together share one
+    commit.  `put` only queues a result's row; it commits at once when the
+    last commit is older than the window, and otherwise (given an event loop)
+    schedules a commit for when the window ends, so a lone result never waits
+    for the next.  Rows are inserted at commit time, together: one batch runs
+    with SQLite warm in the CPU caches, where one insert between two responses
+    ran about twice as slow.  Rows, not results, wait: a row is a few bytes
+    objects, where a result's token trace is dozens of lists that would keep
+    the garbage collector busy while they wait.  A result that
+    cannot be stored is a StoreError naming it, raised once every other result
+    of its batch is committed (by the next `put` or `close` when a timer
+    committed it; the result being put is kept).  Everything runs on the caller's thread.
     """
 
     def __init__(self, db_path: Path, loop: asyncio.AbstractEventLoop | None = None):
@@ -30,40 +38,67 @@ class RunWriter:
         self._loop = loop
         self._timer: asyncio.TimerHandle | None = None
         self._last_commit = time.monotonic()
-        self._open = False
         self._sql = (
             f"INSERT OR IGNORE INTO results ({', '.join(RESULT_COLUMNS)}) "
             f"VALUES ({', '.join('?' * len(RESULT_COLUMNS))})"
         )
         self.committed = 0
-        self._pending = 0
+        self._queued: list[tuple[Any, ...]] = []  # rows: the results themselves are freed at once
+        self._failure: StoreError | None = None  # from a commit a timer ran: raised by the next put or close
 
     def put(self, result: SampleResult) -> None:
-        try:
-            if not self._open:
-                self._conn.execute("BEGIN IMMEDIATE")
-                self._open = True
-            self._conn.execute(self._sql, result_to_row(result))
-        except sqlite3.Error as exc:
-            raise StoreError(f"Could not write result {result.sample_id} to the run store: {exc}") from exc
-        self._pending += 1
+        self._queued.append(result_to_row(result))  # kept even when an earlier failure is raised: `close` stores it
+        self._raise_failure()
         if time.monotonic() - self._last_commit >= GROUP_WINDOW_S:
             self.flush()
         elif self._timer is None and self._loop is not None:
-            self._timer = self._loop.call_later(GROUP_WINDOW_S, self.flush)
+            self._timer = self._loop.call_later(GROUP_WINDOW_S, self._flush_later)
 
     def flush(self) -> None:
-        """Commit what was put so far."""
+        """Commit what was put so far; a result that could not be stored is a StoreError after the others are."""
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
-        if self._open:
-            self._conn.execute("COMMIT")
-            self._open = False
-            self.committed += self._pending
-            self._pending = 0
+        batch, self._queued = self._queued, []
         self._last_commit = time.monotonic()
+        if not batch:
+            return
+        try:
+            self._conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.Error as exc:
+            self._queued = batch + self._queued  # nothing was written: kept for the next commit
+            raise StoreError(f"Could not write {len(batch)} results to the run store: {exc}") from exc
+        failure: StoreError | None = None
+        stored = 0
+        for row in batch:
+            try:
+                self._conn.execute(self._sql, row)
+                stored += 1
+            except (sqlite3.Error, ValueError) as exc:  # ValueError: text SQLite cannot hold
+                failure = failure or StoreError(f"Could not write result {row[0]} to the run store: {exc}")
+        try:
+            self._conn.execute("COMMIT")
+        except sqlite3.Error as exc:
+            raise StoreError(f"Could not commit {len(batch)} results to the run store: {exc}") from exc
+        self.committed += stored
+        if failure is not None:
+            raise failure
+
+    def _flush_later(self) -> None:
+        self._timer = None
+        try:
+            self.flush()
+        except StoreError as exc:  # nobody awaits a timer: the next put or close reports it
+            self._failure = self._failure or exc
+
+    def _raise_failure(self) -> None:
+        failure, self._failure = self._failure, None
+        if failure is not None:
+            raise failure
 
     def close(self) -> None:
-        self.flush()
-        self._conn.close()
+        try:
+            self.flush()
+            self._raise_failure()
+        finally:
+            self._conn.close()

@@ -1,0 +1,50 @@
+"""Token strings are stored as the JSON the store has always read, whatever text a server sends."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from evalsuite.engines.parse import trace_from_entries
+from evalsuite.records import Completion, SampleResult
+from evalsuite.store import RunStore, open_run
+from evalsuite.store.codec import _dumps, _dumps_strings
+
+ANY_CHAR = st.characters(codec=None, exclude_categories=())  # lone surrogates and control characters included
+pieces_lists = st.lists(st.text(ANY_CHAR, max_size=6), max_size=8)
+
+
+@given(pieces_lists)
+def test_pieces_read_back_as_written(pieces: list[str]) -> None:
+    text = _dumps_strings(pieces)
+    assert json.loads(text) == pieces == json.loads(_dumps(pieces))
+
+
+@given(st.lists(pieces_lists, max_size=5))
+def test_top_pieces_read_back_as_written(top: list[list[str]]) -> None:
+    assert json.loads(_dumps_strings(top)) == top
+
+
+def test_plain_text_is_byte_for_byte_the_older_encoding() -> None:
+    pieces = ["a", ' "q"', "\\", "é", "\n\t\x00\x1f\x7f", "\u2028", "🙂", ""]
+    assert _dumps_strings(pieces) == _dumps(pieces)
+    assert _dumps_strings([pieces, []]) == _dumps([pieces, []])
+
+
+def test_a_split_character_survives_the_store(tmp_path: Path) -> None:
+    lone = "\ud83d"  # half of an emoji, as a byte-level token decoded on its own can arrive
+    entries = [
+        {"token": lone, "logprob": -0.5, "id": 3, "top_logprobs": [{"token": lone, "logprob": -0.5, "id": 3}]},
+        {"token": "ok", "logprob": -0.1, "id": 4, "top_logprobs": [{"token": "ok", "logprob": -0.1, "id": 4}]},
+    ]
+    store = RunStore.create(tmp_path / "run", {"fingerprint": "f" * 64, "task": "t", "target": "x"})
+    writer = store.writer()
+    completion = Completion("\ufffdok", "stop", trace_from_entries(entries))
+    writer.put(SampleResult("a", "t", {}, completion, attempts=1, finished_at=1.0))
+    writer.close()
+    tokens = open_run(tmp_path / "run").results()["a"].completion.tokens
+    assert tokens is not None
+    assert tokens.pieces == [lone, "ok"] and tokens.top_pieces == [[lone], ["ok"]]

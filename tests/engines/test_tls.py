@@ -1,0 +1,53 @@
+"""An engine's TLS setting: full verification for https, no CA loading (and no way to skip checks) for http."""
+
+from __future__ import annotations
+
+import ssl
+
+import pytest
+
+from evalsuite.config import TargetConfig
+from evalsuite.engines import make_engine
+from evalsuite.engines.tls import client_verify
+
+PROXY_VARS = ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy")
+
+
+@pytest.fixture(autouse=True)
+def _no_proxies(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in PROXY_VARS:
+        monkeypatch.delenv(name, raising=False)
+
+
+def test_https_endpoint_keeps_default_verification() -> None:
+    assert client_verify("https://api.example.com/v1") is True
+    assert client_verify("HTTPS://api.example.com/v1") is True
+
+
+def test_plain_http_endpoint_gets_a_context_that_still_verifies_but_trusts_no_one() -> None:
+    context = client_verify("http://127.0.0.1:8080/v1")
+    assert isinstance(context, ssl.SSLContext)
+    assert context.verify_mode == ssl.CERT_REQUIRED
+    assert context.check_hostname
+    assert context.cert_store_stats()["x509_ca"] == 0  # any TLS handshake would fail, never pass unchecked
+
+
+@pytest.mark.parametrize("var", ["HTTPS_PROXY", "http_proxy", "ALL_PROXY"])
+def test_an_https_proxy_needs_the_certificates(monkeypatch: pytest.MonkeyPatch, var: str) -> None:
+    monkeypatch.setenv(var, "https://proxy.internal:3128")
+    assert client_verify("http://127.0.0.1:8080/v1") is True
+
+
+def test_a_plain_http_proxy_needs_none(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HTTP_PROXY", "http://proxy.internal:3128")
+    assert isinstance(client_verify("http://127.0.0.1:8080/v1"), ssl.SSLContext)
+
+
+@pytest.mark.asyncio
+async def test_engine_client_uses_it() -> None:
+    engine = make_engine(TargetConfig(name="t", engine="openai", base_url="http://127.0.0.1:9/v1"))
+    try:
+        pool = engine.http._transport._pool  # type: ignore[attr-defined]  # httpx's transport keeps its context here
+        assert pool._ssl_context.cert_store_stats()["x509_ca"] == 0
+    finally:
+        await engine.aclose()

@@ -10,6 +10,7 @@ import httpx
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from typed_json import typed
 
 from evalsuite.config import TargetConfig
 from evalsuite.engines import make_engine
@@ -32,23 +33,12 @@ VALUES = st.recursive(
 )
 
 
-def _typed(value: Any) -> Any:
-    """A form where 1 != 1.0, so a number read back with another type shows up."""
-    if isinstance(value, float):
-        return ("float", "nan" if math.isnan(value) else value.hex())
-    if isinstance(value, list):
-        return [_typed(v) for v in value]
-    if isinstance(value, dict):
-        return {k: _typed(v) for k, v in value.items()}
-    return (type(value).__name__, value)
-
-
 def _sent(encode: Any, value: Any) -> Any:
     try:
         raw = encode(value)
     except (ValueError, TypeError) as exc:  # the refusals: NaN, surrogates as UTF-8, unknown types
         return ("refused", type(exc).__name__)
-    return _typed(json.loads(raw))
+    return typed(json.loads(raw))
 
 
 def _httpx_json(value: Any) -> bytes:

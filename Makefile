@@ -38,7 +38,7 @@ lint: setup  ## ruff: lint and formatting (`ruff format` fixes the latter)
 typecheck: setup  ## mypy over the package (settings in pyproject.toml)
 	$(BIN)/mypy
 
-test: setup browser  ## every test, the reference-rig integration tests included
+test: setup browser lint typecheck  ## lint, typecheck, then every test, the reference-rig integration tests included
 	$(BIN)/python -m pytest -q
 
 test-fast: setup  ## unit tests only (no rig build, no full-data gold checks)

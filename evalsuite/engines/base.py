@@ -37,6 +37,7 @@ from evalsuite.engines.retry import RequestFailed, parse_retry_after
 from evalsuite.engines.speculation import CounterSpeculation, Speculation
 from evalsuite.engines.stream import merge_chunks, read_events
 from evalsuite.engines.tls import client_verify
+from evalsuite.engines.transport import client_transport
 from evalsuite.engines.validate import Malformed, ResponseSchema
 from evalsuite.records import Completion, GenerationParams, Sample
 
@@ -98,11 +99,13 @@ class Engine:
         headers = {"Accept-Encoding": ACCEPT_ENCODING}  # only codings body.py can inflate under the cap
         if key:
             headers["Authorization"] = f"Bearer {key}"
+        limits = httpx.Limits(max_connections=target.concurrency, max_keepalive_connections=target.concurrency)
         self.http = httpx.AsyncClient(
             headers=headers,
             verify=client_verify(self.base_url),
             timeout=httpx.Timeout(target.timeout_s, connect=min(10.0, target.timeout_s)),
-            limits=httpx.Limits(max_connections=target.concurrency, max_keepalive_connections=target.concurrency),
+            limits=limits,
+            transport=client_transport(self.base_url, limits),
         )
         self.model = target.model or ""
         self.max_bytes = int(target.max_response_mb * 2**20)

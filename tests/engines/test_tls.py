@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ssl
 
+import httpx
 import pytest
 
 from evalsuite.config import TargetConfig
@@ -44,10 +45,13 @@ def test_a_plain_http_proxy_needs_none(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.mark.asyncio
-async def test_engine_client_uses_it() -> None:
+async def test_engine_client_behind_a_plain_proxy_uses_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HTTP_PROXY", "http://proxy.internal:3128")  # httpx's own transport then carries the request
     engine = make_engine(TargetConfig(name="t", engine="openai", base_url="http://127.0.0.1:9/v1"))
     try:
-        pool = engine.http._transport._pool  # type: ignore[attr-defined]  # httpx's transport keeps its context here
+        transport = engine.http._transport_for_url(httpx.URL("http://127.0.0.1:9/v1/models"))
+        assert isinstance(transport, httpx.AsyncHTTPTransport)
+        pool = transport._pool  # httpx's transport keeps its context here
         assert pool._ssl_context.cert_store_stats()["x509_ca"] == 0
     finally:
         await engine.aclose()

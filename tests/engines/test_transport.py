@@ -1,0 +1,188 @@
+"""The plain-http transport: which endpoints get it, and that it keeps httpx's behaviour on real sockets.
+
+Each test serves raw HTTP/1.1 from an asyncio server on loopback, so what the
+server does to the connection (answers, stalls, closes, reads slowly) is exact.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+
+import httpx
+import pytest
+from fake_server import FakeServer
+
+from evalsuite.config import TargetConfig
+from evalsuite.engines import make_engine
+from evalsuite.engines.base import request_failure
+from evalsuite.engines.transport import PlainTransport, client_transport
+from evalsuite.records import GenerationParams, Sample
+
+LIMITS = httpx.Limits(max_connections=2, max_keepalive_connections=2)
+Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
+
+
+@pytest.fixture(autouse=True)
+def _no_proxies(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"):
+        monkeypatch.delenv(name, raising=False)
+
+
+def test_plain_http_without_a_proxy_gets_the_socket_transport() -> None:
+    assert isinstance(client_transport("http://127.0.0.1:8080/v1", LIMITS), PlainTransport)
+    assert isinstance(client_transport("HTTP://localhost:8080/v1", LIMITS), PlainTransport)
+
+
+@pytest.mark.parametrize("var", ["HTTP_PROXY", "http_proxy", "ALL_PROXY"])
+def test_a_proxy_for_plain_http_keeps_httpx_own_transport(monkeypatch: pytest.MonkeyPatch, var: str) -> None:
+    monkeypatch.setenv(var, "http://proxy.internal:3128")
+    assert client_transport("http://127.0.0.1:8080/v1", LIMITS) is None
+
+
+def test_https_keeps_httpx_own_transport() -> None:
+    assert client_transport("https://api.example.com/v1", LIMITS) is None
+
+
+async def _request(reader: asyncio.StreamReader) -> bytes:
+    """One request's body (Content-Length framing), or b"" when the client closed the connection."""
+    head = await reader.readuntil(b"\r\n\r\n") if not reader.at_eof() else b""
+    length = 0
+    for line in head.split(b"\r\n"):
+        if line.lower().startswith(b"content-length:"):
+            length = int(line.split(b":", 1)[1])
+    return await reader.readexactly(length) if length else b""
+
+
+def _answer(body: bytes, *, close: bool = False) -> bytes:
+    connection = b"close" if close else b"keep-alive"
+    return b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\nConnection: %s\r\n\r\n%s" % (len(body), connection, body)
+
+
+@asynccontextmanager
+async def _served(handler: Handler) -> AsyncIterator[tuple[str, list[int]]]:
+    """A loopback server running `handler` per connection: its URL and a count of connections accepted."""
+    connections: list[int] = []
+
+    async def on_connect(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        connections.append(1)
+        try:
+            await handler(reader, writer)
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        finally:
+            writer.close()
+
+    server = await asyncio.start_server(on_connect, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    try:
+        yield f"http://127.0.0.1:{port}", connections
+    finally:
+        server.close()
+
+
+def _client(timeout: float = 5.0) -> httpx.AsyncClient:
+    return httpx.AsyncClient(transport=PlainTransport(LIMITS), timeout=timeout)
+
+
+async def _echo_lengths(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    while not reader.at_eof():
+        body = await _request(reader)
+        writer.write(_answer(str(len(body)).encode()))
+        await writer.drain()
+
+
+@pytest.mark.asyncio
+async def test_requests_share_one_kept_alive_connection() -> None:
+    async with _served(_echo_lengths) as (url, connections), _client() as client:
+        answers = [(await client.post(url, content=b"x" * n)).text for n in (0, 1, 1000)]
+    assert answers == ["0", "1", "1000"]
+    assert len(connections) == 1
+
+
+@pytest.mark.asyncio
+async def test_a_body_larger_than_the_socket_buffers_goes_out_whole_and_comes_back_whole() -> None:
+    big = bytes(range(256)) * (12 * 4096)  # 12 MiB: the send waits for the server to read, more than once
+
+    async def slow_reader(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        body = await _request(reader)
+        writer.write(_answer(body))
+        await writer.drain()
+
+    async with _served(slow_reader) as (url, _), _client() as client:
+        response = await client.post(url, content=big)
+    assert response.content == big
+
+
+@pytest.mark.asyncio
+async def test_a_connection_the_server_closed_while_idle_is_replaced_not_failed() -> None:
+    async def one_then_close(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await _request(reader)
+        writer.write(_answer(b"ok"))  # says keep-alive, then hangs up anyway
+        await writer.drain()
+
+    async with _served(one_then_close) as (url, connections), _client() as client:
+        first = await client.get(url)
+        await asyncio.sleep(0.05)  # the close reaches the client's socket
+        second = await client.get(url)
+    assert (first.text, second.text) == ("ok", "ok")
+    assert len(connections) == 2
+
+
+@pytest.mark.asyncio
+async def test_a_silent_server_is_a_read_timeout() -> None:
+    async def silent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await _request(reader)
+        await asyncio.sleep(5)
+
+    async with _served(silent) as (url, _), _client(timeout=0.2) as client:
+        with pytest.raises(httpx.ReadTimeout):
+            await client.get(url)
+
+
+@pytest.mark.asyncio
+async def test_a_server_that_never_reads_is_a_write_timeout() -> None:
+    async def deaf(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await asyncio.sleep(5)
+
+    async with _served(deaf) as (url, _), _client(timeout=0.3) as client:
+        with pytest.raises(httpx.WriteTimeout):
+            await client.post(url, content=b"x" * (64 * 2**20))
+
+
+@pytest.mark.asyncio
+async def test_a_body_cut_short_is_a_protocol_error_the_retry_policy_calls_connection() -> None:
+    async def cut(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await _request(reader)
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\npartial")
+        await writer.drain()
+
+    async with _served(cut) as (url, _), _client() as client:
+        with pytest.raises(httpx.RemoteProtocolError) as caught:
+            await client.get(url)
+    assert request_failure(caught.value).kind == "connection"
+
+
+@pytest.mark.asyncio
+async def test_a_refused_connection_is_a_connect_error() -> None:
+    async with _served(_echo_lengths) as (url, _):
+        pass  # the port is free again: nothing listens there
+    async with _client() as client:
+        with pytest.raises(httpx.ConnectError) as caught:
+            await client.get(url)
+    assert request_failure(caught.value).kind == "connection"
+
+
+@pytest.mark.asyncio
+async def test_an_engine_generates_through_it(fake_server: FakeServer) -> None:
+    target = TargetConfig(name="t", engine="llamacpp", base_url=fake_server.base_url, model="fake-model")
+    engine = make_engine(target)
+    assert isinstance(engine.http._transport, PlainTransport)  # type: ignore[attr-defined]
+    sample = Sample(id="s1", task="t", messages=({"role": "user", "content": "two plus two"},), reference="4")
+    try:
+        completions = [await engine.generate(sample, GenerationParams(max_tokens=8, top_logprobs=2)) for _ in "ab"]
+    finally:
+        await engine.aclose()
+    assert completions[0].text == completions[1].text != ""
+    assert completions[0].tokens is not None and len(completions[0].tokens.ids) == 8

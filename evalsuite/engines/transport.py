@@ -4,16 +4,18 @@ httpx reaches the event loop through httpcore's anyio backend, which opens a
 cancel scope for every socket read and write and asks sniffio which loop is
 running each time.  Against a fast local server that machinery cost 10 to 20 %
 of the client's CPU per request, more than parsing the response
-(bench/overhead.py).  For a plain-http endpoint reached without a proxy (the
-usual local `llama-server`, vLLM or SGLang) requests go through
-`SocketBackend`: the same pool, HTTP/1.1 parser, limits and timeouts, with
-non-blocking sockets read and written by the loop's own calls.  Endpoints over
-TLS, or behind a proxy, keep httpx's default transport.
+(bench/overhead.py).  For a plain-http endpoint at an IP address or at
+`localhost`, reached without a proxy (the usual local `llama-server`, vLLM or
+SGLang), requests go through `SocketBackend`: the same pool, HTTP/1.1 parser,
+limits and timeouts, with non-blocking sockets read and written by the loop's
+own calls.  Every other endpoint (TLS, a proxy, a host name, whose addresses
+want anyio's happy-eyeballs connect) keeps httpx's default transport.
 """
 
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import select
 import socket
 import urllib.request
@@ -27,7 +29,8 @@ import httpx
 
 def client_transport(base_url: str, limits: httpx.Limits) -> httpx.AsyncBaseTransport | None:
     """The transport for a client that talks to `base_url` only; None where httpx's own is the right one."""
-    if not base_url.lower().startswith("http://") or _proxied():
+    url = httpx.URL(base_url)
+    if url.scheme != "http" or _proxied() or not (url.host == "localhost" or _literal(url.host, 0)):
         return None
     return PlainTransport(limits)
 
@@ -117,7 +120,7 @@ class SocketBackend(httpcore.AsyncNetworkBackend):
         try:
             async with asyncio.timeout(timeout):
                 with _mapped(httpcore.ConnectError):
-                    infos = await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+                    infos = _literal(host, port) or await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM)
                     failure: OSError = OSError(f"no address for {host}:{port}")
                     for family, kind, proto, _, address in infos:
                         sock = socket.socket(family, kind, proto)
@@ -138,6 +141,16 @@ class SocketBackend(httpcore.AsyncNetworkBackend):
 
     async def sleep(self, seconds: float) -> None:
         await asyncio.sleep(seconds)
+
+
+def _literal(host: str, port: int) -> list[tuple[Any, ...]] | None:
+    """The one address of an IP-literal host, as getaddrinfo would give it; None for a name."""
+    try:
+        ip = ipaddress.ip_address(host)
+    except ValueError:
+        return None
+    family, address = (socket.AF_INET, (host, port)) if ip.version == 4 else (socket.AF_INET6, (host, port, 0, 0))
+    return [(family, socket.SOCK_STREAM, socket.IPPROTO_TCP, "", address)]
 
 
 def _configure(sock: socket.socket, local_address: str | None, options: Iterable[Any]) -> None:

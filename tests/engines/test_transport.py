@@ -30,9 +30,13 @@ def _no_proxies(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.delenv(name, raising=False)
 
 
-def test_plain_http_without_a_proxy_gets_the_socket_transport() -> None:
-    assert isinstance(client_transport("http://127.0.0.1:8080/v1", LIMITS), PlainTransport)
-    assert isinstance(client_transport("HTTP://localhost:8080/v1", LIMITS), PlainTransport)
+@pytest.mark.parametrize("url", ["http://127.0.0.1:8080/v1", "HTTP://localhost:8080/v1", "http://[::1]:8080/v1"])
+def test_plain_http_to_an_address_without_a_proxy_gets_the_socket_transport(url: str) -> None:
+    assert isinstance(client_transport(url, LIMITS), PlainTransport)
+
+
+def test_a_host_name_keeps_httpx_own_transport_and_its_happy_eyeballs_connect() -> None:
+    assert client_transport("http://gpu-box.lan:8080/v1", LIMITS) is None
 
 
 @pytest.mark.parametrize("var", ["HTTP_PROXY", "http_proxy", "ALL_PROXY"])
@@ -162,6 +166,13 @@ async def test_a_body_cut_short_is_a_protocol_error_the_retry_policy_calls_conne
         with pytest.raises(httpx.RemoteProtocolError) as caught:
             await client.get(url)
     assert request_failure(caught.value).kind == "connection"
+
+
+@pytest.mark.asyncio
+async def test_localhost_reaches_a_server_on_either_loopback_address() -> None:
+    async with _served(_echo_lengths) as (url, _), _client() as client:
+        response = await client.post(url.replace("127.0.0.1", "localhost"), content=b"abc")
+    assert response.text == "3"
 
 
 @pytest.mark.asyncio

@@ -3,15 +3,18 @@
 Both arms send the same requests to the same scripted server (a separate
 process, so it does not share the client's event loop):
   reference: a minimal asyncio + httpx loop that posts each body and parses the JSON
-             (with Python's json, as a bare loop would; the suite parses with orjson);
+             (httpx's default transport and Python's json, as a bare loop would);
   suite:     `evalsuite.runner.execute` (prompt building, retries, token parsing,
-             durable SQLite commits, progress callback).
+             durable SQLite commits, progress callback), over the engine's own client:
+             httpx on asyncio sockets (engines/transport.py), orjson parsing.
 Prints, per request, the wall-clock time and the client process's CPU time
 (user + system, all threads: the part the suite itself costs, less sensitive
 to other load on the machine) for each arm, and the ratios suite / reference,
 at concurrency 1 and 8 (target: under 1.10x).
 
-    python bench/overhead.py [--n 400] [--repeats 3]
+    python bench/overhead.py [--n 400] [--repeats 7]
+
+Single repeats move by +-0.2 on a shared two-core machine: read the medians.
 """
 
 from __future__ import annotations
@@ -94,7 +97,7 @@ def suite_run(config_path: Path, runs_dir: Path) -> tuple[float, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--n", type=int, default=400, help="requests per measurement")
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--repeats", type=int, default=7, help="alternating runs of each arm; medians are printed")
     parser.add_argument("--tokens", type=int, default=32, help="tokens per fake completion (top-5 logprobs each)")
     parser.add_argument("--port", type=int, default=18099)
     args = parser.parse_args()

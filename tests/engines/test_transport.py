@@ -7,9 +7,12 @@ server does to the connection (answers, stalls, closes, reads slowly) is exact.
 from __future__ import annotations
 
 import asyncio
+import errno
+import socket
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 
+import httpcore
 import httpx
 import pytest
 from fake_server import FakeServer
@@ -17,6 +20,7 @@ from fake_server import FakeServer
 from evalsuite.config import TargetConfig
 from evalsuite.engines import make_engine
 from evalsuite.engines.base import request_failure
+from evalsuite.engines.sockets import YIELD_EVERY, SocketBackend, SocketStream
 from evalsuite.engines.transport import PlainTransport, client_transport
 from evalsuite.records import GenerationParams, Sample
 
@@ -183,6 +187,109 @@ async def test_a_refused_connection_is_a_connect_error() -> None:
         with pytest.raises(httpx.ConnectError) as caught:
             await client.get(url)
     assert request_failure(caught.value).kind == "connection"
+
+
+async def _silent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    await _request(reader)
+    await asyncio.sleep(5)
+
+
+@pytest.mark.asyncio
+async def test_closing_the_client_under_a_waiting_request_fails_it_at_once_and_breaks_nothing_after() -> None:
+    async with _served(_silent) as (silent_url, _), _served(_echo_lengths) as (echo_url, _):
+        client = _client(timeout=30)
+        waiting = asyncio.create_task(client.get(silent_url))
+        await asyncio.sleep(0.2)  # the request is sent and parked on the loop, waiting for an answer
+        started = asyncio.get_running_loop().time()
+        await client.aclose()
+        with pytest.raises(httpx.ReadError):
+            await waiting
+        assert asyncio.get_running_loop().time() - started < 5  # woken by the close, not by its 30 s deadline
+        async with _client() as fresh, httpx.AsyncClient() as default:  # the loop still serves new sockets
+            assert (await fresh.post(echo_url, content=b"ab")).text == "2"
+            assert (await default.post(echo_url, content=b"abc")).text == "3"
+
+
+@pytest.mark.asyncio
+async def test_a_request_cancelled_while_it_waits_leaves_the_client_usable() -> None:
+    async with _served(_silent) as (silent_url, _), _served(_echo_lengths) as (echo_url, _), _client() as client:
+        with pytest.raises(TimeoutError):
+            async with asyncio.timeout(0.2):
+                await client.get(silent_url)
+        assert (await client.post(echo_url, content=b"abcd")).text == "4"
+
+
+@pytest.mark.asyncio
+async def test_an_address_whose_socket_cannot_be_made_is_skipped_for_the_next(monkeypatch: pytest.MonkeyPatch) -> None:
+    async with _served(_echo_lengths) as (url, connections):
+        port = int(url.rsplit(":", 1)[1])
+        unsupported = 250  # no such address family: socket() fails as it does for ::1 on a kernel without IPv6
+
+        async def resolve(host: str, port: int, **_: object) -> list[tuple[object, ...]]:
+            return [
+                (unsupported, socket.SOCK_STREAM, 6, "", ("::1", port, 0, 0)),
+                (socket.AF_INET, socket.SOCK_STREAM, 6, "", ("127.0.0.1", port)),
+            ]
+
+        monkeypatch.setattr(asyncio.get_running_loop(), "getaddrinfo", resolve)
+        stream = await SocketBackend().connect_tcp("localhost", port, timeout=5)
+        await stream.aclose()
+        await asyncio.sleep(0.05)
+    assert len(connections) == 1
+
+
+class _VanishedPeer:
+    """A loop whose socket calls fail as the kernel does when a peer stops acknowledging (ETIMEDOUT)."""
+
+    async def sock_recv(self, sock: socket.socket, n: int) -> bytes:
+        raise TimeoutError(errno.ETIMEDOUT, "Connection timed out")
+
+    async def sock_sendall(self, sock: socket.socket, data: object) -> None:
+        raise TimeoutError(errno.ETIMEDOUT, "Connection timed out")
+
+
+@pytest.mark.asyncio
+async def test_the_kernel_timing_out_a_peer_is_a_network_error_not_our_deadline() -> None:
+    ours, theirs = socket.socketpair()
+    ours.setblocking(False)
+    ours.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4096)
+    stream = SocketStream(ours)
+    stream._loop = _VanishedPeer()  # type: ignore[assignment]
+    try:
+        with pytest.raises(httpcore.ReadError):
+            await stream.read(1024, timeout=5)
+        with pytest.raises(httpcore.WriteError):
+            await stream.write(b"x" * 2**22, timeout=5)  # more than the socket takes at once: the rest waits
+    finally:
+        await stream.aclose()
+        theirs.close()
+
+
+@pytest.mark.asyncio
+async def test_a_long_body_already_received_still_lets_other_tasks_run() -> None:
+    ours, theirs = socket.socketpair()
+    ours.setblocking(False)
+    theirs.sendall(b"x" * (4 * YIELD_EVERY * 64))
+    stream = SocketStream(ours)
+    passes = 0
+
+    async def count() -> None:
+        nonlocal passes
+        while True:
+            passes += 1
+            await asyncio.sleep(0)
+
+    counter = asyncio.create_task(count())
+    await asyncio.sleep(0)
+    before = passes
+    try:
+        for _ in range(4 * YIELD_EVERY):
+            assert await stream.read(64) == b"x" * 64  # every read finds data: none of them waits
+    finally:
+        counter.cancel()
+        await stream.aclose()
+        theirs.close()
+    assert passes - before >= 3
 
 
 @pytest.mark.asyncio

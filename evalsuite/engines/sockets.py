@@ -1,0 +1,206 @@
+"""httpcore's network backend on plain asyncio: non-blocking TCP sockets read and written by the loop's own calls.
+
+httpcore's default backend reaches asyncio through anyio, which opens a cancel
+scope for every read and write and asks sniffio which loop is running each
+time; against a fast local server that was 10-20 % of the client's CPU per
+request.  Here a read or write first tries the socket and only parks on the
+loop when it would block, under `asyncio.timeout`.  Errors become httpcore's
+network errors of the operation, so httpx maps them as it maps its own
+backend's.  Addresses are tried in turn (no happy eyeballs): `transport.py`
+uses this backend only for hosts that answer or refuse at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import select
+import socket
+from collections.abc import Awaitable, Iterable, Iterator
+from contextlib import contextmanager
+from typing import Any, TypeVar
+
+import httpcore
+
+T = TypeVar("T")
+YIELD_EVERY = 16  # reads in a row that find data (up to 64 KiB each) before one pass of the event loop
+
+
+class SocketStream(httpcore.AsyncNetworkStream):
+    """One connected non-blocking TCP socket; reads and writes try the socket before waiting on the loop."""
+
+    def __init__(self, sock: socket.socket):
+        self.sock = sock
+        self._loop = asyncio.get_running_loop()
+        self._waiting = 0  # reads or writes parked on the loop
+        self._closing = False
+        self._ready_reads = 0  # reads in a row that found data without waiting
+
+    async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        if self._ready_reads >= YIELD_EVERY:  # a body arriving faster than it is read still lets other tasks run
+            self._ready_reads = 0
+            await asyncio.sleep(0)
+        with _mapped(httpcore.ReadError):
+            try:
+                data = self.sock.recv(max_bytes)
+            except BlockingIOError:
+                self._ready_reads = 0
+                receive = self._loop.sock_recv(self.sock, max_bytes)
+                return await self._park(receive, timeout, httpcore.ReadTimeout, "no data")
+            self._ready_reads += 1
+            return data
+
+    async def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        if not buffer:
+            return
+        with _mapped(httpcore.WriteError):
+            try:
+                sent = self.sock.send(buffer)
+            except BlockingIOError:
+                sent = 0
+            if sent < len(buffer):
+                rest = memoryview(buffer)[sent:]
+                await self._park(
+                    self._loop.sock_sendall(self.sock, rest), timeout, httpcore.WriteTimeout, "could not send"
+                )
+
+    async def _park(
+        self, operation: Awaitable[T], timeout: float | None, late: type[httpcore.TimeoutException], what: str
+    ) -> T:
+        """The result of a socket operation the loop completes; a deadline past is httpcore's timeout of its kind.
+
+        A close meanwhile (`aclose`) wakes the operation, which then fails as the connection's network error.
+        """
+        deadline = asyncio.timeout(timeout)
+        self._waiting += 1
+        try:
+            async with deadline:
+                result = await operation
+        except TimeoutError:
+            if not deadline.expired():
+                raise  # the kernel's ETIMEDOUT (a vanished peer): a network error, mapped by the caller
+            raise late(f"{what} within {timeout} s") from None
+        finally:
+            self._waiting -= 1
+            if self._closing and not self._waiting:
+                self.sock.close()
+        if self._closing:
+            raise ConnectionAbortedError("the connection was closed while the operation waited")
+        return result
+
+    async def aclose(self) -> None:
+        """Close the socket; one an operation waits on is shut down first, and closed when that operation leaves.
+
+        Closing it under the waiting operation would leave the loop watching a dead descriptor: the
+        operation would hang until its deadline, and the next socket given that number could not register.
+        """
+        if not self._waiting:
+            self.sock.close()
+            return
+        self._closing = True
+        try:
+            self.sock.shutdown(socket.SHUT_RDWR)  # the waiting read sees the end, the waiting write an error
+        except OSError:  # not connected any more: the loop has already woken it
+            pass
+
+    async def start_tls(
+        self, ssl_context: Any, server_hostname: str | None = None, timeout: float | None = None
+    ) -> httpcore.AsyncNetworkStream:
+        self.sock.close()
+        raise httpcore.ConnectError("this transport serves plain-http endpoints only (https uses httpx's own)")
+
+    def get_extra_info(self, info: str) -> Any:
+        if info == "is_readable":  # the pool's test for a keep-alive connection the server has closed
+            return _readable(self.sock)
+        if info == "socket":
+            return self.sock
+        if info in ("client_addr", "server_addr"):
+            try:
+                return self.sock.getsockname() if info == "client_addr" else self.sock.getpeername()
+            except OSError:
+                return None
+        return None
+
+
+def _readable(sock: socket.socket) -> bool:
+    """Whether a read would return at once (data or end of stream); a closed socket counts as readable."""
+    if sock.fileno() < 0:
+        return True
+    if not hasattr(select, "poll"):  # Windows
+        return bool(select.select([sock], [], [], 0)[0])
+    poll = select.poll()
+    poll.register(sock, select.POLLIN)
+    return bool(poll.poll(0))
+
+
+class SocketBackend(httpcore.AsyncNetworkBackend):
+    """httpcore's network backend on plain asyncio: TCP connections only."""
+
+    async def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,
+        local_address: str | None = None,
+        socket_options: Iterable[Any] | None = None,
+    ) -> httpcore.AsyncNetworkStream:
+        loop = asyncio.get_running_loop()
+        deadline = asyncio.timeout(timeout)
+        try:
+            async with deadline:
+                with _mapped(httpcore.ConnectError):
+                    infos = ip_literal(host, port) or await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+                    failures: list[str] = []
+                    for family, kind, proto, _, address in infos:  # in turn: each answers or refuses at once
+                        try:
+                            sock = socket.socket(family, kind, proto)
+                        except OSError as exc:  # e.g. IPv6 disabled in the kernel while ::1 resolves
+                            failures.append(f"{address[0]}: {exc}")
+                            continue
+                        try:
+                            _configure(sock, local_address, socket_options or ())
+                            await loop.sock_connect(sock, address)
+                        except OSError as exc:
+                            sock.close()
+                            failures.append(f"{address[0]}: {exc}")
+                            continue
+                        except BaseException:
+                            sock.close()
+                            raise
+                        return SocketStream(sock)
+                    raise OSError(f"could not connect to {host}:{port} ({'; '.join(failures) or 'no address'})")
+        except TimeoutError:
+            if not deadline.expired():
+                raise
+            raise httpcore.ConnectTimeout(f"could not connect to {host}:{port} within {timeout} s") from None
+
+    async def sleep(self, seconds: float) -> None:
+        await asyncio.sleep(seconds)
+
+
+def ip_literal(host: str, port: int) -> list[tuple[Any, ...]] | None:
+    """The one address of an IP-literal host, as getaddrinfo would give it; None for a name."""
+    try:
+        ip = ipaddress.ip_address(host)
+    except ValueError:
+        return None
+    family, address = (socket.AF_INET, (host, port)) if ip.version == 4 else (socket.AF_INET6, (host, port, 0, 0))
+    return [(family, socket.SOCK_STREAM, socket.IPPROTO_TCP, "", address)]
+
+
+def _configure(sock: socket.socket, local_address: str | None, options: Iterable[Any]) -> None:
+    sock.setblocking(False)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # requests are single writes: never wait on Nagle
+    for option in options:
+        sock.setsockopt(*option)
+    if local_address:
+        sock.bind((local_address, 0))
+
+
+@contextmanager
+def _mapped(failure: type[httpcore.NetworkError]) -> Iterator[None]:
+    """An operating-system error as httpcore's network error of this operation, so httpx maps it as usual."""
+    try:
+        yield
+    except OSError as exc:  # resets, aborts, refusals, a socket closed under the operation
+        raise failure(f"{type(exc).__name__}: {exc}") from exc

@@ -41,6 +41,7 @@ from projects import make_project  # noqa: E402
 
 from evalsuite.config import load_config  # noqa: E402
 from evalsuite.engines import make_engine  # noqa: E402
+from evalsuite.engines.transport import PlainTransport  # noqa: E402
 from evalsuite.runner import execute, plan_run  # noqa: E402
 
 
@@ -54,9 +55,11 @@ def start_server(port: int, tokens: int) -> subprocess.Popen:
     return proc
 
 
-async def _reference(url: str, bodies: list[dict], concurrency: int) -> None:
+async def _reference(url: str, bodies: list[dict], concurrency: int, transport: str) -> None:
     it = iter(bodies)
-    async with httpx.AsyncClient(limits=httpx.Limits(max_connections=concurrency)) as client:
+    limits = httpx.Limits(max_connections=concurrency)
+    own = PlainTransport(limits) if transport == "engine" else None
+    async with httpx.AsyncClient(limits=limits, transport=own) as client:
 
         async def worker() -> None:
             for body in it:
@@ -79,9 +82,9 @@ def timed(fn: Callable[[], object]) -> tuple[float, float]:
     return time.perf_counter() - wall, time.process_time() - cpu
 
 
-def reference_loop(url: str, bodies: list[dict], concurrency: int) -> tuple[float, float]:
+def reference_loop(url: str, bodies: list[dict], concurrency: int, transport: str = "httpx") -> tuple[float, float]:
     """The least a client can do: post, await, parse."""
-    return timed(lambda: asyncio.run(_reference(url, bodies, concurrency)))
+    return timed(lambda: asyncio.run(_reference(url, bodies, concurrency, transport)))
 
 
 def suite_run(config_path: Path, runs_dir: Path) -> tuple[float, float]:
@@ -100,12 +103,20 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=7, help="alternating runs of each arm; medians are printed")
     parser.add_argument("--tokens", type=int, default=32, help="tokens per fake completion (top-5 logprobs each)")
     parser.add_argument("--port", type=int, default=18099)
+    parser.add_argument(
+        "--reference-transport",
+        choices=["httpx", "engine"],
+        default="httpx",
+        help="the bare loop over httpx's default transport (the target), or over the engine's own: "
+        "what the pipeline costs beyond its HTTP client",
+    )
     args = parser.parse_args()
     server = start_server(args.port, args.tokens)
     url = f"http://127.0.0.1:{args.port}/v1"
     try:
         print(
-            f"{args.n} requests x {args.tokens} tokens with top-5 logprobs, instant endpoint; median of {args.repeats}"
+            f"{args.n} requests x {args.tokens} tokens with top-5 logprobs, instant endpoint; median of {args.repeats}; "
+            f"reference over {args.reference_transport}'s transport"
         )
         print(
             f"{'concurrency':>11}  {'wall ms/req: reference':>22}  {'suite':>7}  {'ratio':>6}   "
@@ -122,7 +133,7 @@ def main() -> None:
                 bodies = [engine.request_body(s, plan.params) for s in plan.samples]
                 ref, suite = [], []
                 for r in range(args.repeats):
-                    ref.append(reference_loop(url, bodies, concurrency))
+                    ref.append(reference_loop(url, bodies, concurrency, args.reference_transport))
                     suite.append(suite_run(config, Path(tmp) / f"runs{r}"))
             row = [statistics.median(x[i] for x in arm) / args.n * 1e3 for i in (0, 1) for arm in (ref, suite)]
             print(

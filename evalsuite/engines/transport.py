@@ -92,20 +92,24 @@ class _Body(httpx.AsyncByteStream):
             await self._stream.aclose()
 
 
-_HTTPX_ERRORS: list[tuple[type[Exception], type[httpx.HTTPError]]] = [  # most specific first
-    (httpcore.ConnectTimeout, httpx.ConnectTimeout),
-    (httpcore.ReadTimeout, httpx.ReadTimeout),
-    (httpcore.WriteTimeout, httpx.WriteTimeout),
-    (httpcore.PoolTimeout, httpx.PoolTimeout),
-    (httpcore.TimeoutException, httpx.TimeoutException),
-    (httpcore.ConnectError, httpx.ConnectError),
-    (httpcore.ReadError, httpx.ReadError),
-    (httpcore.WriteError, httpx.WriteError),
-    (httpcore.NetworkError, httpx.NetworkError),
-    (httpcore.UnsupportedProtocol, httpx.UnsupportedProtocol),
-    (httpcore.LocalProtocolError, httpx.LocalProtocolError),
-    (httpcore.RemoteProtocolError, httpx.RemoteProtocolError),
-    (httpcore.ProtocolError, httpx.ProtocolError),
+_HTTPX_ERRORS: list[tuple[type[Exception], type[httpx.HTTPError]]] = [
+    (getattr(httpcore, name), getattr(httpx, name))  # the two libraries name each error alike
+    for name in (  # most specific first
+        "ConnectTimeout",
+        "ReadTimeout",
+        "WriteTimeout",
+        "PoolTimeout",
+        "TimeoutException",
+        "ConnectError",
+        "ReadError",
+        "WriteError",
+        "NetworkError",
+        "ProxyError",
+        "UnsupportedProtocol",
+        "LocalProtocolError",
+        "RemoteProtocolError",
+        "ProtocolError",
+    )
 ]
 
 

@@ -21,7 +21,7 @@ from evalsuite.config import TargetConfig
 from evalsuite.engines import make_engine
 from evalsuite.engines.base import request_failure
 from evalsuite.engines.sockets import YIELD_EVERY, SocketBackend, SocketStream
-from evalsuite.engines.transport import PlainTransport, client_transport
+from evalsuite.engines.transport import _HTTPX_ERRORS, PlainTransport, _as_httpx, client_transport
 from evalsuite.records import GenerationParams, Sample
 
 LIMITS = httpx.Limits(max_connections=2, max_keepalive_connections=2)
@@ -51,6 +51,14 @@ def test_a_proxy_for_plain_http_keeps_httpx_own_transport(monkeypatch: pytest.Mo
 
 def test_https_keeps_httpx_own_transport() -> None:
     assert client_transport("https://api.example.com/v1", LIMITS) is None
+
+
+@pytest.mark.parametrize("core", [core for core, _ in _HTTPX_ERRORS], ids=lambda c: c.__name__)
+def test_each_httpcore_error_becomes_the_httpx_error_of_its_own_name(core: type[Exception]) -> None:
+    with pytest.raises(httpx.HTTPError) as caught, _as_httpx():
+        raise core("what happened")
+    assert type(caught.value).__name__ == core.__name__
+    assert str(caught.value) == "what happened"
 
 
 async def _request(reader: asyncio.StreamReader) -> bytes:

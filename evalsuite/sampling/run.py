@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from evalsuite.config import Config, TargetConfig
-from evalsuite.engines import make_engine
+from evalsuite.engines import make_engine, request_speculation
 from evalsuite.errors import ConfigError, NotComparableError
 from evalsuite.runner import RunOutcome, execute
 from evalsuite.sampling.plan import TASK_SUFFIX, DrawSettings, SeededDraws, plan_draws
@@ -33,7 +33,7 @@ class Arm:
     draws: list[Draw]
     pieces: dict[int, str] = field(default_factory=dict)
     manifests: list[RunManifest] = field(default_factory=list)
-    drafted: int = 0  # draft tokens proposed over all draws (llama.cpp `timings`; 0 when the engine gives none)
+    drafted: int = 0  # draft tokens proposed over all draws, as the engine reports each request (0: it gives none)
     accepted: int = 0
 
     def speculation(self) -> str | None:
@@ -184,8 +184,9 @@ def _load_store(store: RunStore, arm: Arm, draws: int | None, prompts: int | Non
         for i, piece in zip(ids, tokens.pieces if tokens is not None else []):
             arm.pieces.setdefault(i, piece)
         ended = result.completion.finish_reason == "stop"
-        arm.drafted += int(result.completion.timings.get("draft_n", 0) or 0)
-        arm.accepted += int(result.completion.timings.get("draft_n_accepted", 0) or 0)
+        spec = request_speculation(result.completion)
+        arm.drafted += (spec.drafted or 0) if spec is not None else 0
+        arm.accepted += (spec.accepted or 0) if spec is not None else 0
         arm.draws.append(Draw(f"{task.removesuffix(TASK_SUFFIX)}/{pid}", int(meta.get("draw_seed", k)), ids, ended))
 
 

@@ -79,6 +79,8 @@ class PlainTransport(httpx.AsyncBaseTransport):
 
 
 class _Body(httpx.AsyncByteStream):
+    """The pool's response body as httpx reads it, raising httpx's errors."""
+
     def __init__(self, stream: Any):
         self._stream = stream
 

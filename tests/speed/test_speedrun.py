@@ -71,6 +71,14 @@ def _record(stall: bool = True) -> list[Measurement]:
     return out
 
 
+def _speed_args(config: Path, out: Path, **options: str) -> list[str]:
+    """`evalsuite speed spec` on a small grid: one 32-token length, 2 reps, no warm-up, 8 output tokens."""
+    grid = {"lengths": "32", "reps": "2", "concurrency": "1", "warmup": "0", "task-prompts": "1", "output-tokens": "8"}
+    grid.update({k.replace("_", "-"): v for k, v in options.items()})
+    flags = [part for name, value in grid.items() for part in (f"--{name}", value)]
+    return ["speed", "spec", "--config", str(config), *flags, "--out", str(out), "-q"]
+
+
 def test_figures_speedups_and_outliers_from_known_timings() -> None:
     summary = analyze({"sweep_length_run": 1024}, {}, [], _record())
     speed = {(s["workload"], s["concurrency"]): s for s in summary["speedups"]}
@@ -130,27 +138,7 @@ def test_speed_command_end_to_end_on_a_scripted_server(
     project: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     out = tmp_path / "speed"
-    args = [
-        "speed",
-        "spec",
-        "--config",
-        str(project),
-        "--lengths",
-        "32,64",
-        "--reps",
-        "3",
-        "--concurrency",
-        "1,2",
-        "--warmup",
-        "1",
-        "--task-prompts",
-        "2",
-        "--output-tokens",
-        "8",
-        "--out",
-        str(out),
-        "-q",
-    ]
+    args = _speed_args(project, out, lengths="32,64", reps="3", concurrency="1,2", warmup="1", task_prompts="2")
     assert main(args) == 0
     assert capsys.readouterr().out.strip().endswith(str(out))
     summary = json.loads((out / "speed.json").read_text())
@@ -178,28 +166,7 @@ def test_failed_requests_exit_3_and_are_listed(
         return steps
 
     monkeypatch.setattr(run_module, "plan_steps", plan_then_fail)
-    args = [
-        "speed",
-        "spec",
-        "--config",
-        str(project),
-        "--lengths",
-        "32",
-        "--reps",
-        "2",
-        "--concurrency",
-        "1",
-        "--warmup",
-        "0",
-        "--task-prompts",
-        "1",
-        "--output-tokens",
-        "8",
-        "--out",
-        str(out),
-        "-q",
-    ]
-    assert main(args) == 3
+    assert main(_speed_args(project, out)) == 3
     summary = json.loads((out / "speed.json").read_text())
     assert [(f["arm"], f["workload"], f["rep"]) for f in summary["failed"]] == [
         ("baseline", "in-32", 0),
@@ -240,32 +207,7 @@ def test_vllm_acceptance_comes_from_metrics_deltas_around_each_step(tmp_path: Pa
         'baseline = "base"\n'
     )
     out = tmp_path / "speed"
-    assert (
-        main(
-            [
-                "speed",
-                "spec",
-                "--config",
-                str(config),
-                "--lengths",
-                "32",
-                "--reps",
-                "2",
-                "--concurrency",
-                "1",
-                "--warmup",
-                "0",
-                "--task-prompts",
-                "0",
-                "--output-tokens",
-                "8",
-                "--out",
-                str(out),
-                "-q",
-            ]
-        )
-        == 0
-    )
+    assert main(_speed_args(config, out, task_prompts="0")) == 0
     cells = json.loads((out / "speed.json").read_text())["cells"]
     # the scripted /metrics adds 4 drafts and 6 accepted tokens per request: tau = 1 + 6 / 4
     assert all(c["mean_accepted_length"] == pytest.approx(2.5) for c in cells)

@@ -4,20 +4,13 @@ from __future__ import annotations
 
 import ssl
 
+import httpcore
 import httpx
 import pytest
 
 from evalsuite.config import TargetConfig
 from evalsuite.engines import make_engine
 from evalsuite.engines.tls import client_verify
-
-PROXY_VARS = ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy")
-
-
-@pytest.fixture(autouse=True)
-def _no_proxies(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in PROXY_VARS:
-        monkeypatch.delenv(name, raising=False)
 
 
 def test_https_endpoint_keeps_default_verification() -> None:
@@ -41,7 +34,9 @@ def test_an_https_proxy_needs_the_certificates(monkeypatch: pytest.MonkeyPatch, 
 
 def test_a_plain_http_proxy_needs_none(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HTTP_PROXY", "http://proxy.internal:3128")
-    assert isinstance(client_verify("http://127.0.0.1:8080/v1"), ssl.SSLContext)
+    context = client_verify("http://127.0.0.1:8080/v1")
+    assert isinstance(context, ssl.SSLContext)
+    assert context.verify_mode == ssl.CERT_REQUIRED and context.cert_store_stats()["x509_ca"] == 0
 
 
 @pytest.mark.asyncio
@@ -51,7 +46,8 @@ async def test_engine_client_behind_a_plain_proxy_uses_it(monkeypatch: pytest.Mo
     try:
         transport = engine.http._transport_for_url(httpx.URL("http://127.0.0.1:9/v1/models"))
         assert isinstance(transport, httpx.AsyncHTTPTransport)
-        pool = transport._pool  # httpx's transport keeps its context here
+        pool = transport._pool  # httpx's transport keeps its proxy and context here
+        assert isinstance(pool, httpcore.AsyncHTTPProxy) and pool._proxy_url.host == b"proxy.internal"
         assert pool._ssl_context.cert_store_stats()["x509_ca"] == 0
     finally:
         await engine.aclose()

@@ -21,17 +21,11 @@ from evalsuite.config import TargetConfig
 from evalsuite.engines import make_engine
 from evalsuite.engines.base import request_failure
 from evalsuite.engines.sockets import YIELD_EVERY, SocketBackend, SocketStream
-from evalsuite.engines.transport import _HTTPX_ERRORS, PlainTransport, _as_httpx, client_transport
+from evalsuite.engines.transport import PlainTransport, _as_httpx, client_transport
 from evalsuite.records import GenerationParams, Sample
 
 LIMITS = httpx.Limits(max_connections=2, max_keepalive_connections=2)
 Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
-
-
-@pytest.fixture(autouse=True)
-def _no_proxies(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"):
-        monkeypatch.delenv(name, raising=False)
 
 
 @pytest.mark.parametrize("url", ["http://127.0.0.1:8080/v1", "HTTP://localhost:8080/v1", "http://[::1]:8080/v1"])
@@ -53,7 +47,14 @@ def test_https_keeps_httpx_own_transport() -> None:
     assert client_transport("https://api.example.com/v1", LIMITS) is None
 
 
-@pytest.mark.parametrize("core", [core for core, _ in _HTTPX_ERRORS], ids=lambda c: c.__name__)
+HTTPCORE_ERRORS = [
+    kind
+    for kind in vars(httpcore).values()
+    if isinstance(kind, type) and issubclass(kind, Exception) and kind is not httpcore.ConnectionNotAvailable
+]  # every error httpcore can raise to its caller (ConnectionNotAvailable stays inside its pool)
+
+
+@pytest.mark.parametrize("core", HTTPCORE_ERRORS, ids=lambda c: c.__name__)
 def test_each_httpcore_error_becomes_the_httpx_error_of_its_own_name(core: type[Exception]) -> None:
     with pytest.raises(httpx.HTTPError) as caught, _as_httpx():
         raise core("what happened")
@@ -71,9 +72,8 @@ async def _request(reader: asyncio.StreamReader) -> bytes:
     return await reader.readexactly(length) if length else b""
 
 
-def _answer(body: bytes, *, close: bool = False) -> bytes:
-    connection = b"close" if close else b"keep-alive"
-    return b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\nConnection: %s\r\n\r\n%s" % (len(body), connection, body)
+def _answer(body: bytes) -> bytes:
+    return b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\nConnection: keep-alive\r\n\r\n%s" % (len(body), body)
 
 
 @asynccontextmanager
@@ -107,6 +107,11 @@ async def _echo_lengths(reader: asyncio.StreamReader, writer: asyncio.StreamWrit
         body = await _request(reader)
         writer.write(_answer(str(len(body)).encode()))
         await writer.drain()
+
+
+async def _silent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    await _request(reader)
+    await asyncio.sleep(5)
 
 
 @pytest.mark.asyncio
@@ -148,11 +153,7 @@ async def test_a_connection_the_server_closed_while_idle_is_replaced_not_failed(
 
 @pytest.mark.asyncio
 async def test_a_silent_server_is_a_read_timeout() -> None:
-    async def silent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        await _request(reader)
-        await asyncio.sleep(5)
-
-    async with _served(silent) as (url, _), _client(timeout=0.2) as client:
+    async with _served(_silent) as (url, _), _client(timeout=0.2) as client:
         with pytest.raises(httpx.ReadTimeout):
             await client.get(url)
 
@@ -195,11 +196,6 @@ async def test_a_refused_connection_is_a_connect_error() -> None:
         with pytest.raises(httpx.ConnectError) as caught:
             await client.get(url)
     assert request_failure(caught.value).kind == "connection"
-
-
-async def _silent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-    await _request(reader)
-    await asyncio.sleep(5)
 
 
 @pytest.mark.asyncio

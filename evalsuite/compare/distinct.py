@@ -18,7 +18,7 @@ same run: comparing them is exactly how determinism is measured.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -88,14 +88,13 @@ def _same_run(a: tuple[str, Any], b: tuple[str, Any]) -> str | None:
     return None
 
 
-def check_distinct(runs: Mapping[str, Any] | Iterable[tuple[str, Any]]) -> None:
+def check_distinct(runs: Mapping[str, Any]) -> None:
     """Raise NotComparableError when two roles of one comparison hold the same run, or a control is the candidate.
 
     `runs` maps role ("candidate", "baseline", "control", "repeat") to a
-    run with a `manifest` (and a `folder` when it is on disk); a sequence of
-    (role, run) pairs allows several controls of one kind.
+    run with a `manifest` (and a `folder` when it is on disk).
     """
-    items = [(role, run) for role, run in (runs.items() if isinstance(runs, Mapping) else runs) if run is not None]
+    items = [(role, run) for role, run in runs.items() if run is not None]
     problems: list[str] = []
     for i, first in enumerate(items):
         for second in items[i + 1 :]:

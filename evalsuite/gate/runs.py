@@ -97,31 +97,32 @@ def stored_pairs(
 ) -> list[GatePair]:
     """Pair each --evalsuite-run folder with the baseline (and controls) of the same task."""
 
-    def by_task(folders: Sequence[str], what: str) -> dict[str, list[str]]:
+    def by_task(folders: Sequence[str]) -> dict[str, list[str]]:
         out: dict[str, list[str]] = {}
         for f in folders:
             out.setdefault(_manifest(f).task, []).append(f)
         return out
 
-    base, ctl = by_task(baselines, "baseline"), by_task(controls, "control")
+    base, ctl = by_task(baselines), by_task(controls)
     pairs = []
-    for task, folders in by_task(runs, "run").items():
+    for task, folders in by_task(runs).items():
         for folder in folders:
-            if task in base:
-                if len(base[task]) > 1:
-                    raise EvalsuiteError(
-                        f"Several --evalsuite-baseline runs are for task '{task}' "
-                        f"({', '.join(base[task])}); give one per task."
-                    )
-                baseline = base[task][0]
-            elif baselines and len(baselines) == 1 and len(runs) == 1:
+            baseline = _one_per_task(base, task, "--evalsuite-baseline")
+            if baseline is None and baselines and len(baselines) == 1 and len(runs) == 1:
                 baseline = baselines[0]  # one pair given explicitly: let compare name any task mismatch
-            else:
+            elif baseline is None:
                 baseline = find_baseline(folder, config_path, allow)
-            pairs.append(
-                GatePair(task, folder, baseline, tuple(("control", c) for c in ctl.get(task, [])), tuple(allow))
-            )
+            control = _one_per_task(ctl, task, "--evalsuite-control")
+            pairs.append(GatePair(task, folder, baseline, (("control", control),) if control else (), tuple(allow)))
     return pairs
+
+
+def _one_per_task(given: dict[str, list[str]], task: str, flag: str) -> str | None:
+    """The run given with `flag` for this task, if any: a comparison holds one run per role."""
+    folders = given.get(task, [])
+    if len(folders) > 1:
+        raise EvalsuiteError(f"Several {flag} runs are for task '{task}' ({', '.join(folders)}); give one per task.")
+    return folders[0] if folders else None
 
 
 def eval_pairs(

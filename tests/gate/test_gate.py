@@ -132,3 +132,14 @@ def test_the_gate_judges_the_comparison_the_report_shows(runs) -> None:
     failing = [sid for sid, d in sorted(gated.diffs.items()) if not passes(d, "numerical")]
     assert failing == [d.sample_id for d in shown.diffs if d.kind == "confident"] == ["math500-0007"]
     assert gated.candidate.keys() == gated.baseline.keys() == {"math500-0001", "math500-0004", "math500-0007"}
+
+
+def test_a_second_control_for_one_task_is_refused_not_dropped(runs) -> None:
+    from evalsuite.errors import EvalsuiteError
+    from evalsuite.gate.runs import stored_pairs
+
+    cand, base, ctl = (str(runs[r].folder) for r in ("candidate", "baseline", "control"))
+    (pair,) = stored_pairs([cand], [base], [ctl], None)
+    assert pair.controls == (("control", ctl),)
+    with pytest.raises(EvalsuiteError, match=r"Several --evalsuite-control runs are for task 'math500'"):
+        stored_pairs([cand], [base], [ctl, base], None)

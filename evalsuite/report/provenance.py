@@ -7,10 +7,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from evalsuite.compare.roles import SHOWN_ORDER
 from evalsuite.report import fmt
 from evalsuite.store.manifest import FingerprintFields, RunManifest
-
-ROLE_ORDER = ("baseline", "repeat", "control", "candidate")
 
 
 def _compact(value: Any) -> str:
@@ -62,7 +61,7 @@ def _identity(identity: Mapping[str, Any]) -> RunManifest:
 def provenance(comparison: Any, arms: Mapping[str, Any]) -> list[dict[str, Any]]:
     """Rows for every run in the report; without stores, the identities the comparison kept."""
     if arms:
-        return [run_provenance(r, arms[r].manifest, arms[r].folder) for r in ROLE_ORDER if r in arms]
+        return [run_provenance(r, arms[r].manifest, arms[r].folder) for r in SHOWN_ORDER if r in arms]
     return [
         run_provenance("baseline", _identity(comparison.baseline)),
         run_provenance("candidate", _identity(comparison.candidate)),
@@ -95,7 +94,7 @@ def _eval_line(comparison: Any, arms: Mapping[str, Any], task: str) -> str | Non
         return None
     fields = cand.manifest.fingerprint_fields or FingerprintFields()
     words = ["evalsuite", "eval", str(comparison.candidate.get("target")), "--task", task]
-    n = max(len(arm.samples) or len(arm.results) for arm in arms.values())
+    n = max(len(arm.samples) or _answered(comparison, role) for role, arm in arms.items())
     if n:
         words += ["--limit", str(n)]
     max_tokens = fields.params.max_tokens
@@ -106,6 +105,12 @@ def _eval_line(comparison: Any, arms: Mapping[str, Any], task: str) -> str | Non
         words += ["--data", str(source)]
     words.append("--repeat-baseline" if "repeat" in arms else "--no-repeat-baseline")
     return " ".join(shlex.quote(w) for w in words)
+
+
+def _answered(comparison: Any, role: str) -> int:
+    """How many samples the role's run answered, counted by the comparison over all its results."""
+    counted = comparison.truncation.get(role)
+    return counted.n if counted is not None else 0
 
 
 def reproduce(comparison: Any, arms: Mapping[str, Any]) -> list[str]:

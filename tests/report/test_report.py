@@ -156,3 +156,24 @@ def test_viewer_data_writes_missing_numbers_as_null() -> None:
     assert text == '{"lp":[-0.1235,null,null],"t":"\\u003c/script\\u003e"}'
     assert _lp(float("nan")) is None
     assert str(_json_for_script([np.float32(0.5), float("inf")])) == "[0.5,null]"
+
+
+def test_the_reproduce_line_limits_to_the_runs_size_when_they_keep_no_prompts() -> None:
+    """Runs without a samples table: --limit is how many samples the comparison counted, not the report's few."""
+    from types import SimpleNamespace
+
+    from evalsuite.compare.outputs import Truncation
+    from evalsuite.report.provenance import reproduce
+
+    def arm(target: str) -> SimpleNamespace:
+        config = SimpleNamespace(baseline="base", control=None)
+        manifest = SimpleNamespace(target=target, target_config=config, fingerprint_fields=None)
+        return SimpleNamespace(manifest=manifest, samples={}, results={"only-a-divergent-one": None}, folder="")
+
+    comparison = SimpleNamespace(
+        candidate={"target": "spec", "task": "gsm8k"},
+        baseline={"target": "base", "task": "gsm8k"},
+        truncation={"candidate": Truncation("spec", 40, 0, 0), "baseline": Truncation("base", 40, 0, 0)},
+    )
+    (line,) = reproduce(comparison, {"candidate": arm("spec"), "baseline": arm("base")})
+    assert line.startswith("evalsuite eval spec --task gsm8k --limit 40 ")

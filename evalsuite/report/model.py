@@ -20,19 +20,18 @@ from evalsuite.compare.roles import SHOWN_ORDER
 from evalsuite.records import Grade, SampleResult
 from evalsuite.report import fmt
 from evalsuite.report.provenance import provenance, reproduce
-from evalsuite.speed import SpeedSummary, Speedup
+from evalsuite.speed import SpeedSummary
 from evalsuite.speed.measure import TOKENS_PER_S_DEFINITION
 from evalsuite.store import RunManifest, RunReader
 from evalsuite.store.codec import Strings
 
-ROLES = SHOWN_ORDER
 _TOKEN_TONE = {"IDENTICAL": "good", "NUMERICAL-ONLY": "good", "LOSSY": "bad", "UNDETERMINED": "unsure"}
 _ACC_TONE = {"EQUIVALENT": "good", "DIFFERENT": "bad", "INCONCLUSIVE": "unsure"}
 
 
 @dataclass
 class Arm:
-    """One stored run loaded for the report: results with token strings, grades, prompts, sessions."""
+    """One stored run loaded for the report: results with token strings, grades, prompts."""
 
     role: str
     manifest: RunManifest
@@ -40,7 +39,6 @@ class Arm:
     results: dict[str, SampleResult]
     grades: dict[str, Grade]
     samples: dict[str, Any]
-    sessions: list[dict[str, Any]]
 
     @staticmethod
     def load(
@@ -53,7 +51,7 @@ class Arm:
         """
         results = store.results(strings=strings, ids=detail) if detail else {}
         folder = str(store.folder) if store.folder is not None else ""
-        return Arm(role, store.manifest, folder, results, store.grades(), store.samples(), store.sessions())
+        return Arm(role, store.manifest, folder, results, store.grades(), store.samples())
 
 
 @dataclass
@@ -73,8 +71,10 @@ class TaskReport:
     provenance: list[dict[str, Any]]
     reproduce: list[str]
     differences: list[str] = field(default_factory=list)
-    speedup: Speedup | None = None
-    speeds: dict[str, SpeedSummary] = field(default_factory=dict)
+
+    @property
+    def speeds(self) -> dict[str, SpeedSummary]:
+        return role_speeds(self.comparison.speed)
 
 
 def task_of(c: Comparison) -> str:
@@ -185,13 +185,18 @@ def divergence_section(c: Comparison, arms: Mapping[str, Arm]) -> dict[str, Any]
     }
 
 
-def speed_section(
-    speed: ComparisonSpeed | None,
-) -> tuple[dict[str, Any] | None, dict[str, SpeedSummary], Speedup | None]:
+def role_speeds(speed: ComparisonSpeed | None) -> dict[str, SpeedSummary]:
+    """Each role's speed, in the report's order of roles; none when no request of any run was timed."""
+    if speed is None or not speed.timed:
+        return {}
+    return {role: speed.arms[role] for role in SHOWN_ORDER if role in speed.arms}
+
+
+def speed_section(speed: ComparisonSpeed | None) -> dict[str, Any] | None:
     """The comparison's speed figures, formatted; None when no request of any run was timed."""
     if speed is None or not speed.timed:
-        return None, {}, None
-    speeds = {role: speed.arms[role] for role in ROLES if role in speed.arms}
+        return None
+    speeds = role_speeds(speed)
     sp = speed.speedup
     rows = [
         {
@@ -224,7 +229,7 @@ def speed_section(
             "faster_share": fmt.pct(sp.faster_share, 0),
         }
     section = {"rows": rows, "speedup": summary, "warnings": speed.warnings, "definition": TOKENS_PER_S_DEFINITION}
-    return section, speeds, sp
+    return section
 
 
 def truncation_rows(c: Comparison) -> list[dict[str, Any]]:
@@ -238,7 +243,7 @@ def truncation_rows(c: Comparison) -> list[dict[str, Any]]:
             "in_reasoning": t.in_reasoning,
             "share": fmt.pct(t.truncated / t.n if t.n else math.nan),
         }
-        for role in ROLES
+        for role in SHOWN_ORDER
         if (t := c.truncation.get(role)) is not None
     ]
 
@@ -253,9 +258,8 @@ def task_report(c: Comparison, stores: Mapping[str, Any] | None) -> TaskReport:
     arms = {
         role: Arm.load(role, store, *detail.get(role, (frozenset(), "none")))
         for role, store in (stores or {}).items()
-        if role in ROLES
+        if role in SHOWN_ORDER
     }
-    speed, speeds, sp = speed_section(c.speed)
     return TaskReport(
         task=task_of(c),
         comparison=c,
@@ -265,13 +269,11 @@ def task_report(c: Comparison, stores: Mapping[str, Any] | None) -> TaskReport:
         holm=c.holm.sentence(),
         token=token_section(c),
         divergence=divergence_section(c, arms),
-        speed=speed,
+        speed=speed_section(c.speed),
         truncation=truncation_rows(c),
         provenance=provenance(c, arms),
         reproduce=reproduce(c, arms),
         differences=[f"{d.path}: baseline {d.baseline!r}, candidate {d.other!r}" for d in c.differences],
-        speedup=sp,
-        speeds=speeds,
     )
 
 

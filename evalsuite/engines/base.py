@@ -114,7 +114,8 @@ class Engine:
         self.models_document: Any = None
         """The server's /models answer as the last `probe` read it (engines read more from it than the ids)."""
         self.identity = IdentityWatch(self.base_url)
-        self._parsed_urls: dict[str, httpx.URL] = {}  # httpx parses a URL string in ~30 us, on every request
+        route = "/chat/completions" if target.api == "chat" else "/completions"
+        self._generate_url = httpx.URL(self.base_url + route)  # parsed once: httpx takes ~30 us per URL string
 
     @property
     def server_root(self) -> str:
@@ -159,14 +160,13 @@ class Engine:
         be the one the run started with, before a Completion exists.
         """
         body = self.request_body(sample, params)
-        url = self.base_url + ("/chat/completions" if self.target.api == "chat" else "/completions")
         start = time.perf_counter()
         try:
             async with asyncio.timeout(self.target.timeout_s):
                 if self.target.stream:
-                    data, ttft = await self._post_stream(url, body, start)
+                    data, ttft = await self._post_stream(body, start)
                 else:
-                    data = await self._post(url, body)
+                    data = await self._post(body)
                     ttft = _server_ttft(data)
         except TimeoutError:
             raise RequestFailed(
@@ -200,24 +200,21 @@ class Engine:
             schema = self._response_schema = ResponseSchema(chat=self.target.api == "chat", vocab_size=self.vocab_size)
         return schema
 
-    def _request(self, url: str, body: dict[str, Any]) -> httpx.Request:
-        """The POST of one body: its URL parsed once per engine, the JSON written by orjson (see dumps_body)."""
-        parsed = self._parsed_urls.get(url)
-        if parsed is None:
-            parsed = self._parsed_urls[url] = httpx.URL(url)
-        return self.http.build_request("POST", parsed, content=dumps_body(body), headers=JSON_HEADERS)
+    def _request(self, body: dict[str, Any]) -> httpx.Request:
+        """The POST of one body to the generation route, the JSON written by orjson (see dumps_body)."""
+        return self.http.build_request("POST", self._generate_url, content=dumps_body(body), headers=JSON_HEADERS)
 
-    async def _post(self, url: str, body: dict[str, Any]) -> Any:
-        async with _streamed(self.http, self._request(url, body)) as resp:
+    async def _post(self, body: dict[str, Any]) -> Any:
+        async with _streamed(self.http, self._request(body)) as resp:
             if resp.status_code >= 300:
                 check_status(resp.status_code, resp.headers, await read_error_body(resp))
             raw = await read_body(resp, self.max_bytes)
         return loads(raw)
 
-    async def _post_stream(self, url: str, body: dict[str, Any], start: float) -> tuple[dict[str, Any], float | None]:
+    async def _post_stream(self, body: dict[str, Any], start: float) -> tuple[dict[str, Any], float | None]:
         body = {**body, "stream": True, "stream_options": {"include_usage": True}}
         ttft: list[float] = []
-        async with _streamed(self.http, self._request(url, body)) as resp:
+        async with _streamed(self.http, self._request(body)) as resp:
             if resp.status_code >= 300:
                 check_status(resp.status_code, resp.headers, await read_error_body(resp))
             if resp.headers.get("content-type", "").startswith("application/json"):  # the server ignored stream

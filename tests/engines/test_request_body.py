@@ -66,11 +66,10 @@ async def test_the_engine_request_carries_the_body_and_the_json_content_type() -
     sample = Sample("s", "t", ({"role": "user", "content": "héllo"},), None, {})
     try:
         body = engine.request_body(sample, params)
-        request = engine._request(engine.base_url + "/chat/completions", body)
-        again = engine._request(engine.base_url + "/chat/completions", body)
+        request = engine._request(body)
     finally:
         await engine.aclose()
-    assert str(request.url) == "http://127.0.0.1:9/v1/chat/completions" and request.url == again.url
+    assert str(request.url) == "http://127.0.0.1:9/v1/chat/completions"
     assert request.method == "POST" and request.headers["content-type"] == "application/json"
     assert int(request.headers["content-length"]) == len(request.content)
     assert json.loads(request.content) == body == json.loads(_httpx_json(body))

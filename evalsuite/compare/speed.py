@@ -19,6 +19,7 @@ from evalsuite.records import SampleResult
 from evalsuite.speed import SpeedSummary, Speedup, paired_speedup, request_speed
 from evalsuite.speed.robust import disagreement
 from evalsuite.speed.summary import summarize
+from evalsuite.store.reader import RunReader
 
 REPEAT_LIMIT = 1.10
 """Two runs of the same arm further apart than this in paired decode speed make speed figures untrustworthy."""
@@ -62,7 +63,7 @@ def repeat_warnings(repeat: Speedup | None) -> list[str]:
 
 
 def comparison_speed(
-    runs: Mapping[str, Any], results: Mapping[str, Mapping[str, SampleResult]], *, seed: int = 0
+    runs: Mapping[str, RunReader], results: Mapping[str, Mapping[str, SampleResult]], *, seed: int = 0
 ) -> ComparisonSpeed:
     """Speed by role from the results a comparison already loaded; `runs` (role -> run) gives targets and sessions."""
     arms: dict[str, SpeedSummary] = {}
@@ -70,10 +71,8 @@ def comparison_speed(
         if role not in results:
             continue
         run = runs[role]
-        sessions_of = getattr(run, "sessions", None)
-        sessions = sessions_of() if callable(sessions_of) else []
         requests = {sid: request_speed(sid, r.completion) for sid, r in results[role].items()}
-        arms[role] = summarize(run.manifest.target, requests, sessions)
+        arms[role] = summarize(run.manifest.target, requests, run.sessions())
     speedup = repeat = None
     if {"candidate", "baseline"} <= arms.keys():
         speedup = paired_speedup(arms["candidate"], arms["baseline"], seed=seed)

@@ -225,3 +225,8 @@ def write_manifest(path: Path, manifest: RunManifest) -> None:
     tmp = path.with_suffix(".tmp")
     tmp.write_text(manifest.to_json(), encoding="utf-8")
     tmp.replace(path)
+
+
+def as_manifest(manifest: RunManifest | Mapping[str, Any], source: str = "the manifest") -> RunManifest:
+    """A manifest as the typed record; its plain-data form (any known version) is validated and migrated."""
+    return manifest if isinstance(manifest, RunManifest) else RunManifest.load(manifest, source)

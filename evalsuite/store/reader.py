@@ -13,7 +13,7 @@ from typing import Any, Protocol
 
 from evalsuite.records import Grade, Sample, SampleResult
 from evalsuite.store.codec import Strings
-from evalsuite.store.manifest import RunManifest
+from evalsuite.store.manifest import RunManifest, as_manifest
 
 
 class RunReader(Protocol):
@@ -54,9 +54,7 @@ class MemoryRun:
         sessions: list[dict[str, Any]] | None = None,
         folder: Path | None = None,
     ):
-        self.manifest = (
-            manifest if isinstance(manifest, RunManifest) else RunManifest.load(manifest, "the in-memory manifest")
-        )
+        self.manifest = as_manifest(manifest, "the in-memory manifest")
         self.stored_results = dict(results)
         self.stored_grades = dict(grades or {})
         self.stored_samples = dict(samples or {})

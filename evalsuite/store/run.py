@@ -30,13 +30,8 @@ from evalsuite.store.codec import (
     sample_to_row,
 )
 from evalsuite.store.database import DAMAGE, DATABASE, Transaction, guarded, open_database, unreadable
-from evalsuite.store.manifest import MANIFEST, RunManifest, read_manifest, write_manifest
+from evalsuite.store.manifest import MANIFEST, RunManifest, as_manifest, read_manifest, write_manifest
 from evalsuite.store.writer import RunWriter
-
-
-def as_manifest(manifest: RunManifest | Mapping[str, Any], source: str = "the manifest") -> RunManifest:
-    """A manifest as the typed record; its plain-data form (any known version) is validated and migrated."""
-    return manifest if isinstance(manifest, RunManifest) else RunManifest.load(manifest, source)
 
 
 class RunStore:

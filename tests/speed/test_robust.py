@@ -13,7 +13,7 @@ from evalsuite.report.model import speed_section
 from evalsuite.speed import paired_speedup, request_speed
 from evalsuite.speed.robust import mad_outliers, percentiles, ratio_estimate
 from evalsuite.speed.summary import summarize
-from evalsuite.store import RunManifest
+from evalsuite.store import MemoryRun, RunManifest
 
 
 def test_mad_rule_flags_a_stall_and_keeps_ordinary_jitter() -> None:
@@ -126,15 +126,10 @@ def test_a_stalled_sample_is_an_outlier_and_the_disagreement_is_a_warning() -> N
     assert sum("is not a speedup to trust" in w for w in sp.warnings) == 2
 
 
-class _Run:
-    """What the comparison's speed needs of a run besides its results: the target's name (no sessions)."""
-
-    def __init__(self, target: str) -> None:
-        self.manifest = RunManifest(fingerprint=f"fp-{target}", target=target, task="gsm8k")
-
-
 def _speed(arms: dict[str, tuple[str, dict[str, Completion]]]):  # type: ignore[no-untyped-def]
-    runs = {role: _Run(target) for role, (target, _) in arms.items()}
+    runs = {
+        role: MemoryRun(RunManifest(fingerprint=f"fp-{t}", target=t, task="gsm8k"), {}) for role, (t, _) in arms.items()
+    }
     results = {
         role: {k: SampleResult(k, "gsm8k", {}, c) for k, c in completions.items()}
         for role, (_, completions) in arms.items()

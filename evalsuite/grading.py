@@ -8,14 +8,15 @@ from evalsuite.errors import StoreError
 from evalsuite.graders import GradeInput, get_grader
 from evalsuite.records import Grade
 from evalsuite.store import RunStore
-from evalsuite.tasks.spec import GraderSpec, find_task, locate_task
+from evalsuite.tasks.spec import GraderSpec, load_task_spec, locate_task
 
 
 def grader_spec_for(store: RunStore, tasks_dir: Path | None = None) -> GraderSpec:
     """The task's current grader when its spec is at hand (so fixes re-grade old runs), else the recorded one."""
     task = store.manifest.task
-    if tasks_dir is not None and locate_task(task, tasks_dir) is not None:
-        return find_task(task, tasks_dir).grader
+    path = locate_task(task, tasks_dir) if tasks_dir is not None else None
+    if path is not None:
+        return load_task_spec(path).grader
     if store.manifest.grader is None:
         raise StoreError(
             f"{store.folder}: the run's manifest records no grader and tasks/{task}.yaml is not at hand; "

@@ -15,12 +15,11 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from evalsuite.engines.columns import Columns
+from evalsuite.engines.columns import TOKEN_ID_PREFIX, Columns
 from evalsuite.engines.validate import Malformed
 
 _MARKUP = re.compile(r"</?think>|<\|[^|<>\s]{0,40}\|>|</s>|<s>|<eos>|<bos>|<end_of_turn>|<start_of_turn>")
 _SPACE = re.compile(r"\s+")
-_TOKEN_ID_PREFIX = "token_id:"
 
 
 def _normal(text: str) -> str:
@@ -33,7 +32,7 @@ def token_text(entries: Sequence[dict[str, Any]]) -> str | None:
     for entry in entries:
         raw = entry.get("bytes")
         token = entry.get("token")
-        if isinstance(token, str) and token.startswith(_TOKEN_ID_PREFIX):
+        if isinstance(token, str) and token.startswith(TOKEN_ID_PREFIX):
             return None  # vLLM's ids-as-tokens: its bytes may spell "token_id:N" itself, not the token
         if isinstance(raw, list):
             parts.append(bytes(raw))

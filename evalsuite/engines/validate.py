@@ -19,7 +19,6 @@ from evalsuite.engines.retry import RequestFailed
 
 MAX_TOKEN_ID = 2**31  # ids are stored as int32; anything at or above is not a real vocabulary index
 FAILED_FINISH = frozenset({"abort", "aborted", "error", "cancelled", "canceled"})
-_TOKEN_ID_PREFIX = TOKEN_ID_PREFIX
 
 
 class Malformed(RequestFailed):
@@ -174,8 +173,8 @@ class ResponseSchema:
         token = entry.get("token")
         if token is not None and not isinstance(token, str):
             raise _fail(f"{path}.token", token, "a string")
-        if isinstance(token, str) and token.startswith(_TOKEN_ID_PREFIX):
-            suffix = token[len(_TOKEN_ID_PREFIX) :]
+        if isinstance(token, str) and token.startswith(TOKEN_ID_PREFIX):
+            suffix = token[len(TOKEN_ID_PREFIX) :]
             if not suffix.isdigit() or int(suffix) >= self.id_limit:
                 raise _fail(f"{path}.token", token, f"'token_id:N' with N a token id below {self.id_limit}")
         if "id" in entry and entry["id"] is not None:

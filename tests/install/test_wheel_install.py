@@ -68,13 +68,16 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 
 def test_the_wheel_carries_the_packaged_files_once_and_no_test_scaffolding(installed: Path) -> None:
     [wheel] = installed.parent.parent.glob("wheels/evalsuite-*.whl")
-    names = set(zipfile.ZipFile(wheel).namelist())
+    listed = zipfile.ZipFile(wheel).namelist()
+    names = set(listed)
+    assert len(listed) == len(names)  # no file packed twice
     data = {n for n in names if n.startswith("evalsuite/package-data/")}
-    tasks = {Path(n).name for n in data if "/tasks/" in n}
-    assert tasks == {p.name for p in (ROOT / "tasks").glob("*.yaml")}
+    tasks = sorted(Path(n).name for n in names if n.endswith(".yaml") and "/tasks/" in n)
+    assert tasks == sorted(p.name for p in (ROOT / "tasks").glob("*.yaml"))  # each task spec once, in one place
     assert {"gsm8k.jsonl", "math500.jsonl", "livecodebench.jsonl", "humaneval.jsonl"} <= {Path(n).name for n in data}
     assert "evalsuite/package-data/fixtures/models/rig-learned.gguf" in names
     assert not [n for n in data if n.endswith(".py")]  # the fake servers stay in the repository
+    assert not [n for n in names if n.startswith(("tests/", "fixtures/", "tasks/", "bench/"))]
     assert {"evalsuite/cli/init_config.toml", "evalsuite/report/templates/report.html.j2"} <= names
 
 

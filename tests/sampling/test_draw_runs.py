@@ -256,8 +256,8 @@ def test_the_baselines_sampling_table_supplies_what_the_flags_leave_open(
     assert "([targets.base.sampling], flags --draws)" in capsys.readouterr().err
 
 
-def test_a_bad_sampling_table_is_refused_naming_the_key(tmp_path: Path, fake_server: FakeServer) -> None:
-    config = make_project(tmp_path, fake_server.base_url, target_extra="sampling = { top_k = 1 }")
+def test_a_bad_sampling_table_is_refused_naming_the_key(tmp_path: Path) -> None:
+    config = make_project(tmp_path, "http://127.0.0.1:9/v1", target_extra="sampling = { top_k = 1 }")
     with pytest.raises(ConfigError, match=r"targets\.base\.sampling\.top_k.*greedy"):
         load_config(config)
     config.write_text(config.read_text().replace("top_k = 1", "temprature = 0.9"))

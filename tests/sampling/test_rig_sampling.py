@@ -92,7 +92,7 @@ def rig(rig_assets, tmp_path_factory: pytest.TempPathFactory) -> Rig:
     return Rig(tmp_path_factory.mktemp("sampling"))
 
 
-def test_the_shipped_settings_draw_where_the_learned_model_branches(rig: Rig) -> None:
+def test_the_shipped_tables_sample_livecodebench_at_temperature_1_without_top_k(rig: Rig) -> None:
     settings, tasks = rig.settings("learned-dflash")
     assert tasks == ["livecodebench"] and settings.temperature >= 1.0 and not settings.top_k
     assert rig.settings("learned-ngram")[0].max_tokens > settings.max_tokens

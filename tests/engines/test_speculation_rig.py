@@ -17,10 +17,8 @@ from projects import make_project
 
 from evalsuite.config import load_config
 from evalsuite.engines import engine_class, request_speculation
-from evalsuite.rig.assets import ensure_assets
-from evalsuite.rig.launcher import RIG_CONFIGS, server_args
+from evalsuite.rig.launcher import serve
 from evalsuite.runner import execute, plan_run
-from evalsuite.serve.process import ServerCommand, served
 from evalsuite.speed import speed_summary
 from evalsuite.store import open_run
 
@@ -29,9 +27,10 @@ pytestmark = pytest.mark.rig
 
 @pytest.fixture(scope="module")
 def draft_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    assets = ensure_assets(progress=lambda msg: print(f"[rig] {msg}", flush=True), include_learned=False)
-    args = server_args(RIG_CONFIGS["draft"], assets, "{port}", threads=2)
-    with served([ServerCommand("draft", tuple(args))], tmp_path_factory.mktemp("draft")) as servers:
+    log_dir = tmp_path_factory.mktemp("draft")
+    with serve(
+        ["draft"], threads=2, log_dir=log_dir, progress=lambda msg: print(f"[rig] {msg}", flush=True)
+    ) as servers:
         yield servers["draft"].base_url + "/v1"
 
 

@@ -27,7 +27,6 @@ import math
 import sys
 import tempfile
 import time
-import tomllib
 from dataclasses import replace
 from pathlib import Path
 
@@ -37,7 +36,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))
 
-from projects import copy_project, rig_target  # noqa: E402
+from projects import copy_project, rig_target, shipped_sampling  # noqa: E402
 
 from evalsuite.config import Config, load_config  # noqa: E402
 from evalsuite.engines import make_engine  # noqa: E402
@@ -128,21 +127,19 @@ def main() -> None:
     parser.add_argument("--branching", action="store_true", help="measure where the baseline branches; no draws")
     parser.add_argument("--depth", type=int, default=64, help="greedy tokens examined by --branching")
     args = parser.parse_args()
-    table = tomllib.loads((REPO / "evalsuite.toml").read_text())["targets"]["baseline"]["sampling"]
-    extra = "sampling = { " + ", ".join(f"{k} = {v!r}".replace("'", '"') for k, v in table.items()) + " }\n"
     with tempfile.TemporaryDirectory() as tmp:
-        targets = rig_target(args.baseline, baseline=None, control=None, extra=extra)
+        targets = rig_target(args.baseline, baseline=None, control=None, extra=shipped_sampling("baseline"))
         targets += rig_target(args.target, baseline=args.baseline, control=None)
         config = load_config(copy_project(Path(tmp), targets, tasks='["math500", "gsm8k", "livecodebench"]'))
         flags = {"prompts": args.prompts, "tokens": args.tokens, "temperature": args.temperature}
         flags |= {"top_k": args.top_k, "top_p": args.top_p, "tasks": args.task}
-        if args.branching:
-            tasks = args.task or ["math500", "gsm8k", "livecodebench"]
-            branching(config, args.baseline, tasks, args.temperature or table["temperature"], args.depth)
-            return
         resolved = resolve_settings(
             config, args.target, args.baseline, {**flags, "draws": max(args.draws) if args.draws else None}
         )
+        if args.branching:
+            tasks = args.task or ["math500", "gsm8k", "livecodebench"]
+            branching(config, args.baseline, tasks, resolved.settings.temperature, args.depth)
+            return
         settings, tasks = resolved.settings, resolved.tasks
         sizes = sorted(set(args.draws or [32, 64, 128, settings.draws]))
         top = settings.draws

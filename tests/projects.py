@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -95,3 +96,18 @@ def rig_target(
     text += f'baseline = "{baseline}"\n' if baseline else ""
     text += f'control = "{control}"\n' if control else ""
     return text + extra + "\n"
+
+
+def shipped_sampling(target: str) -> str:
+    """The shipped config's `[targets.TARGET.sampling]` table as a TOML line for `rig_target(extra=...)`; "" if none."""
+    table = tomllib.loads((ROOT / "evalsuite.toml").read_text())["targets"][target].get("sampling")
+    return f"sampling = {{ {', '.join(f'{k} = {_toml(v)}' for k, v in table.items())} }}\n" if table else ""
+
+
+def _toml(value: object) -> str:
+    """A TOML value for the plain types a sampling table holds (JSON's string escapes are TOML's too)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list):
+        return "[" + ", ".join(map(_toml, value)) + "]"
+    return json.dumps(value)

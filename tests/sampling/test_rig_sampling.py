@@ -14,12 +14,11 @@ one server build the draws and the verdicts are reproducible.
 
 from __future__ import annotations
 
-import tomllib
 from pathlib import Path
 
 import httpx
 import pytest
-from projects import ROOT, copy_project, rig_target
+from projects import copy_project, rig_target, shipped_sampling
 
 from evalsuite.config import Config, load_config
 from evalsuite.rig.launcher import serve
@@ -44,22 +43,16 @@ LEARNED_DRAWS = 128  # the config's other settings, fewer draws than its 256 (CI
 CONSTRUCTED = DrawSettings(draws=96, prompts=2, max_tokens=8, temperature=0.7, top_k=8, top_p=1.0)
 
 
-def _sampling_table(rig_name: str) -> str:
-    """The shipped config's sampling table of the target served by this rig configuration, as TOML."""
-    targets = tomllib.loads((ROOT / "evalsuite.toml").read_text())["targets"]
-    table = targets[SHIPPED[rig_name]].get("sampling")
-    if not table:
-        return ""
-    return "sampling = { " + ", ".join(f"{k} = {v!r}".replace("'", '"') for k, v in table.items()) + " }\n"
-
-
 class Rig:
     """A scratch project with the rig targets and the shipped sampling tables; draws one arm at a time."""
 
     def __init__(self, folder: Path) -> None:
-        targets = rig_target("learned-baseline", baseline=None, control=None, extra=_sampling_table("learned-baseline"))
+        targets = rig_target(
+            "learned-baseline", baseline=None, control=None, extra=shipped_sampling(SHIPPED["learned-baseline"])
+        )
         targets += "".join(
-            rig_target(n, baseline="learned-baseline", control=None, extra=_sampling_table(n)) for n in LEARNED
+            rig_target(n, baseline="learned-baseline", control=None, extra=shipped_sampling(SHIPPED[n]))
+            for n in LEARNED
         )
         targets += rig_target("baseline", baseline=None, control=None)
         targets += rig_target("synthetic", control=None)

@@ -22,7 +22,7 @@ import numpy as np
 from evalsuite.compare import compare_runs
 from evalsuite.records import Completion, Grade, Sample, SampleResult, TokenTrace
 from evalsuite.report import write_reports
-from evalsuite.store import RunStore, open_run
+from evalsuite.store import RunManifest, RunStore, open_run
 
 SUBJECTS = (
     "Algebra",
@@ -59,9 +59,7 @@ def build(root: Path, samples: int, tokens: int, seed: int = 0) -> dict[str, Run
         "server": {"model": "m", "model_meta": {}},
     }
     stores = {
-        r: RunStore.create(
-            root / t, {"fingerprint": t, "fingerprint_fields": fields, "target": t, "task": "math500", "role": r}
-        )
+        r: RunStore.create(root / t, RunManifest(fingerprint=t, fingerprint_fields=fields, target=t, task="math500"))
         for r, t in roles.items()
     }
     writers = {r: s.writer() for r, s in stores.items()}

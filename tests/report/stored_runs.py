@@ -22,7 +22,7 @@ import numpy as np
 
 from evalsuite.engines.parse import completion_from_chat
 from evalsuite.records import Completion, Grade, Sample, SampleResult, TokenTrace
-from evalsuite.store import RunStore, open_run
+from evalsuite.store import MANIFEST_VERSION, RunStore, open_run
 
 ROOT = Path(__file__).resolve().parents[2]
 SUBJECTS = ("Algebra", "Geometry", "Number Theory")
@@ -55,7 +55,7 @@ def manifest(target: str, role: str, task: str = "math500", **server: Any) -> di
         "fingerprint_fields": fields,
         "target": target,
         "task": task,
-        "role": role,
+        "schema_version": MANIFEST_VERSION,
         "created_at": 1_760_000_000.0,
         "suite_version": "0.1.0",
         "server_args": fields["endpoint"]["server_args"],

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -36,9 +36,9 @@ FAMILY_SCOPE = "one task: its overall accuracy difference and the difference in 
 class HolmFamily:
     """The tests Holm's step-down adjusts together (see the module docstring): their labels, in table order."""
 
-    method: str
-    scope: str
     tests: tuple[str, ...]
+    method: ClassVar[str] = HOLM
+    scope: ClassVar[str] = FAMILY_SCOPE
 
     @property
     def size(self) -> int:
@@ -61,7 +61,7 @@ class HolmFamily:
 
 def holm_family(rows: Sequence[AccuracyRow]) -> HolmFamily:
     """The family the rows' adjusted p-values were computed over."""
-    return HolmFamily(HOLM, FAMILY_SCOPE, tuple(r.summary.label for r in rows))
+    return HolmFamily(tuple(r.summary.label for r in rows))
 
 
 @dataclass(frozen=True)

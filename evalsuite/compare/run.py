@@ -81,12 +81,16 @@ class Comparison:
     summary: str
     missing: dict[str, list[str]]
     settings: dict[str, Any] = field(default_factory=dict)
-    holm: HolmFamily = field(default_factory=lambda: holm_family([]))
     speed: ComparisonSpeed | None = None
     truncation: dict[str, Truncation] = field(default_factory=dict)
 
     def overall(self) -> list[AccuracyRow]:
         return [r for r in self.accuracy if r.stratum == OVERALL]
+
+    @property
+    def holm(self) -> HolmFamily:
+        """The family of tests the accuracy rows' adjusted p-values were computed over."""
+        return holm_family(self.accuracy)
 
     def __json__(self) -> dict[str, Any]:
         return {
@@ -249,7 +253,6 @@ def compare_runs(
         thresholds=thresholds,
         token=token,
         accuracy=rows,
-        holm=holm_family(rows),
         speed=comparison_speed(runs, results, seed=seed),
         truncation={
             role: truncation(runs[role].manifest.target, results[role]) for role in SHOWN_ORDER if role in results

@@ -225,17 +225,9 @@ GREEDY_MAX_TOKENS = 384
 
 def fixture_messages() -> list[list[dict[str, str]]]:
     """The chat messages of every fixture problem of the packaged tasks, exactly as `eval` sends them."""
-    from evalsuite.tasks.build import build_samples
-    from evalsuite.tasks.data import load_rows
-    from evalsuite.tasks.packaged import data_root, packaged_tasks
-    from evalsuite.tasks.spec import load_task_spec
+    from evalsuite.tasks.build import packaged_fixture
 
-    out: list[list[dict[str, str]]] = []
-    for task in FIXTURE_TASKS:
-        spec = load_task_spec(packaged_tasks() / f"{task}.yaml")
-        rows, _ = load_rows(spec, "fixture", root=data_root())
-        out += [list(sample.messages) for sample in build_samples(spec, rows, source=task)]
-    return out
+    return [list(sample.messages) for task in FIXTURE_TASKS for sample in packaged_fixture(task)[1]]
 
 
 def greedy_examples(

@@ -24,7 +24,7 @@ import httpx
 
 from evalsuite.records import Sample
 from evalsuite.rig.errors import RigError
-from evalsuite.tasks.packaged import data_root, packaged_fixtures, packaged_tasks
+from evalsuite.tasks.packaged import packaged_fixtures
 
 MODELS = packaged_fixtures() / "models"
 """The committed models, shipped in the package (`fixtures/models/` in the repository)."""
@@ -70,18 +70,15 @@ def learned_items() -> list[LearnedItem]:
     The packaged task specs and fixtures: the model is trained on what the
     package ships, wherever it is installed.
     """
-    from evalsuite.tasks.build import build_samples
-    from evalsuite.tasks.data import load_rows
-    from evalsuite.tasks.spec import load_task_spec
+    from evalsuite.tasks.build import packaged_fixture
 
     items: list[LearnedItem] = []
     for task in TASKS:
-        spec = load_task_spec(packaged_tasks() / f"{task}.yaml")
-        rows, _ = load_rows(spec, "fixture", root=data_root())
+        rows, samples = packaged_fixture(task)
         field = "answer" if task == "gsm8k" else "solution"
         by_length = sorted(range(len(rows)), key=lambda i: (len(rows[i][field]), i))
         learned = set(by_length[: (len(rows) + 1) // 2])
-        for index, (row, sample) in enumerate(zip(rows, build_samples(spec, rows, source=task))):
+        for index, (row, sample) in enumerate(zip(rows, samples)):
             correct = index in learned
             if task == "gsm8k":
                 worked = re.sub(r"<<[^>]*>>", "", row["answer"]).strip()

@@ -9,7 +9,9 @@ import jinja2
 
 from evalsuite.errors import DatasetError
 from evalsuite.records import Sample
-from evalsuite.tasks.spec import TaskSpec
+from evalsuite.tasks.data import load_rows
+from evalsuite.tasks.packaged import data_root, packaged_tasks
+from evalsuite.tasks.spec import TaskSpec, load_task_spec
 
 _ENV = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=False, autoescape=False)
 
@@ -76,3 +78,10 @@ def build_samples(spec: TaskSpec, rows: list[dict[str, Any]], *, source: str = "
             )
         )
     return samples
+
+
+def packaged_fixture(task: str) -> tuple[list[dict[str, Any]], list[Sample]]:
+    """A packaged task's fixture rows and their Samples, as `eval --data fixture` builds them."""
+    spec = load_task_spec(packaged_tasks() / f"{task}.yaml")
+    rows, _ = load_rows(spec, "fixture", root=data_root())
+    return rows, build_samples(spec, rows, source=task)

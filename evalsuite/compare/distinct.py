@@ -44,8 +44,7 @@ def _folder(run: RunReader) -> Path | None:
 
 
 def _fields(run: Any) -> Mapping[str, Any]:
-    fields = run.manifest.fingerprint_fields
-    return fields.as_mapping() if fields is not None else {}
+    return run.manifest.fields.as_mapping()
 
 
 def normal_url(url: Any) -> Any:

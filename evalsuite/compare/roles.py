@@ -59,12 +59,11 @@ class StoredRun:
 
     @staticmethod
     def from_manifest(folder: Path, manifest: RunManifest) -> StoredRun:
-        fields = manifest.fingerprint_fields
         return StoredRun(
             folder=folder,
             target=manifest.target,
             task=manifest.task,
-            repeat=fields.repeat if fields is not None else 0,
+            repeat=manifest.fields.repeat,
             baseline_of_target=manifest.target_config.baseline,
             control_of_target=manifest.target_config.control,
         )

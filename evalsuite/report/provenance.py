@@ -30,7 +30,7 @@ def _server(fields: FingerprintFields, manifest: RunManifest) -> tuple[str, str]
 
 def run_provenance(role: str, manifest: RunManifest, folder: str = "") -> dict[str, Any]:
     """One row of the provenance table from a run manifest."""
-    fields = manifest.fingerprint_fields or FingerprintFields()
+    fields = manifest.fields
     endpoint = fields.endpoint
     model, build = _server(fields, manifest)
     args = manifest.server_args or endpoint.server_args or []
@@ -92,7 +92,7 @@ def _eval_line(comparison: Any, arms: Mapping[str, Any], task: str) -> str | Non
     control = arms.get("control")
     if (config.control or None) != (control.manifest.target if control is not None else None):
         return None
-    fields = cand.manifest.fingerprint_fields or FingerprintFields()
+    fields = cand.manifest.fields
     words = ["evalsuite", "eval", str(comparison.candidate.get("target")), "--task", task]
     n = max(len(arm.samples) or _answered(comparison, role) for role, arm in arms.items())
     if n:

@@ -18,7 +18,6 @@ from evalsuite.report.render import _env, _static
 from evalsuite.report.svg import PALETTE, Scale, Svg
 from evalsuite.sampling.run import SampleTest
 from evalsuite.serialize import dumps, to_jsonable
-from evalsuite.store import FingerprintFields
 
 TOP_TOKENS = 4  # outcomes shown per node in the table
 TABLE_ROWS = 40
@@ -150,11 +149,7 @@ def context(test: SampleTest, created: float) -> dict[str, Any]:
         "created": created,
         "prompts": {k: _short(p, 100) for k, p in test.prompts.items()},
         "detectable": "n/a" if not math.isfinite(v.detectable) else f"{v.detectable:.3f}",
-        "params": (
-            (test.baseline.manifests[0].fingerprint_fields or FingerprintFields()).params.as_mapping()
-            if test.baseline.manifests
-            else {}
-        ),
+        "params": (test.baseline.manifests[0].fields.params.as_mapping() if test.baseline.manifests else {}),
     }
 
 

@@ -17,7 +17,7 @@ from evalsuite.sampling.plan import TASK_SUFFIX, DrawSettings, SeededDraws, plan
 from evalsuite.sampling.tree import END, Draw, build_tree
 from evalsuite.sampling.verdict import JudgeSettings, SamplingVerdict, judge
 from evalsuite.serialize import to_jsonable
-from evalsuite.store import FingerprintFields, RunManifest, RunStore, open_run
+from evalsuite.store import RunManifest, RunStore, open_run
 from evalsuite.tasks.data import DataChoice
 
 Say = Callable[[str], None]
@@ -197,7 +197,7 @@ def check_comparable(baseline: Arm, candidate: Arm) -> None:
     """Both arms must have drawn the same prompts with the same settings; only the seed stream may differ."""
 
     def key(m: RunManifest) -> tuple[str, dict[str, Any]]:
-        f = (m.fingerprint_fields or FingerprintFields()).as_mapping()
+        f = m.fields.as_mapping()
         params = {k: v for k, v in f.get("params", {}).items() if k != "seed"}
         return str(f.get("task")), {**{k: f.get(k) for k in _MUST_MATCH}, "params": params}
 

@@ -147,6 +147,12 @@ class RunManifest(BaseModel):
     host: dict[str, str] = Field(default_factory=dict)
 
     @property
+    def fields(self) -> FingerprintFields:
+        """The fingerprint fields, empty where the manifest records none (a check that needs them reads
+        `fingerprint_fields` and says so)."""
+        return self.fingerprint_fields or FingerprintFields()
+
+    @property
     def name(self) -> str:
         """`target/task fingerprint16`, how messages name a run."""
         return f"{self.target}/{self.task} {self.fingerprint[:16]}"

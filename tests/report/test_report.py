@@ -164,10 +164,10 @@ def test_the_reproduce_line_limits_to_the_runs_size_when_they_keep_no_prompts() 
 
     from evalsuite.compare.outputs import Truncation
     from evalsuite.report.provenance import reproduce
+    from evalsuite.store import RunManifest
 
     def arm(target: str) -> SimpleNamespace:
-        config = SimpleNamespace(baseline="base", control=None)
-        manifest = SimpleNamespace(target=target, target_config=config, fingerprint_fields=None)
+        manifest = RunManifest(fingerprint=target, target=target, task="gsm8k", target_config={"baseline": "base"})
         return SimpleNamespace(manifest=manifest, samples={}, results={"only-a-divergent-one": None}, folder="")
 
     comparison = SimpleNamespace(

@@ -25,6 +25,7 @@ from evalsuite.tasks.data import DataChoice
 
 if TYPE_CHECKING:
     from evalsuite.compare import Comparison
+    from evalsuite.compare.run import RunSource
 
 ProgressFactory = Callable[[str], Callable[[int, int], Any]]
 
@@ -195,11 +196,13 @@ def preflight_targets(config: Config, names: Sequence[str]) -> None:
         preflight(config.target(name), config.root, str(config.path or "the config"))
 
 
-def compare_eval(config: Config, runs: EvalRuns, *, seed: int = 0) -> list[Comparison]:
-    """One Comparison per task (candidate vs baseline, with whatever controls ran)."""
+def compare_eval(
+    config: Config, runs: EvalRuns, stores: Mapping[str, Mapping[str, RunSource]] | None = None, *, seed: int = 0
+) -> list[Comparison]:
+    """One Comparison per task (candidate vs baseline, with whatever controls ran), over `stores` when opened."""
     target = config.target(runs.target)
     return compare_folders(
-        runs.folders, margins=task_margins(config, runs.folders), allow=target.allow_differences, seed=seed
+        stores or runs.folders, margins=task_margins(config, runs.folders), allow=target.allow_differences, seed=seed
     )
 
 
@@ -214,13 +217,13 @@ def task_margins(config: Config | None, tasks: Iterable[str]) -> dict[str, float
 
 
 def compare_folders(
-    folders: Mapping[str, Mapping[str, Path]],
+    folders: Mapping[str, Mapping[str, RunSource]],
     *,
     margins: Mapping[str, float] | None = None,
     allow: Sequence[str] = (),
     seed: int = 0,
 ) -> list[Comparison]:
-    """Compare run folders given by task and role, one `compare_roles` call per task and nothing after it.
+    """Compare runs (folders or opened stores) given by task and role, one `compare_roles` call per task.
 
     Each task is its own Holm family (`evalsuite.compare.accuracy`), so a
     task's p-values here are the ones `evalsuite compare` prints for it.

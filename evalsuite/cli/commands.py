@@ -96,13 +96,13 @@ def cmd_eval(args: argparse.Namespace) -> int:
     for task, roles in runs.folders.items():
         for role, folder in roles.items():
             print(f"{task}\t{role}\t{folder}")
-    comparisons = compare_eval(config, runs)
+    stores = {task: runs.stores(task) for task in runs.folders}
+    comparisons = compare_eval(config, runs, stores)
     sampled = None
     if getattr(args, "sampling", False):  # lossless under sampling too: its own draws, folded into the report
         from evalsuite.cli.sample_test import eval_sampling, fold_into_report
 
         sampled = eval_sampling(args, config)
-    stores = {task: runs.stores(task) for task in runs.folders}
     add = (lambda folder: fold_into_report(sampled, folder)) if sampled else None
     code = _finish(args, config, comparisons, stores, args.target, add)
     return max(code, 0 if sampled is None or sampled.verdict.outcome == "SAME" else 1)
@@ -164,7 +164,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     stores = {task: {role: open_run(path) for role, path in roles.items()} for task, roles in folders.items()}
     allow = [f for roles in stores.values() for f in _allowed(args.allow, roles["candidate"].manifest)]
     comparisons = compare_folders(
-        folders, margins=task_margins(config, folders), allow=list(dict.fromkeys(allow)), seed=args.seed
+        stores, margins=task_margins(config, folders), allow=list(dict.fromkeys(allow)), seed=args.seed
     )
     target = str(comparisons[0].candidate.get("target", "report"))
     return _finish(args, config, comparisons, stores, target)

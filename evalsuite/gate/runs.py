@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
+from functools import cached_property
 from pathlib import Path
 
 from evalsuite.compare import Comparison, compare_runs, control_roles
@@ -169,10 +170,16 @@ class GateComparison:
     def thresholds(self) -> Thresholds:
         return self.comparison.thresholds
 
-    def answered(self, role: str) -> set[str]:
-        """Sample ids the candidate (or baseline) run answered."""
-        only = self.comparison.missing[f"{role}_only"]
-        return set(self.diffs) | set(only)
+    def answered(self, role: str) -> frozenset[str]:
+        """Sample ids the candidate (or baseline) run answered (built once per role: every gate item asks)."""
+        return self._answered[role]
+
+    @cached_property
+    def _answered(self) -> dict[str, frozenset[str]]:
+        both = set(self.diffs)
+        return {
+            role: frozenset(both.union(self.comparison.missing[f"{role}_only"])) for role in ("candidate", "baseline")
+        }
 
 
 def compare_pair(pair: GatePair, near_tie: float) -> GateComparison:

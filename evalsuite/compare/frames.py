@@ -27,6 +27,7 @@ DIFF_FIELDS = (
     "char_offset",
     "margin",
     "margin_source",
+    "margin_step",
     "baseline_logprob",
     "candidate_rank",
     "candidate_logprob",

@@ -4,7 +4,7 @@
 and the pytest gate all call it (through `compare_roles` when they hold runs
 by role).  It refuses runs that are not comparable (naming the fields), diffs
 every sample both runs answered, calibrates the divergence threshold with the
-control runs when given, judges tokens and accuracy (Holm-adjusted over the
+control runs when given and with the baseline's own logit resolution, judges tokens and accuracy (Holm-adjusted over the
 family `compare.accuracy` defines), measures speed, and returns a
 `Comparison` that serialises to a versioned JSON summary and to pandas frames.
 """
@@ -35,6 +35,7 @@ from evalsuite.diff.classify import (
     calibrate,
     classify_all,
 )
+from evalsuite.diff.resolution import logit_resolution
 from evalsuite.errors import NotComparableError
 from evalsuite.records import Grade, SampleResult
 from evalsuite.serialize import dumps, to_jsonable
@@ -43,8 +44,10 @@ from evalsuite.store.reader import RunReader
 from evalsuite.verdict.summary import summary_line
 from evalsuite.verdict.token import TokenVerdict, token_verdict
 
-SCHEMA_VERSION = 2
-"""2: control kinds named by their roles (`repeat`, `control`), `holm_family` and `speed` added."""
+SCHEMA_VERSION = 3
+"""2: control kinds named by their roles (`repeat`, `control`), `holm_family` and `speed` added.
+3: `token.thresholds.resolution` (the baseline's logit grid, its evidence in `source`) and each
+divergence's `margin_step` added."""
 
 
 RunLike = RunReader  # the one reader protocol: stored and in-memory runs alike
@@ -219,7 +222,8 @@ def compare_runs(
         diffs = diff_runs(_completions(results[kind]), _completions(base_results))
         profiles.append(ControlProfile.from_diffs(name, kind, diffs))
 
-    thresholds = calibrate(profiles, near_tie=near_tie, slack=control_slack)
+    resolution = logit_resolution(r.completion.tokens for r in base_results.values())
+    thresholds = calibrate(profiles, near_tie=near_tie, slack=control_slack, resolution=resolution)
     raw = diff_runs(
         _completions(cand_results),
         _completions(base_results),

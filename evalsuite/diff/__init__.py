@@ -11,12 +11,14 @@ from evalsuite.diff.classify import (
     classify,
     classify_all,
 )
+from evalsuite.diff.resolution import LogitResolution, logit_resolution
 
 __all__ = [
     "DEFAULT_CONTROL_SLACK",
     "DEFAULT_NEAR_TIE_NATS",
     "ControlKind",
     "ControlProfile",
+    "LogitResolution",
     "SampleDiff",
     "Thresholds",
     "calibrate",
@@ -24,4 +26,5 @@ __all__ = [
     "classify_all",
     "diff_completions",
     "diff_runs",
+    "logit_resolution",
 ]

@@ -16,6 +16,7 @@ from typing import Literal
 
 import numpy as np
 
+from evalsuite.diff.resolution import step_at
 from evalsuite.records import Completion, Grade, TokenLevel, TokenTrace
 
 Kind = Literal["identical", "numerical", "confident", "unknown"]
@@ -34,8 +35,9 @@ class SampleDiff:
     Positions are token indices at the `ids` and `strings` levels and
     character indices at the `text` level.  `margin` is the baseline's top-1
     minus top-2 logprob at the divergence (nats); `margin_source` says whether
-    it came from the baseline or, lacking that, the candidate.  `kind` is set
-    by `evalsuite.diff.classify`.
+    it came from the baseline or, lacking that, the candidate, and
+    `margin_step` the grid step that trace's logits showed there (0 for none,
+    NaN when it cannot be judged).  `kind` is set by `evalsuite.diff.classify`.
     """
 
     sample_id: str
@@ -53,6 +55,7 @@ class SampleDiff:
     candidate_token_id: int | None = None
     margin: float = math.nan
     margin_source: str | None = None
+    margin_step: float = math.nan
     baseline_logprob: float = math.nan
     candidate_rank: int | None = None
     candidate_logprob: float = math.nan
@@ -126,11 +129,12 @@ def _margin_at(trace: TokenTrace, i: int) -> float:
 def _rank_in_alternatives(base: TokenTrace, cand: TokenTrace, i: int, level: TokenLevel) -> tuple[int | None, float]:
     if i >= len(base) or i >= len(cand) or not base.has_top[i]:
         return None, math.nan
-    if level == "ids":
+    if level == "ids" and (base.top_ids[i] >= 0).any():
         hits = np.flatnonzero(base.top_ids[i] == cand.ids[i])
-    else:
+    else:  # alternatives named by text only (vLLM gives ids for the chosen tokens alone)
         names = base.top_pieces[i] if i < len(base.top_pieces) else []
-        hits = np.array([j for j, p in enumerate(names) if p == cand.pieces[i]], dtype=np.int64)
+        piece = cand.pieces[i] if i < len(cand.pieces) else None
+        hits = np.array([j for j, p in enumerate(names) if piece is not None and p == piece], dtype=np.int64)
     if not len(hits):
         return None, math.nan
     j = int(hits[0])
@@ -170,9 +174,9 @@ def diff_completions(
         return SampleDiff(
             sample_id, level, True, None, len(bt), len(bt), len(ct), answer_changed=changed, correctness_flipped=flipped
         )
-    margin, source = _margin_at(bt, i), "baseline"
+    margin, source, step = _margin_at(bt, i), "baseline", step_at(bt, i)
     if math.isnan(margin):
-        margin, source = _margin_at(ct, i), "candidate"
+        margin, source, step = _margin_at(ct, i), "candidate", step_at(ct, i)
     rank, cand_lp = _rank_in_alternatives(bt, ct, i, level)
     ended: Ended | None = "baseline" if i >= len(bt) else "candidate" if i >= len(ct) else None
     return SampleDiff(
@@ -191,6 +195,7 @@ def diff_completions(
         candidate_token_id=int(ct.ids[i]) if level == "ids" and i < len(ct) else None,
         margin=margin,
         margin_source=None if math.isnan(margin) else source,
+        margin_step=step,
         baseline_logprob=float(bt.logprobs[i]) if i < len(bt) and bt.has_top[i] else math.nan,
         candidate_rank=rank,
         candidate_logprob=cand_lp,

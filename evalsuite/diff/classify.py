@@ -12,6 +12,9 @@ an H200 (F16 target): the perfect-drafter control diverged at margins 0.002 to
 of baseline tokens have a margin under 0.1.  Quantized or BF16 targets flip
 at larger margins (a Q4_0 self-drafted control reached 2.5 nats), which is
 why a control run raises the threshold to `slack` times its largest margin.
+Without a control, a baseline whose logits lie on a coarse grid (bf16) makes
+a margin within `RESOLUTION_STEPS` grid steps a tie as well (see
+`evalsuite.diff.resolution`): the logprobs themselves are the evidence.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from typing import Literal
 import numpy as np
 
 from evalsuite.diff.align import SampleDiff
+from evalsuite.diff.resolution import LogitResolution
 
 DEFAULT_NEAR_TIE_NATS = 0.1
 DEFAULT_CONTROL_SLACK = 2.0
@@ -78,12 +82,24 @@ class ControlProfile:
 
 @dataclass(frozen=True)
 class Thresholds:
-    """The margin threshold in force and where it came from."""
+    """The margin threshold in force and where it came from.
+
+    `effective` applies everywhere; `resolution`, when the baseline's logits
+    lie on a grid, also makes a margin within a few grid steps at the
+    divergence a tie (the step varies with the logits' magnitude, so that
+    limit is per divergence).
+    """
 
     near_tie: float
     slack: float
     effective: float
     source: str
+    resolution: LogitResolution | None = None
+
+    def tie_limit(self, diff: SampleDiff) -> float:
+        """The largest margin at this divergence that numerics explain (the threshold itself excluded)."""
+        grid = self.resolution.tie_limit(diff.margin_step) if self.resolution is not None else 0.0
+        return max(grid, 0.0)
 
 
 def calibrate(
@@ -91,25 +107,25 @@ def calibrate(
     *,
     near_tie: float = DEFAULT_NEAR_TIE_NATS,
     slack: float = DEFAULT_CONTROL_SLACK,
+    resolution: LogitResolution | None = None,
 ) -> Thresholds:
-    """The threshold: the near-tie default, raised to `slack` x the largest control margin when that is larger."""
+    """The threshold: the near-tie default, raised to `slack` x the largest control margin when that is larger;
+    with `resolution` (the baseline's logit grid), ties within a few grid steps count as numerics too."""
     best: tuple[float, str] | None = None
     for ctl in controls:
         m = ctl.margins
         if len(m) and (best is None or m.max() > best[0]):
             best = (float(m.max()), ctl.name)
     if best is None or slack * best[0] <= near_tie:
-        note = f"near-tie default {near_tie:g} nats"
+        eff, note = near_tie, f"near-tie default {near_tie:g} nats"
         if best is not None:
             note += f" (control '{best[1]}' diverged at margins up to {best[0]:.3g} nats)"
-        return Thresholds(near_tie, slack, near_tie, note)
-    eff = slack * best[0]
-    return Thresholds(
-        near_tie,
-        slack,
-        eff,
-        f"{slack:g} x the largest margin at a divergence of control '{best[1]}' ({best[0]:.3g} nats)",
-    )
+    else:
+        eff = slack * best[0]
+        note = f"{slack:g} x the largest margin at a divergence of control '{best[1]}' ({best[0]:.3g} nats)"
+    if resolution is not None and resolution.positions:
+        note += f"; {resolution.description}"
+    return Thresholds(near_tie, slack, eff, note, resolution)
 
 
 def classify(diff: SampleDiff, thresholds: Thresholds, controls: Sequence[ControlProfile] = ()) -> SampleDiff:
@@ -123,6 +139,8 @@ def classify(diff: SampleDiff, thresholds: Thresholds, controls: Sequence[Contro
         return replace(diff, kind="unknown", explained_by=None)
     if diff.margin < thresholds.effective:
         return replace(diff, kind="numerical", explained_by="margin")
+    if diff.margin <= thresholds.tie_limit(diff):
+        return replace(diff, kind="numerical", explained_by="resolution")
     return replace(diff, kind="confident", explained_by=None)
 
 

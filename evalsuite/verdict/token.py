@@ -119,10 +119,14 @@ def token_verdict(
     confident = [d for d in diffs if d.kind == "confident"]
     if confident:
         worst = max(d.margin for d in confident)
+        grid = ""
+        if thresholds.resolution is not None and thresholds.resolution.quantized:
+            grid = f" and beyond {thresholds.resolution.steps:g} steps of the logits' grid"
         return verdict(
             "LOSSY",
             f"{len(confident)} of {div} divergences happened where the baseline was confident "
-            f"(margin up to {worst:.3g} nats, above the {thresholds.effective:.3g}-nat threshold: {thresholds.source}).",
+            f"(margin up to {worst:.3g} nats, above the {thresholds.effective:.3g}-nat threshold{grid}: "
+            f"{thresholds.source}).",
         )
     frequent = [c for c in checks if c.more_frequent]
     if checks and len(frequent) == len(checks):
@@ -140,9 +144,13 @@ def token_verdict(
             f"{unknown} of {div} divergences have no logprobs at the divergence and no control diverged there, "
             "so numerics cannot be told from a lossy drafter; request logprobs or add a control run.",
         )
-    near = [d.margin for d in diffs if d.explained_by == "margin"]
+    near = [d.margin for d in diffs if d.explained_by in ("margin", "resolution")]
     near_max = max(near) if near else math.nan
-    how = f"all at near-ties (baseline margin at most {near_max:.3g} nats, threshold {thresholds.effective:.3g})"
+    how = f"all at near-ties (baseline margin at most {near_max:.3g} nats, threshold {thresholds.effective:.3g}"
+    rounded = sum(1 for d in diffs if d.explained_by == "resolution")
+    if rounded and thresholds.resolution is not None:
+        how += f"; {rounded} within {thresholds.resolution.steps:g} steps of the logits' bf16-like grid"
+    how += ")"
     if by_control == div:
         how = "all at the same positions where a control run also diverged"
     elif by_control:

@@ -79,7 +79,7 @@ def test_json_summary_and_frames_from_real_data() -> None:
         controls={"control": recording_run("spec_f16_self")},
     )
     doc = json.loads(cmp.to_json())
-    assert doc["schema_version"] == 2
+    assert doc["schema_version"] == 3
     assert doc["token"]["label"] == "NUMERICAL-ONLY"
     assert [c["kind"] for c in doc["controls"]] == ["control"]
     speedup = doc["speed"]["speedup"]  # the comparison carries the speedup; reports only format it

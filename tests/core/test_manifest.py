@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from evalsuite.cli import main
-from evalsuite.compare import compare_runs
+from evalsuite.compare import SCHEMA_VERSION, compare_runs
 from evalsuite.errors import StoreError
 from evalsuite.records import GenerationParams
 from evalsuite.serialize import to_jsonable
@@ -55,7 +55,16 @@ def test_a_version_1_pair_compares_as_the_previous_code_compared_it(v1_runs: Pat
     for role in ("candidate", "baseline"):
         assert after[role] == {k: v for k, v in before[role].items() if k != "role"}  # the role nothing read is gone
     added = {"holm_family", "speed", "truncation"}  # comparison schema 2 adds these and changes nothing else
-    assert after.keys() - before.keys() == added and after["schema_version"] == before["schema_version"] + 1
+    assert after.keys() - before.keys() == added and after["schema_version"] == SCHEMA_VERSION
+    # schema 3 adds the baseline's logit resolution to the thresholds (and its evidence to their source)
+    # and each divergence's grid step; every label, count and margin stays as it was
+    thresholds = after["token"]["thresholds"]
+    assert thresholds.pop("resolution")["positions"] > 0
+    assert thresholds["source"].startswith(before["token"]["thresholds"]["source"] + "; the baseline's logits")
+    thresholds["source"] = before["token"]["thresholds"]["source"]
+    for divergence in after["divergences"]:
+        assert "margin_step" in divergence
+        del divergence["margin_step"]
     for key in before.keys() - {"schema_version", "candidate", "baseline"}:
         assert after[key] == before[key], key
 

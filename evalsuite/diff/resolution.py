@@ -1,0 +1,144 @@
+"""The numeric resolution of an engine's logits, read off the logprobs it returned.
+
+An engine that keeps logits in bf16 (vLLM's and SGLang's default on GPUs)
+can only tell two tokens apart in steps of the bf16 spacing at the logits'
+magnitude: 2^-7 of the leading power of two, so 0.125 nats for logits
+between 16 and 32.  The gaps between a position's top logprobs are then whole
+multiples of that step (the log-sum-exp cancels in a gap), and a divergence
+whose baseline margin is one or two steps is a tie that rounding broke, not a
+confident choice.  Engines that compute logits in fp32 (llama.cpp, whatever
+the weights) show no such grid: their gaps are multiples of nothing coarser
+than fp32 rounding.
+
+The evidence is the baseline's own top logprobs over the whole run, so it
+needs no control; a run is on a grid only when nearly every informative
+position is, which a continuous engine never shows by chance.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import numpy as np
+
+from evalsuite.records import TokenTrace
+
+COARSEST_EXPONENT = 0
+"""The coarsest grid step tried: 2^0 = 1 nat (bf16 spacing of logits between 128 and 256)."""
+FINEST_EXPONENT = 10
+"""The finest step that still counts as a grid: 2^-10 nats; fp32 rounding of logprobs is ~2^-19."""
+GAP_TOLERANCE = 1e-4
+"""How far (nats) a gap may sit from a grid point: fp32 rounding of two logprobs is ~1e-5 at most."""
+MIN_POSITIONS = 32
+"""Informative positions needed before a run may be called quantized."""
+GRID_SHARE = 0.9
+"""Share of informative positions that must lie on a grid for the run to count as quantized."""
+RESOLUTION_STEPS = 2.0
+"""A divergence at a margin of at most this many grid steps is a tie (calibrated in docs/statistics.md)."""
+STEP_CAP_QUANTILE = 0.9
+"""A position's step is capped at this quantile of the run's: five gaps can share a coarser power of two by chance."""
+
+
+def position_steps(top_logprobs: np.ndarray) -> np.ndarray:
+    """Per position, the coarsest power-of-two step (nats) every nonzero top-k gap is a multiple of.
+
+    0.0 where the gaps fit no grid of at least 2^-FINEST_EXPONENT; NaN where
+    the position has no nonzero gap to judge (fewer than two finite entries,
+    or all of them tied).
+    """
+    rows = np.asarray(top_logprobs, dtype=np.float64)
+    if rows.ndim != 2 or rows.shape[1] < 2 or not len(rows):
+        return np.full(len(rows), np.nan)
+    rows = -np.sort(-np.where(np.isfinite(rows), rows, -np.inf), axis=1)
+    gaps = rows[:, :1] - rows[:, 1:]
+    usable = np.isfinite(gaps) & (gaps > GAP_TOLERANCE)
+    gaps = np.where(usable, gaps, 0.0)
+    steps = np.full(len(rows), np.nan)
+    informative = usable.any(axis=1)
+    steps[informative] = 0.0
+    for exponent in range(FINEST_EXPONENT, COARSEST_EXPONENT - 1, -1):
+        step = 2.0**-exponent
+        off = np.abs(gaps - np.round(gaps / step) * step)
+        fits = (off <= GAP_TOLERANCE).all(axis=1) & informative
+        steps[fits] = step
+    return steps
+
+
+def step_at(trace: TokenTrace | None, position: int) -> float:
+    """The grid step at one position of a trace (see `position_steps`); NaN when it cannot be judged."""
+    if trace is None or position >= len(trace) or trace.top_logprobs.ndim != 2 or not trace.has_top[position]:
+        return math.nan
+    return float(position_steps(trace.top_logprobs[position : position + 1])[0])
+
+
+@dataclass(frozen=True)
+class LogitResolution:
+    """What a run's logprobs show about the grid its logits lie on.
+
+    `quantized` is the verdict; `step` the typical step (median over
+    positions on a grid) and `cap` the largest step a single position is
+    trusted with; `share` the fraction of `positions` (informative ones) that
+    lie on a grid.  `steps` is how many grid steps a tie may span.
+    """
+
+    positions: int
+    share: float
+    quantized: bool
+    step: float
+    cap: float
+    low: float
+    high: float
+    steps: float = RESOLUTION_STEPS
+
+    def tie_limit(self, position_step: float) -> float:
+        """The largest margin (nats) that is a tie at a position with this step; 0 when the run is not on a grid."""
+        if not self.quantized:
+            return 0.0
+        step = position_step if math.isfinite(position_step) and position_step > 0 else self.step
+        return self.steps * min(step, self.cap)
+
+    @property
+    def description(self) -> str:
+        """One sentence for reports: what the logprobs showed and what follows from it."""
+        if self.positions == 0:
+            return "the baseline returned no top logprobs to judge its numeric resolution"
+        seen = f"{self.share:.0%} of {self.positions:,} baseline positions"
+        if not self.quantized:
+            return f"the baseline's logits lie on no coarse grid ({seen} do), so no resolution widens the threshold"
+        span = _nats(self.step) if self.low == self.high else f"{_nats(self.low)}-{_nats(self.high)}"
+        return (
+            f"the baseline's logits come in steps of {span} nats ({seen}, typical of bf16), so a divergence "
+            f"within {self.steps:g} steps of the baseline's top token is a rounding tie"
+        )
+
+
+def _nats(x: float) -> str:
+    return f"{x:.4g}"
+
+
+def logit_resolution(traces: Iterable[TokenTrace | None], *, steps: float = RESOLUTION_STEPS) -> LogitResolution:
+    """Judge a run's logit grid from every position's top logprobs."""
+    found = [position_steps(t.top_logprobs[t.has_top]) for t in traces if t is not None and t.top_logprobs.ndim == 2]
+    all_steps = np.concatenate(found) if found else np.empty(0)
+    judged = all_steps[np.isfinite(all_steps)]
+    if not len(judged):
+        return LogitResolution(0, 0.0, False, 0.0, 0.0, 0.0, 0.0, steps)
+    on_grid = judged[judged > 0]
+    share = len(on_grid) / len(judged)
+    quantized = len(judged) >= MIN_POSITIONS and share >= GRID_SHARE
+    if not len(on_grid):
+        return LogitResolution(len(judged), share, False, 0.0, 0.0, 0.0, 0.0, steps)
+    cap = float(np.quantile(on_grid, STEP_CAP_QUANTILE, method="lower"))
+    common = on_grid[on_grid <= cap]
+    return LogitResolution(
+        positions=len(judged),
+        share=share,
+        quantized=quantized,
+        step=float(np.median(on_grid)),
+        cap=cap,
+        low=float(common.min()),
+        high=float(common.max()),
+        steps=steps,
+    )

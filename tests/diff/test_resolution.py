@@ -1,0 +1,215 @@
+"""The logit grid read off logprobs: bf16-like runs widen the near-tie threshold by whole grid steps, fp32 runs don't.
+
+The traces are built the way an engine produces them: logits rounded to
+bf16 (or kept in fp32), then a float32 log-softmax, the top five kept.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from evalsuite.compare import compare_runs
+from evalsuite.diff import SampleDiff, calibrate, classify, diff_completions, logit_resolution
+from evalsuite.diff.resolution import MIN_POSITIONS, RESOLUTION_STEPS, position_steps
+from evalsuite.engines.parse import trace_from_entries
+from evalsuite.records import Completion, SampleResult
+from evalsuite.store import MemoryRun
+from evalsuite.verdict import token_verdict
+
+VOCAB = 64
+TOP = 5
+
+
+def to_bf16(x: np.ndarray) -> np.ndarray:
+    """Round float32 values to the nearest bf16 (ties to even), as an engine's bf16 matmul output is."""
+    bits = np.asarray(x, dtype=np.float32).view(np.uint32).astype(np.uint64)
+    rounded = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000
+    return rounded.astype(np.uint32).view(np.float32)
+
+
+def log_softmax32(logits: np.ndarray) -> np.ndarray:
+    z = logits.astype(np.float32)
+    m = z.max()
+    return (z - (m + np.log(np.exp(z - m, dtype=np.float32).sum(dtype=np.float32)))).astype(np.float32)
+
+
+def logit_rows(n: int, seed: int, *, bf16: bool) -> np.ndarray:
+    """`n` positions of logits between 16 and 32 (bf16 spacing 0.125 there), each with a clear winner."""
+    rng = np.random.default_rng(seed)
+    rows = rng.uniform(16.0, 22.0, size=(n, VOCAB)).astype(np.float32)
+    rows[np.arange(n), rng.integers(0, VOCAB, n)] = rng.uniform(27.0, 30.0, n).astype(np.float32)
+    return to_bf16(rows) if bf16 else rows
+
+
+def entries(rows: np.ndarray) -> list[dict]:
+    out = []
+    for row in rows:
+        lp = log_softmax32(row)
+        top = np.argsort(-lp, kind="stable")[:TOP]
+        alts = [{"id": int(t), "token": f"<{t}>", "logprob": float(lp[t])} for t in top]
+        out.append({"id": int(top[0]), "token": f"<{top[0]}>", "logprob": float(lp[top[0]]), "top_logprobs": alts})
+    return out
+
+
+def completion(rows: np.ndarray) -> Completion:
+    trace = trace_from_entries(entries(rows))
+    return Completion(text="".join(trace.pieces), finish_reason="stop", tokens=trace)
+
+
+def with_margin(row: np.ndarray, margin: float) -> np.ndarray:
+    """The row with its runner-up placed `margin` nats below the top logit (both on the row's grid)."""
+    row = row.copy()
+    top, second = np.argsort(-row, kind="stable")[:2]
+    row[second] = row[top] - np.float32(margin)
+    return row
+
+
+def test_bf16_logits_are_seen_on_their_grid_and_fp32_logits_are_not() -> None:
+    bf = logit_resolution([completion(logit_rows(200, 1, bf16=True)).tokens])
+    fp = logit_resolution([completion(logit_rows(200, 1, bf16=False)).tokens])
+    assert bf.quantized and bf.share > 0.95 and bf.step == pytest.approx(0.125)
+    assert "0.125" in bf.description and "bf16" in bf.description
+    assert not fp.quantized and fp.share < 0.05
+    assert fp.tie_limit(0.125) == 0.0
+
+
+def test_position_steps_reads_the_coarsest_grid_and_marks_what_it_cannot_judge() -> None:
+    rows = np.array(
+        [
+            [-0.1, -0.35, -0.6, -1.1, -2.1],  # gaps 0.25, 0.5, 1.0, 2.0: every gap a multiple of 0.25
+            [-0.1, -0.2374, -0.913, -1.77, -3.3],  # fp32-like gaps
+            [-0.5, -0.5, np.nan, np.nan, np.nan],  # a tie and nothing else: no gap to judge
+        ],
+        dtype=np.float32,
+    )
+    steps = position_steps(rows)
+    assert steps[0] == 0.25 and steps[1] == 0.0 and math.isnan(steps[2])
+
+
+def test_too_few_positions_are_no_evidence() -> None:
+    few = logit_resolution([completion(logit_rows(MIN_POSITIONS - 1, 2, bf16=True)).tokens])
+    assert not few.quantized and few.share > 0.95
+
+
+def _diff(margin: float, step: float) -> SampleDiff:
+    return SampleDiff("s", "ids", False, 3, 3, 10, 10, margin=margin, margin_step=step, candidate_token_id=5)
+
+
+@pytest.mark.parametrize(
+    ("margin", "kind"),
+    [
+        (0.0, "numerical"),
+        (0.125, "numerical"),
+        (RESOLUTION_STEPS * 0.125, "numerical"),  # the boundary itself is a tie
+        (RESOLUTION_STEPS * 0.125 + 0.125, "confident"),  # one step beyond it is not
+        (1.0, "confident"),
+    ],
+)
+def test_a_bf16_baseline_makes_margins_within_two_steps_ties(margin: float, kind: str) -> None:
+    res = logit_resolution([completion(logit_rows(200, 3, bf16=True)).tokens])
+    th = calibrate([], resolution=res)
+    got = classify(_diff(margin, 0.125), th)
+    assert got.kind == kind
+    if kind == "numerical" and margin >= th.effective:
+        assert got.explained_by == "resolution"
+
+
+def test_a_continuous_baseline_keeps_the_default_threshold() -> None:
+    res = logit_resolution([completion(logit_rows(200, 3, bf16=False)).tokens])
+    th = calibrate([], resolution=res)
+    assert classify(_diff(0.25, 0.125), th).kind == "confident"
+    assert classify(_diff(0.05, math.nan), th).kind == "numerical"
+
+
+def test_a_position_that_looks_coarse_by_chance_is_capped_at_the_runs_common_step() -> None:
+    res = logit_resolution([completion(logit_rows(300, 4, bf16=True)).tokens])
+    th = calibrate([], resolution=res)
+    # A position whose five gaps happened to be multiples of 1 nat would allow 2 nats; the cap keeps 2 x 0.125.
+    assert th.tie_limit(_diff(1.5, 1.0)) == pytest.approx(RESOLUTION_STEPS * res.cap)
+    assert res.cap < 0.5
+    assert classify(_diff(1.5, 1.0), th).kind == "confident"
+
+
+def test_diff_records_the_grid_step_at_the_divergence() -> None:
+    rows = logit_rows(8, 5, bf16=True)
+    base_rows = rows.copy()
+    base_rows[4] = with_margin(rows[4], 0.25)
+    base = completion(base_rows)
+    cand_entries = entries(base_rows)
+    second = cand_entries[4]["top_logprobs"][1]
+    cand_entries[4] = {**cand_entries[4], "id": second["id"], "token": second["token"]}
+    cand_trace = trace_from_entries(cand_entries)
+    cand = Completion(text="".join(cand_trace.pieces), finish_reason="stop", tokens=cand_trace)
+    d = diff_completions("s", cand, base)
+    assert d.first_divergence == 4 and d.margin == pytest.approx(0.25, abs=1e-5)
+    assert d.margin_step == pytest.approx(0.125) or d.margin_step == pytest.approx(0.25)
+
+
+FIELDS = {
+    "task": "gsm8k",
+    "prompt_template": "t",
+    "params": {"max_tokens": 64, "temperature": 0.0, "seed": 42},
+    "dataset": {"revision": "main", "rows": 40},
+    "server": {"model": "smollm2", "build_info": "0.32.0"},
+}
+
+
+def _run(name: str, completions: dict[str, Completion]) -> MemoryRun:
+    results = {sid: SampleResult(sid, "gsm8k", {}, c) for sid, c in completions.items()}
+    fields = {**FIELDS, "target": name}
+    manifest = {"fingerprint": f"fp-{name}", "fingerprint_fields": fields, "target": name, "task": "gsm8k"}
+    return MemoryRun(manifest, results)
+
+
+def _pair(bf16: bool, margins: dict[int, float]) -> tuple[MemoryRun, MemoryRun]:
+    """A baseline of 40 samples and a candidate that takes the runner-up where `margins` puts one."""
+    base, cand = {}, {}
+    for i in range(40):
+        rows = logit_rows(16, 100 + i, bf16=bf16)
+        if i in margins:
+            rows[6] = with_margin(rows[6], margins[i])
+        sid = f"g{i:02d}"
+        base[sid] = completion(rows)
+        ce = entries(rows)
+        if i in margins:
+            alt = ce[6]["top_logprobs"][1]
+            ce = ce[:6] + [{**ce[6], "id": alt["id"], "token": alt["token"]}]
+        trace = trace_from_entries(ce)
+        cand[sid] = Completion(text="".join(trace.pieces), finish_reason="stop", tokens=trace)
+    return _run("cand", cand), _run("base", base)
+
+
+def test_compare_without_a_control_calls_bf16_rounding_ties_numerical_and_says_why() -> None:
+    cand, base = _pair(True, {3: 0.0, 7: 0.125, 11: 0.25})
+    c = compare_runs(cand, base)
+    assert c.token.label == "NUMERICAL-ONLY", c.token.reason
+    assert c.thresholds.resolution is not None and c.thresholds.resolution.quantized
+    assert "steps of 0.125 nats" in c.thresholds.source
+    assert "grid" in c.token.reason
+    payload = c.to_json()
+    assert '"resolution"' in payload and '"quantized": true' in payload
+
+
+def test_compare_still_calls_whole_nat_margins_on_a_bf16_engine_lossy() -> None:
+    cand, base = _pair(True, {3: 0.125, 7: 2.0})
+    c = compare_runs(cand, base)
+    assert c.token.label == "LOSSY" and "2 nats" in c.token.reason
+    assert "grid" in c.token.reason
+
+
+def test_compare_on_fp32_logits_is_unchanged_by_the_rule() -> None:
+    cand, base = _pair(False, {3: 0.01, 7: 0.25})
+    c = compare_runs(cand, base)
+    assert c.thresholds.resolution is not None and not c.thresholds.resolution.quantized
+    assert c.token.label == "LOSSY"
+
+
+def test_verdict_counts_resolution_ties_apart() -> None:
+    res = logit_resolution([completion(logit_rows(200, 6, bf16=True)).tokens])
+    th = calibrate([], resolution=res)
+    diffs = [classify(_diff(0.25, 0.125), th), classify(_diff(0.05, 0.125), th)]
+    v = token_verdict(diffs, th)
+    assert v.label == "NUMERICAL-ONLY" and "1 within 2 steps" in v.reason

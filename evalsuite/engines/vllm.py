@@ -1,4 +1,11 @@
-"""vLLM: token ids in responses and speculative counters from Prometheus /metrics."""
+"""vLLM: token ids in responses, its version and model from the server, speculative counters from /metrics.
+
+Token ids come from `return_token_ids` (a `token_ids` list beside the text
+tokens).  `return_tokens_as_token_ids` is not asked for: it renders every
+token, alternatives included, as "token_id:N", so reports would show ids
+where a reader needs the text, and nothing that reads alternatives needs
+their ids (margins are logprob gaps; ranks match the chosen token's text).
+"""
 
 from __future__ import annotations
 
@@ -38,11 +45,25 @@ class VLLMEngine(Engine):
 
     def extra_fields(self, params: GenerationParams) -> dict[str, Any]:
         fields: dict[str, Any] = {"return_token_ids": True}
-        if params.top_logprobs:
-            fields["return_tokens_as_token_ids"] = True
         if params.top_k is not None:
             fields["top_k"] = params.top_k
         return fields
+
+    async def probe(self) -> dict[str, Any]:
+        """The base probe plus `/version` and what `/v1/models` says of the served model (root, max length)."""
+        info = await super().probe()
+        version = await self._get_json(f"{self.server_root}/version")
+        if isinstance(version, dict) and isinstance(version.get("version"), str):
+            info["version"] = version["version"]
+        models = self.models_document
+        if isinstance(models, dict):
+            for entry in models.get("data") or []:
+                if isinstance(entry, dict) and entry.get("id") == self.model:
+                    meta = {k: entry.get(k) for k in ("root", "parent", "max_model_len") if entry.get(k) is not None}
+                    if meta:
+                        info["model_meta"] = meta
+                    break
+        return info
 
     async def run_stats(self) -> dict[str, float]:
         text = await self._get_text(f"{self.server_root}/metrics")

@@ -7,7 +7,7 @@ import math
 import pytest
 
 from evalsuite.diff import diff_completions, diff_runs
-from evalsuite.engines.parse import trace_from_entries
+from evalsuite.engines.parse import completion_from_chat, trace_from_entries
 from evalsuite.records import Completion, Grade
 
 
@@ -105,3 +105,35 @@ def test_diff_runs_covers_common_samples_in_order() -> None:
     runs = {"b": completion(BASE), "a": completion(BASE), "z": completion(BASE)}
     out = diff_runs({k: runs[k] for k in ("b", "a")}, {k: runs[k] for k in ("a", "b", "z")})
     assert [d.sample_id for d in out] == ["a", "b"]
+
+
+def test_rank_matches_by_text_when_only_the_chosen_tokens_carry_ids() -> None:
+    """vLLM's shape: `token_ids` beside text tokens, alternatives named by text alone."""
+
+    def vllm_like(entries: list[dict], ids: list[int]) -> Completion:
+        body = {
+            "choices": [
+                {
+                    "message": {"content": "".join(e["token"] for e in entries)},
+                    "finish_reason": "stop",
+                    "logprobs": {
+                        "content": [
+                            {
+                                **{k: v for k, v in e.items() if k != "id"},
+                                "top_logprobs": [{k: v for k, v in a.items() if k != "id"} for a in e["top_logprobs"]],
+                            }
+                            for e in entries
+                        ]
+                    },
+                    "token_ids": ids,
+                }
+            ]
+        }
+        return completion_from_chat(body)
+
+    cand = [BASE[0], entry(4, " result", [(4, " result", -0.3), (3, " answer", -0.32)]), BASE[2]]
+    d = diff_completions("s", vllm_like(cand, [1, 4, 6]), vllm_like(BASE, [1, 3, 6]))
+    assert d.level == "ids" and d.first_divergence == 1
+    assert d.baseline_token_id == 3 and d.candidate_token_id == 4
+    assert d.candidate_rank == 2 and d.candidate_logprob == pytest.approx(-0.32)
+    assert d.candidate_next.startswith(" result")

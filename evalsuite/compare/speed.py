@@ -18,7 +18,7 @@ from evalsuite.compare.roles import SHOWN_ORDER
 from evalsuite.records import SampleResult
 from evalsuite.speed import SpeedSummary, Speedup, paired_speedup, request_speed
 from evalsuite.speed.robust import disagreement
-from evalsuite.speed.summary import summarize
+from evalsuite.speed.summary import run_engine, summarize
 from evalsuite.store.reader import RunReader
 
 REPEAT_LIMIT = 1.10
@@ -65,14 +65,18 @@ def repeat_warnings(repeat: Speedup | None) -> list[str]:
 def comparison_speed(
     runs: Mapping[str, RunReader], results: Mapping[str, Mapping[str, SampleResult]], *, seed: int = 0
 ) -> ComparisonSpeed:
-    """Speed by role from the results a comparison already loaded; `runs` (role -> run) gives targets and sessions."""
+    """Speed by role from the results a comparison already loaded; `runs` (role -> run) gives targets and sessions.
+
+    The sessions carry the engine counters read before and after each one,
+    which is where vLLM's acceptance comes from (it reports none per request).
+    """
     arms: dict[str, SpeedSummary] = {}
     for role in SHOWN_ORDER:
         if role not in results:
             continue
         run = runs[role]
         requests = {sid: request_speed(sid, r.completion) for sid, r in results[role].items()}
-        arms[role] = summarize(run.manifest.target, requests, run.sessions())
+        arms[role] = summarize(run.manifest.target, requests, run.sessions(), run_engine(run.manifest))
     speedup = repeat = None
     if {"candidate", "baseline"} <= arms.keys():
         speedup = paired_speedup(arms["candidate"], arms["baseline"], seed=seed)

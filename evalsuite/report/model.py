@@ -25,6 +25,8 @@ from evalsuite.speed.measure import TOKENS_PER_S_DEFINITION
 from evalsuite.store import RunManifest, RunReader
 from evalsuite.store.codec import Strings
 
+TTFT_MARK = "¹"
+"""Marks a TTFT cell left empty; the note under the speed table says why (`ttft_note`)."""
 _TOKEN_TONE = {"IDENTICAL": "good", "NUMERICAL-ONLY": "good", "LOSSY": "bad", "UNDETERMINED": "unsure"}
 _ACC_TONE = {"EQUIVALENT": "good", "DIFFERENT": "bad", "INCONCLUSIVE": "unsure"}
 
@@ -192,6 +194,39 @@ def role_speeds(speed: ComparisonSpeed | None) -> dict[str, SpeedSummary]:
     return {role: speed.arms[role] for role in SHOWN_ORDER if role in speed.arms}
 
 
+def drafted_cell(s: SpeedSummary) -> str:
+    """`accepted/drafted` draft tokens, from per-request counts or the server's counters, whichever the engine gave."""
+    accepted, drafted = s.accepted_tokens, s.drafted_tokens
+    return f"{accepted:,}/{drafted:,}" if accepted is not None and drafted is not None else fmt.DASH
+
+
+def ttft_cell(s: SpeedSummary) -> str:
+    """The median TTFT, or a dash marked for the note that says why there is none."""
+    return fmt.seconds(s.median_ttft_s) if fmt.ok(s.median_ttft_s) else fmt.DASH + TTFT_MARK
+
+
+def ttft_note(speeds: Mapping[str, SpeedSummary]) -> str | None:
+    """Why some runs have no TTFT, one sentence per engine; None when every run has one.
+
+    Only a streamed response times its first token (llama.cpp also reports
+    its prompt time without streaming), so a run without any TTFT was most
+    likely made without `stream = true` on its target.
+    """
+    missing: dict[str | None, list[str]] = {}
+    for s in speeds.values():
+        if not fmt.ok(s.median_ttft_s):
+            missing.setdefault(s.engine, []).append(s.target)
+    if not missing:
+        return None
+    sentences = [
+        f"No time to first token for {', '.join(f'`{t}`' for t in sorted(set(targets)))}: a non-streamed "
+        f"{engine + ' response' if engine else 'response from this engine'} carries no timing, so TTFT needs "
+        "`stream = true` on the target."
+        for engine, targets in missing.items()
+    ]
+    return f"{TTFT_MARK} " + " ".join(sentences)
+
+
 def speed_section(speed: ComparisonSpeed | None) -> dict[str, Any] | None:
     """The comparison's speed figures, formatted; None when no request of any run was timed."""
     if speed is None or not speed.timed:
@@ -206,10 +241,10 @@ def speed_section(speed: ComparisonSpeed | None) -> dict[str, Any] | None:
             "timed": s.timed,
             "median_tps": fmt.fixed(s.median_tokens_per_s),
             "aggregate_tps": fmt.fixed(s.aggregate_tokens_per_s),
-            "ttft": fmt.seconds(s.median_ttft_s),
+            "ttft": ttft_cell(s),
             "latency": fmt.seconds(s.median_latency_s),
             "acceptance": fmt.pct(s.acceptance_rate),
-            "drafted": f"{s.draft_accepted:,}/{s.draft_n:,}" if s.draft_n else fmt.DASH,
+            "drafted": drafted_cell(s),
             "tau": fmt.fixed(s.mean_accepted_length, 2),
             "acceptance_source": s.acceptance_source,
             "source": s.decode_source,
@@ -228,8 +263,13 @@ def speed_section(speed: ComparisonSpeed | None) -> dict[str, Any] | None:
             "wall_clock": fmt.ratio(sp.wall_clock),
             "faster_share": fmt.pct(sp.faster_share, 0),
         }
-    section = {"rows": rows, "speedup": summary, "warnings": speed.warnings, "definition": TOKENS_PER_S_DEFINITION}
-    return section
+    return {
+        "rows": rows,
+        "ttft_note": ttft_note(speeds),
+        "speedup": summary,
+        "warnings": speed.warnings,
+        "definition": TOKENS_PER_S_DEFINITION,
+    }
 
 
 def truncation_rows(c: Comparison) -> list[dict[str, Any]]:

@@ -41,6 +41,14 @@ def _md_code(value: Any) -> str:
     return f"{fence} {text} {fence}" if fence == "``" else f"`{text}`"
 
 
+def _html_code_spans(value: Any) -> Markup:
+    """Escaped text with its Markdown `code` spans as <code> elements, so one note serves both renderings."""
+    parts = str(value).split("`")
+    if len(parts) % 2 == 0:  # an unpaired backtick: no spans to trust
+        return Markup.escape(str(value))
+    return Markup("").join(Markup("<code>%s</code>") % p if i % 2 else Markup.escape(p) for i, p in enumerate(parts))
+
+
 @lru_cache(maxsize=2)
 def _env(kind: str) -> Environment:
     env = Environment(
@@ -51,7 +59,15 @@ def _env(kind: str) -> Environment:
         lstrip_blocks=True,
         keep_trailing_newline=True,
     )
-    env.filters.update(cell=_md_cell, code=_md_code, pct=fmt.pct, pts=fmt.pts, num=fmt.num, fixed=fmt.fixed)
+    env.filters.update(
+        cell=_md_cell,
+        code=_md_code,
+        code_spans=_html_code_spans,
+        pct=fmt.pct,
+        pts=fmt.pts,
+        num=fmt.num,
+        fixed=fmt.fixed,
+    )
     return env
 
 

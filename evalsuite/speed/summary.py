@@ -12,7 +12,14 @@ accepted / drafted summed over requests; mean accepted length tau =
 predicted / (predicted - accepted), i.e. tokens per target forward pass),
 SGLang's per-request `spec_accept_length` (averaged), and vLLM's Prometheus
 counters read before and after each session of the run (acceptance = accepted
-/ draft tokens; mean accepted length = 1 + accepted / drafts).
+/ draft tokens; mean accepted length = 1 + accepted / drafts).  The accepted
+and drafted token counts come from the same source as the rate, so a report
+shows them for counter-based engines as it does for llama.cpp.
+
+Time to first token is whatever the requests carry: a streamed request's
+first chunk, or llama.cpp's prompt time without streaming.  `engine` names
+the run's engine so a report can say why a run has none (a non-streamed
+vLLM or SGLang response carries no timing).
 """
 
 from __future__ import annotations
@@ -28,6 +35,7 @@ from evalsuite.engines import counter_speculation
 from evalsuite.engines.speculation import CounterSpeculation
 from evalsuite.speed.measure import DECODE_SOURCE_TEXT, RequestSpeed, request_speed
 from evalsuite.speed.robust import disagreement, mad_outliers
+from evalsuite.store.manifest import RunManifest
 from evalsuite.store.reader import RunReader
 
 SPREAD_LIMIT = 1.25
@@ -59,6 +67,7 @@ class SpeedSummary:
     requests: dict[str, RequestSpeed] = field(repr=False, default_factory=dict)
     aggregate_all_tokens_per_s: float = math.nan
     outliers: tuple[str, ...] = ()
+    engine: str | None = None
 
     @property
     def warnings(self) -> list[str]:
@@ -97,12 +106,33 @@ class SpeedSummary:
         return self.counters.mean_accepted_length if self.counters is not None else math.nan
 
     @property
+    def accepted_tokens(self) -> int | None:
+        """Draft tokens the target accepted: per-request engine counts, else vLLM counters; None when neither."""
+        if self.draft_n > 0:
+            return self.draft_accepted
+        counted = self._counted
+        return round(counted.accepted) if counted is not None else None
+
+    @property
+    def drafted_tokens(self) -> int | None:
+        """Draft tokens proposed, from the same source as `accepted_tokens`; None when the engine counted none."""
+        if self.draft_n > 0:
+            return self.draft_n
+        counted = self._counted
+        return round(counted.draft_tokens) if counted is not None else None
+
+    @property
+    def _counted(self) -> CounterSpeculation | None:
+        """The server's counters when they saw any drafting over the run's sessions, else None."""
+        return self.counters if self.counters is not None and self.counters.draft_tokens > 0 else None
+
+    @property
     def acceptance_source(self) -> str:
         if self.draft_n > 0:
             return "llama.cpp timings (draft_n, draft_n_accepted)"
         if math.isfinite(self.mean_accept_length_reported):
             return "SGLang meta_info.spec_accept_length"
-        if self.counters is not None and self.counters.draft_tokens > 0:
+        if self._counted is not None:
             return "vLLM /metrics spec_decode counters (deltas over the run's sessions)"
         return "not reported by the engine"
 
@@ -110,6 +140,7 @@ class SpeedSummary:
         """The run's figures, derived ones included; per-request speeds and raw counters stay out."""
         return {
             "target": self.target,
+            "engine": self.engine,
             "n": self.n,
             "timed": self.timed,
             "decode_source": self.decode_source,
@@ -124,6 +155,8 @@ class SpeedSummary:
             "total_tokens": self.total_tokens,
             "draft_n": self.draft_n,
             "draft_accepted": self.draft_accepted,
+            "accepted_tokens": self.accepted_tokens,
+            "drafted_tokens": self.drafted_tokens,
             "acceptance_rate": self.acceptance_rate,
             "mean_accepted_length": self.mean_accepted_length,
             "acceptance_source": self.acceptance_source,
@@ -147,8 +180,16 @@ def counter_deltas(sessions: list[dict[str, Any]]) -> CounterSpeculation | None:
     return found
 
 
-def summarize(target: str, requests: dict[str, RequestSpeed], sessions: list[dict[str, Any]]) -> SpeedSummary:
-    """Aggregate per-request speeds (and session counters) into a SpeedSummary."""
+def run_engine(manifest: RunManifest) -> str | None:
+    """The engine a run was made with, as its manifest records it (the target's `engine`, else the probe's)."""
+    name = manifest.fields.engine.dialect or manifest.probe.dialect
+    return name if isinstance(name, str) and name else None
+
+
+def summarize(
+    target: str, requests: dict[str, RequestSpeed], sessions: list[dict[str, Any]], engine: str | None = None
+) -> SpeedSummary:
+    """Aggregate per-request speeds (and session counters) into a SpeedSummary; `engine` names the run's engine."""
     reqs = list(requests.values())
     timed_all = [r for r in reqs if math.isfinite(r.tokens_per_s)]
     flagged = mad_outliers([r.tokens_per_s for r in timed_all])
@@ -181,6 +222,7 @@ def summarize(target: str, requests: dict[str, RequestSpeed], sessions: list[dic
         requests=requests,
         aggregate_all_tokens_per_s=sum(r.decode_tokens for r in timed_all) / decode_all if decode_all > 0 else math.nan,
         outliers=outliers,
+        engine=engine,
     )
 
 
@@ -188,4 +230,4 @@ def speed_summary(store: RunReader) -> SpeedSummary:
     """Speed of one run (decode tokens/s per request, TTFT, draft acceptance, engine counters)."""
     results = store.results(strings="none")
     requests = {sid: request_speed(sid, r.completion) for sid, r in results.items()}
-    return summarize(store.manifest.target, requests, store.sessions())
+    return summarize(store.manifest.target, requests, store.sessions(), run_engine(store.manifest))

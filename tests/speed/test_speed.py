@@ -84,6 +84,37 @@ def test_vllm_counter_deltas_over_sessions(tmp_path: Path) -> None:
     assert "vLLM" in s.acceptance_source
 
 
+def test_accepted_and_drafted_tokens_come_from_requests_else_from_counters(tmp_path: Path) -> None:
+    counted = [
+        {
+            "info": {
+                "engine_stats_before": {
+                    "vllm:spec_decode_num_drafts": 10.0,
+                    "vllm:spec_decode_num_draft_tokens": 30.0,
+                    "vllm:spec_decode_num_accepted_tokens": 20.0,
+                },
+                "engine_stats_after": {
+                    "vllm:spec_decode_num_drafts": 40.0,
+                    "vllm:spec_decode_num_draft_tokens": 120.0,
+                    "vllm:spec_decode_num_accepted_tokens": 80.0,
+                },
+            }
+        }
+    ]
+    drafted = RequestSpeed("a", 11, 1.0, "engine", math.nan, 1.0, predicted_n=11, draft_n=8, draft_accepted=6)
+    plain = RequestSpeed("a", 11, 1.0, "latency", math.nan, 1.0)
+    llama = summarize("llama", {"a": drafted}, counted, engine="llamacpp")
+    assert (llama.accepted_tokens, llama.drafted_tokens) == (6, 8)  # what each request reported comes first
+    vllm = summarize("vllm", {"a": plain}, counted, engine="vllm")
+    assert (vllm.accepted_tokens, vllm.drafted_tokens, vllm.engine) == (60, 90, "vllm")
+    assert summarize("none", {"a": plain}, []).accepted_tokens is None
+    man = manifest("vllm-spec", "candidate")
+    man["fingerprint_fields"]["engine"]["dialect"] = "vllm"
+    comp = Completion("x", "stop", usage={"completion_tokens": 10}, latency_s=1.0)
+    store = write_run(tmp_path / "v", man, [SampleResult("s1", "t", {}, comp)], [], [])
+    assert speed_summary(store).engine == "vllm"  # read from the manifest, for the report's TTFT note
+
+
 def test_sglang_accept_length_is_averaged() -> None:
     reqs = {
         sid: request_speed(

@@ -12,7 +12,7 @@ comma  := ,
 SPEED_ARGS ?=
 GATE_ARGS := --evalsuite-target $(TARGET) $(foreach t,$(subst $(comma), ,$(TASKS)),--evalsuite-task $(t)) $(if $(LIMIT),--evalsuite-limit $(LIMIT))
 
-.PHONY: setup browser lint typecheck test test-fast eval gate speed sample-test rig gold bench clean help
+.PHONY: setup browser lint typecheck test test-fast eval gate speed sample-test rig rig-vllm gold bench clean help
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -59,6 +59,9 @@ sample-test: setup  ## is TARGET's output distribution under sampling the baseli
 rig: setup  ## build the reference llama-server and its models (cached)
 	$(BIN)/evalsuite rig build
 	$(BIN)/evalsuite rig models
+
+rig-vllm: setup  ## install vLLM's CPU build and convert SmolLM2 for it (cached; about 3 minutes and 4.5 GB once)
+	$(BIN)/evalsuite rig vllm
 
 gold: setup  ## grader gold checks on the full datasets in ../shared/data
 	$(BIN)/python -m pytest -q -m gold

@@ -105,7 +105,7 @@ def rig_paths() -> RigPaths:
 
 
 @contextlib.contextmanager
-def _file_lock(path: Path, progress: Progress) -> Iterator[None]:
+def file_lock(path: Path, progress: Progress) -> Iterator[None]:
     """An exclusive advisory lock: a second build (another shell, a parallel test run) waits here."""
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("a+") as fh:
@@ -178,7 +178,7 @@ def ensure_source(progress: Progress = print) -> RigPaths:
     paths = rig_paths()
     if (paths.src / "CMakeLists.txt").is_file():
         return paths
-    with _file_lock(paths.home / ".lock", progress):
+    with file_lock(paths.home / ".lock", progress):
         if not (paths.src / "CMakeLists.txt").is_file():
             with tempfile.TemporaryDirectory(prefix="evalsuite-sdist-") as tmp:
                 _extract_vendor(_download_sdist(Path(tmp), progress), paths.src, progress)
@@ -220,7 +220,7 @@ def ensure_llama_server(progress: Progress = print) -> Path:
             "Building llama-server needs cmake and a C++ compiler; install them (e.g. apt-get install cmake g++)."
         )
     paths = ensure_source(progress)
-    with _file_lock(paths.home / ".lock", progress):
+    with file_lock(paths.home / ".lock", progress):
         if server_version(paths.binary):
             return paths.binary
         progress(

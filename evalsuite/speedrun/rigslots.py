@@ -5,7 +5,8 @@ outputs need (batched kernels change logits).  Speed under concurrency needs
 the opposite: a server that batches several requests.  `serve_slots` starts
 the same configurations as ordinary served commands with `--parallel N` and N
 times the context, so each slot keeps the rig's context; with N = 1 and no
-extra arguments it is the rig's plain `serve`.
+extra arguments it is the rig's plain `serve`.  vLLM configurations batch
+concurrent requests as they are, so they are served unchanged.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from collections.abc import Callable, Iterator, Sequence
 from evalsuite.rig.assets import ensure_assets
 from evalsuite.rig.errors import RigError
 from evalsuite.rig.launcher import CONTEXT_SIZE, RIG_CONFIGS, rig_command, serve
+from evalsuite.rig.vllm import VLLM_CONFIGS
 from evalsuite.serve.process import ServeError, served
 
 
@@ -39,6 +41,12 @@ def serve_slots(
 ) -> Iterator[dict[str, str]]:
     """Base URLs of the named rig configurations, each with `slots` slots (and `extra_args`); all stopped on exit."""
     names = list(dict.fromkeys(names))
+    if all(n in VLLM_CONFIGS for n in names):
+        if extra_args:
+            raise RigError(f"Extra server arguments are for llama-server rig configurations, not {', '.join(names)}.")
+        with serve(names, progress=progress) as running:  # vLLM batches concurrent requests as it is
+            yield {n: s.base_url for n, s in running.items()}
+        return
     if slots <= 1 and not extra_args:
         with serve(names, threads=threads, progress=progress) as running:
             yield {n: s.base_url for n, s in running.items()}

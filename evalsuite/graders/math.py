@@ -19,7 +19,7 @@ from evalsuite.graders import GradeInput
 from evalsuite.graders.extract import miss_reason, resolve_steps, run_pipeline
 from evalsuite.graders.options import check_options
 from evalsuite.graders.pool import Failure, GradingTimeout, run_isolated, soft_deadline
-from evalsuite.graders.prose import approximate_cue, strip_thinking
+from evalsuite.graders.prose import approximate_cue, clean_response
 from evalsuite.records import Grade, GradeStatus
 
 _APPROX_WINDOW = 400
@@ -52,6 +52,7 @@ def grade_math_item(item: MathItem) -> Grade:
     """Grade one sample (runs in a worker process; never raises)."""
     from evalsuite.graders.equiv import check_equivalence  # heavy import (sympy): workers only
     from evalsuite.graders.lenient import precision_cue
+    from evalsuite.graders.normal_form import asked_forms
 
     details: dict[str, Any] = {"truncated": item.truncated}
     extracted: str | None = None
@@ -62,13 +63,14 @@ def grade_math_item(item: MathItem) -> Grade:
                 return Grade(item.sample_id, "incorrect", None, miss_reason(item.steps), 0.0, details)
             extracted = found.answer
             details.update(step=found.step, matches=found.count)
-            tail = strip_thinking(item.text)[-_APPROX_WINDOW:]
+            tail = clean_response(item.text)[-_APPROX_WINDOW:]
             equivalence = check_equivalence(
                 item.reference,
                 found.answer,
                 joined=found.joined,
                 approx=approximate_cue(tail),
                 precision=precision_cue(item.problem),
+                forms=asked_forms(item.problem),
             )
     except GradingTimeout as exc:
         return Grade(item.sample_id, "ungraded", extracted, f"grading {exc}", 0.0, details)
@@ -86,8 +88,10 @@ class MathGrader:
 
     Options: `timeout_s` (per sample, default 10): after it the sample is
     `ungraded` with the reason.  The problem text (the last user message)
-    is read only for a request of a rounded answer ("to the nearest tenth"),
-    which lets a correctly rounded decimal count.
+    is read for a request of a rounded answer ("to the nearest tenth"),
+    which lets a correctly rounded decimal count, and for a requested normal
+    form ("integers with gcd 1", "simplest form"), which an equal value must
+    also be in.
     """
 
     name = "math"
@@ -99,7 +103,7 @@ class MathGrader:
         self.steps = tuple(resolve_steps(extraction, self.name))
         self.timeout_s = float(options.get("timeout_s", 10.0))
         self.version = (
-            f"math-2+{'.'.join(self.steps)}+math-verify-{_dist_version('math-verify')}+sympy-{_dist_version('sympy')}"
+            f"math-3+{'.'.join(self.steps)}+math-verify-{_dist_version('math-verify')}+sympy-{_dist_version('sympy')}"
         )
 
     def grade_batch(self, items: Sequence[GradeInput], *, workers: int | None = None) -> list[Grade]:

@@ -19,8 +19,13 @@ from __future__ import annotations
 
 import re
 
-_THINK_OPEN = re.compile(r"<think(?:ing)?>", re.IGNORECASE)
-_THINK_CLOSE = re.compile(r"</think(?:ing)?>", re.IGNORECASE)
+_THINK_OPEN = re.compile(r"<think(?:ing)?>|<\|begin_of_thought\|>", re.IGNORECASE)
+_THINK_CLOSE = re.compile(r"</think(?:ing)?>|<\|end_of_thought\|>", re.IGNORECASE)
+_MARKER = re.compile(r"<\|[A-Za-z_]+\|>|<｜[^｜<>]{1,40}｜>|</s>|<eos>|<(?:start|end)_of_turn>")
+"""Chat-template and format markers (`<|end_of_solution|>`, `<|im_end|>`, `</s>`, `<end_of_turn>`):
+markup around a response, never part of its answer."""
+_CURRENCY_OPEN = re.compile(r"(?<![\\$])\$(?=-?\d)(?!\$)")
+_DOLLAR = re.compile(r"(?<![\\$])\$(?!\$)")
 
 
 def strip_thinking(text: str) -> str:
@@ -38,6 +43,49 @@ def strip_thinking(text: str) -> str:
     if opened is not None:
         text = text[: opened.start()]
     return text
+
+
+def strip_markers(text: str) -> str:
+    """The text without chat-template markers, so a response that ends in `<|im_end|>` reads as finished."""
+    stripped = _MARKER.sub("", text)
+    return stripped.rstrip() if stripped != text else text
+
+
+def mark_currency(text: str) -> str:
+    """`text` with every dollar sign that is money escaped (`\\$`), so it opens no math span.
+
+    A `$` before a number opens math only when the next unescaped `$`
+    closes it the way TeX is written: no space before it and no digit after
+    it.  So in "$93 - $15 = $78" and "$5 and $6" every dollar is money, while
+    `$5$` and `$x = 3$` stay math (the rule pandoc uses for `$` math).
+    """
+    if "$" not in text:
+        return text
+    dollars = [m.start() for m in _DOLLAR.finditer(text)]
+    money: list[int] = []
+    k = 0
+    while k < len(dollars):
+        at = dollars[k]
+        close = dollars[k + 1] if k + 1 < len(dollars) else None
+        closes = (
+            close is not None
+            and not text[close - 1].isspace()
+            and not text[close + 1 : close + 2].isdigit()
+            and "\n\n" not in text[at:close]
+        )
+        if _CURRENCY_OPEN.match(text, at) and not closes:
+            money.append(at)
+            k += 1
+        else:
+            k += 2
+    for at in reversed(money):
+        text = text[:at] + "\\" + text[at:]
+    return text
+
+
+def clean_response(text: str) -> str:
+    """The part of a response that can hold its answer: reasoning blocks and template markers removed."""
+    return strip_markers(strip_thinking(text))
 
 
 _ONES = {
@@ -159,6 +207,33 @@ _TOKEN = re.compile(
     r"\\(?:begin|end|text|mathrm|mbox|operatorname)\s*\{[^{}]*\}|\\[A-Za-z]+|\\.|[A-Za-z]+|\d+(?:[.,]\d+)*|\S|\s+"
 )
 _OPERATOR = set("+-*/^=<>(,[{\\_|≤≥≠±×÷·−")
+
+
+def strip_filler(text: str) -> str:
+    """`text` without the filler words that may precede an answer ("indeed", "exactly", "the")."""
+    return _FILLER.sub("", text)
+
+
+_WORD_ANSWER = re.compile(
+    r"^\s*(?:\*\*)?\s*([A-Za-z][A-Za-z'-]*(?: [A-Za-z][A-Za-z'-]*){0,3})\s*(?:\*\*)?\s*(?:[.!]|$)"
+)
+_NOT_AN_ANSWER = re.compile(
+    r"^(?:not|clear|obvious|simple|below|above|as|follows|shown|given|this|that|these|there|here|it|unclear|"
+    r"straightforward|easy|hard|difficult|interesting)\b",
+    re.IGNORECASE,
+)
+
+
+def word_answer(clause: str) -> str | None:
+    """The answer in `clause` when it is a word or a few ("east.", "**odd**", "Tuesday"), as `\\text{...}`.
+
+    Only a clause of at most four words that ends the sentence counts, and
+    not words that point elsewhere ("clear", "below", "as follows").
+    """
+    m = _WORD_ANSWER.match(strip_filler(clause.strip().replace("**", "")))
+    if m is None or _NOT_AN_ANSWER.match(m.group(1)):
+        return None
+    return f"\\text{{{m.group(1)}}}"
 
 
 def approximate_cue(text: str) -> bool:

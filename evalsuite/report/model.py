@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import statistics
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -70,6 +71,7 @@ class TaskReport:
     divergence: dict[str, Any]
     speed: dict[str, Any] | None
     truncation: list[dict[str, Any]]
+    rules: list[dict[str, Any]]
     provenance: list[dict[str, Any]]
     reproduce: list[str]
     differences: list[str] = field(default_factory=list)
@@ -288,6 +290,41 @@ def truncation_rows(c: Comparison) -> list[dict[str, Any]]:
     ]
 
 
+STRICT_RULE = "strict"
+"""The name counted for a correct grade that no lenient rule decided (an exact or math-verify comparison)."""
+
+
+def rule_counts(grades: Mapping[str, Grade]) -> dict[str, int]:
+    """Correct grades by the rule that accepted them (`details["rule"]`), strict ones first.
+
+    A grade a lenient rule accepted names it (`approximation`, `renamed`...),
+    so the report shows how much of an accuracy rests on those rules.
+    """
+    counts = Counter(str(g.details.get("rule") or STRICT_RULE) for g in grades.values() if g.correct)
+    return dict(sorted(counts.items(), key=lambda kv: (kv[0] != STRICT_RULE, -kv[1], kv[0])))
+
+
+def rule_rows(arms: Mapping[str, Arm]) -> list[dict[str, Any]]:
+    """Per arm with grades: its correct count and how many each rule decided."""
+    rows = []
+    for role in SHOWN_ORDER:
+        arm = arms.get(role)
+        if arm is None or not arm.grades:
+            continue
+        counts = rule_counts(arm.grades)
+        correct = sum(counts.values())
+        rows.append(
+            {
+                "role": role,
+                "target": arm.manifest.target,
+                "correct": correct,
+                "lenient": correct - counts.get(STRICT_RULE, 0),
+                "rules": ", ".join(f"{name} {n}" for name, n in counts.items()) or fmt.DASH,
+            }
+        )
+    return rows
+
+
 def task_report(c: Comparison, stores: Mapping[str, Any] | None) -> TaskReport:
     """Build the report data for one comparison; `stores` maps roles to run stores (optional)."""
     divergent = frozenset(d.sample_id for d in c.diffs if not d.identical)
@@ -311,6 +348,7 @@ def task_report(c: Comparison, stores: Mapping[str, Any] | None) -> TaskReport:
         divergence=divergence_section(c, arms),
         speed=speed_section(c.speed),
         truncation=truncation_rows(c),
+        rules=rule_rows(arms),
         provenance=provenance(c, arms),
         reproduce=reproduce(c, arms),
         differences=[f"{d.path}: baseline {d.baseline!r}, candidate {d.other!r}" for d in c.differences],

@@ -172,8 +172,9 @@ def synthetic_runs(root: Path, plan: Plan, *, control: bool = False) -> dict[str
         results["baseline"].append(
             SampleResult(sid, plan.task, strata, _completion(base, finish=finish, tps=50.0, draft=None))
         )
+        lenient = {"rule": "approximation"} if right and i % 20 == 0 else {}  # a few accepted by a lenient rule
         grades["baseline"].append(
-            Grade(sid, "correct" if right else "incorrect", answer, "matched" if right else "mismatch")
+            Grade(sid, "correct" if right else "incorrect", answer, "matched" if right else "mismatch", 1.0, lenient)
         )
         for role in [r for r in roles if r != "baseline"]:
             diverges = (

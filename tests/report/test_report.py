@@ -13,6 +13,7 @@ from stored_runs import Plan, manifest, synthetic_runs, write_run
 from evalsuite.compare import compare_runs
 from evalsuite.records import Completion, Grade, Sample, SampleResult
 from evalsuite.report import report_folder, write_reports
+from evalsuite.report.model import rule_counts
 from evalsuite.report.plots import IntervalRow, forest, margins
 
 PLAN = Plan(
@@ -53,6 +54,26 @@ def test_markdown_carries_verdict_tables_speed_and_provenance(lossy) -> None:
     doc = json.loads(paths.json[0].read_text())
     assert doc == json.loads(cmp.to_json())
     assert doc["truncation"]["baseline"] == {"target": "base", "n": 60, "truncated": 1, "in_reasoning": 0}
+
+
+def test_the_report_counts_correct_grades_per_deciding_rule(lossy) -> None:
+    """Rows 0, 20 and 40 of the baseline were accepted by a lenient rule; the candidate's by none."""
+    _, _, paths = lossy
+    md = paths.markdown.read_text(encoding="utf-8")
+    assert "### Grading rules" in md
+    assert re.search(r"\| baseline \| `base` \| 42 \| 3 \| strict 39, approximation 3 \|", md), md
+    assert re.search(r"\| candidate \| `spec` \| \d+ \| 0 \| strict \d+ \|", md)
+    assert "approximation 3" in paths.html.read_text(encoding="utf-8")
+
+
+def test_rule_counts_put_strict_first_and_skip_wrong_grades() -> None:
+    grades = {
+        "a": Grade("a", "correct", "1", "equal"),
+        "b": Grade("b", "correct", "x", "renamed", 1.0, {"rule": "renamed"}),
+        "c": Grade("c", "incorrect", "2", "differ", 0.0, {"rule": "renamed"}),
+        "d": Grade("d", "ungraded", None, "timeout"),
+    }
+    assert rule_counts(grades) == {"strict": 1, "renamed": 1}
 
 
 def test_html_is_self_contained(lossy) -> None:

@@ -149,7 +149,7 @@ def _with_windows(
     if not ids:
         return diffs
     cand = cand_run.results(ids=ids, strings="pieces")
-    base = base_run.results(ids=ids, strings="pieces")
+    base = base_run.results(ids=ids, strings="all")  # the alternatives by name: some engines give no ids for them
     redone = {
         sid: diff_completions(
             sid,

@@ -5,7 +5,7 @@ can only tell two tokens apart in steps of the bf16 spacing at the logits'
 magnitude: 2^-7 of the leading power of two, so 0.125 nats for logits
 between 16 and 32.  The gaps between a position's top logprobs are then whole
 multiples of that step (the log-sum-exp cancels in a gap), and a divergence
-whose baseline margin is one or two steps is a tie that rounding broke, not a
+whose baseline margin is a few steps is a tie that rounding broke, not a
 confident choice.  Engines that compute logits in fp32 (llama.cpp, whatever
 the weights) show no such grid: their gaps are multiples of nothing coarser
 than fp32 rounding.
@@ -35,8 +35,9 @@ MIN_POSITIONS = 32
 """Informative positions needed before a run may be called quantized."""
 GRID_SHARE = 0.9
 """Share of informative positions that must lie on a grid for the run to count as quantized."""
-RESOLUTION_STEPS = 2.0
-"""A divergence at a margin of at most this many grid steps is a tie (calibrated in docs/statistics.md)."""
+RESOLUTION_STEPS = 4.0
+"""A divergence at a margin of at most this many grid steps is a tie: twice the largest step count at which a
+self-drafting bf16 control diverged (2), the same slack a control run gets (calibration in docs/diff.md)."""
 STEP_CAP_QUANTILE = 0.9
 """A position's step is capped at this quantile of the run's: five gaps can share a coarser power of two by chance."""
 

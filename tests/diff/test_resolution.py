@@ -13,7 +13,7 @@ import pytest
 
 from evalsuite.compare import compare_runs
 from evalsuite.diff import SampleDiff, calibrate, classify, diff_completions, logit_resolution
-from evalsuite.diff.resolution import MIN_POSITIONS, RESOLUTION_STEPS, position_steps
+from evalsuite.diff.resolution import MIN_POSITIONS, position_steps
 from evalsuite.engines.parse import trace_from_entries
 from evalsuite.records import Completion, SampleResult
 from evalsuite.store import MemoryRun
@@ -103,12 +103,13 @@ def _diff(margin: float, step: float) -> SampleDiff:
     [
         (0.0, "numerical"),
         (0.125, "numerical"),
-        (RESOLUTION_STEPS * 0.125, "numerical"),  # the boundary itself is a tie
-        (RESOLUTION_STEPS * 0.125 + 0.125, "confident"),  # one step beyond it is not
+        (0.25, "numerical"),
+        (0.5, "numerical"),  # four steps of 0.125: the boundary itself is a tie
+        (0.625, "confident"),  # one step beyond it is not
         (1.0, "confident"),
     ],
 )
-def test_a_bf16_baseline_makes_margins_within_two_steps_ties(margin: float, kind: str) -> None:
+def test_a_bf16_baseline_makes_margins_within_four_steps_ties(margin: float, kind: str) -> None:
     res = logit_resolution([completion(logit_rows(200, 3, bf16=True)).tokens])
     th = calibrate([], resolution=res)
     got = classify(_diff(margin, 0.125), th)
@@ -121,15 +122,16 @@ def test_a_continuous_baseline_keeps_the_default_threshold() -> None:
     res = logit_resolution([completion(logit_rows(200, 3, bf16=False)).tokens])
     th = calibrate([], resolution=res)
     assert classify(_diff(0.25, 0.125), th).kind == "confident"
+    assert classify(_diff(0.5, 0.125), th).kind == "confident"
     assert classify(_diff(0.05, math.nan), th).kind == "numerical"
 
 
 def test_a_position_that_looks_coarse_by_chance_is_capped_at_the_runs_common_step() -> None:
     res = logit_resolution([completion(logit_rows(300, 4, bf16=True)).tokens])
     th = calibrate([], resolution=res)
-    # A position whose five gaps happened to be multiples of 1 nat would allow 2 nats; the cap keeps 2 x 0.125.
-    assert th.tie_limit(_diff(1.5, 1.0)) == pytest.approx(RESOLUTION_STEPS * res.cap)
-    assert res.cap < 0.5
+    # A position whose five gaps happened to be multiples of 1 nat would allow 4 nats; the cap keeps 4 x 0.125.
+    assert res.cap == 0.125
+    assert th.tie_limit(_diff(1.5, 1.0)) == pytest.approx(0.5)
     assert classify(_diff(1.5, 1.0), th).kind == "confident"
 
 
@@ -212,4 +214,4 @@ def test_verdict_counts_resolution_ties_apart() -> None:
     th = calibrate([], resolution=res)
     diffs = [classify(_diff(0.25, 0.125), th), classify(_diff(0.05, 0.125), th)]
     v = token_verdict(diffs, th)
-    assert v.label == "NUMERICAL-ONLY" and "1 within 2 steps" in v.reason
+    assert v.label == "NUMERICAL-ONLY" and "1 within 4 steps" in v.reason

@@ -14,6 +14,7 @@ while the baseline against itself is not.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -148,6 +149,9 @@ def test_reports_show_text_version_and_threshold(evals: dict, tmp_path: Path) ->
     assert "token_id:" not in md and "token_id:" not in html
     assert VLLM_VERSION in md
     assert "steps of" in md
+    assert "No time to first token" not in md  # every vLLM target here streams, so TTFT is measured
+    drafted_then_tau = r"^\| candidate \|.*\| [0-9,]+/[0-9,]+ \| [0-9.]+ \|$"
+    assert re.search(drafted_then_tau, md, re.M), "accepted / drafted and tau missing for vLLM"
 
 
 def _arm(project: Config, name: str, stream: int) -> Any:

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from evalsuite.errors import StoreError
+from evalsuite.errors import StoreError, writing
 from evalsuite.records import Grade, Sample, SampleResult
 from evalsuite.store.codec import (
     GRADE_COLUMNS,
@@ -44,16 +44,22 @@ class RunStore:
 
     @classmethod
     def create(cls, folder: Path, manifest: RunManifest | Mapping[str, Any]) -> RunStore:
-        """Open the run folder for this manifest, creating it when new; refuses a folder of another run."""
+        """Open the run folder for this manifest, creating it when new; refuses a folder of another run.
+
+        A folder that cannot be made or written (full disk, permissions, read-only filesystem) is a
+        HostError naming it.
+        """
         manifest = as_manifest(manifest)
-        folder.mkdir(parents=True, exist_ok=True)
+        with writing(folder, "create the run folder"):
+            folder.mkdir(parents=True, exist_ok=True)
         path = folder / MANIFEST
         if path.exists():
             existing = open_run(folder).close_and_manifest()
             if existing.fingerprint != manifest.fingerprint:
                 raise StoreError(f"{folder} holds run {existing.fingerprint}, not {manifest.fingerprint}.")
             return cls(folder, existing)
-        write_manifest(path, manifest)
+        with writing(path):
+            write_manifest(path, manifest)
         return cls(folder, manifest)
 
     @property
@@ -162,7 +168,8 @@ class RunStore:
         return [{**dict(r), "info": json.loads(r["info"])} for r in rows]
 
     def writer(self, loop: asyncio.AbstractEventLoop | None = None) -> RunWriter:
-        return RunWriter(self.folder / DATABASE, loop)
+        with writing(self.folder / DATABASE, "open for writing"):
+            return RunWriter(self.folder / DATABASE, loop)
 
     def frame(self) -> pd.DataFrame:
         """One row per sample: ids, strata, text, finish reason, token counts, timings and grade."""

@@ -46,6 +46,12 @@ class HostError(EvalsuiteError):
     exit_code = 4
 
 
+class RunBusyError(EvalsuiteError):
+    """Another process is writing the same run folder; a second writer would ask the endpoint for the same samples."""
+
+    exit_code = 5
+
+
 _FULL = ("the disk is full", "free some space")
 _QUOTA = ("the disk quota is used up", "free some space or raise the quota")
 _READ_ONLY = ("the filesystem is read-only", "point runs_dir or reports_dir in the config at a writable folder")

@@ -24,7 +24,8 @@ examples:
   evalsuite speed draft                      speed against the baseline: input lengths, concurrency
 
 exit codes: 0 ok, 1 verdict/gate failed, 2 bad input or config, 3 endpoint error, 4 this machine failed
-(disk full, permission denied, read-only filesystem), 130 interrupted (finished work is kept; re-run to resume).
+(disk full, permission denied, read-only filesystem), 5 the run is being written by another process,
+130 interrupted (finished work is kept; re-run to resume).
 Docs: README.md (quick start), docs/ (design notes).
 """
 

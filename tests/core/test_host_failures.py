@@ -59,8 +59,9 @@ def test_a_disk_that_fills_mid_run_is_exit_4_keeps_what_was_committed_and_resume
     assert "Traceback" not in full["stderr"]
     assert 30 <= report["stored_after_full"] < N
 
-    still = report["still_full"]
+    still = report["still_full"]  # refused before asking the endpoint for anything
     assert still["rc"] == 4 and "the disk is full" in still["stderr"], still["stderr"]
+    assert "writer.lock" in still["stderr"]
 
     assert report["freed"]["rc"] == 0, report["freed"]["stderr"]
     store = open_run(next((out / "base" / "echo").iterdir()))

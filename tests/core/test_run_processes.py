@@ -1,0 +1,126 @@
+"""Runs as processes: one writer per run folder.
+
+Real `python -m evalsuite` processes, real signals, the scripted server counting what it is asked.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from fake_server import FakeServer
+from projects import make_project
+
+from evalsuite.errors import RunBusyError
+from evalsuite.store import RunStore, open_run
+
+N = 240
+
+
+def _cli(config: Path, *extra: str, command: str = "run") -> list[str]:
+    args = ["base", "--no-grade"] if command == "run" else []
+    return [sys.executable, "-m", "evalsuite", command, *args, "--config", str(config), "-q", *extra]
+
+
+def _key(i: int) -> str:
+    prompt = f"You are terse.\nQuestion q{i:04d}: what is {i}+1?"
+    return hashlib.sha256(prompt.encode()).hexdigest()[:16]
+
+
+def _wait_for(condition: Callable[[], bool], proc: subprocess.Popen, timeout: float = 60) -> None:
+    deadline = time.time() + timeout
+    while not condition():
+        assert proc.poll() is None, f"the run ended first: {proc.communicate()}"
+        assert time.time() < deadline, "timed out"
+        time.sleep(0.01)
+
+
+def _folder(tmp_path: Path) -> Path:
+    return next((tmp_path / "runs" / "base" / "echo").iterdir())
+
+
+@pytest.fixture
+def slow_project(tmp_path: Path, fake_server: FakeServer) -> Path:
+    fake_server.state.delay_s = 0.02
+    return make_project(tmp_path, fake_server.base_url, n=N, target_extra="concurrency = 2")
+
+
+def test_a_second_run_of_the_same_target_and_task_is_refused_naming_the_first_and_asks_for_nothing(
+    slow_project: Path, tmp_path: Path, fake_server: FakeServer
+) -> None:
+    first = subprocess.Popen(_cli(slow_project), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    _wait_for(lambda: fake_server.state.total >= 10, first)
+    second = subprocess.run(_cli(slow_project), capture_output=True, text=True, timeout=60)
+    assert first.poll() is None, "the first run ended before the second was tried"
+    assert second.returncode == 5, second.stderr
+    assert f"is being written by process {first.pid} (" in second.stderr
+    assert "-m evalsuite run base" in second.stderr and "Traceback" not in second.stderr
+    assert str(_folder(tmp_path)) in second.stderr
+
+    out, err = first.communicate(timeout=120)
+    assert first.returncode == 0, err
+    assert len(open_run(_folder(tmp_path))) == N
+    requests = fake_server.state.requests
+    assert sum(requests.values()) == N and set(requests.values()) == {1}, "a sample was asked for twice"
+
+
+def test_grading_a_run_while_it_is_being_generated_is_refused(
+    slow_project: Path, tmp_path: Path, fake_server: FakeServer
+) -> None:
+    first = subprocess.Popen(_cli(slow_project), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    _wait_for(lambda: fake_server.state.total >= 10, first)
+    grade = subprocess.run(_cli(slow_project, str(_folder(tmp_path)), command="grade"), capture_output=True, text=True)
+    first.send_signal(signal.SIGTERM)
+    first.communicate(timeout=60)
+    assert grade.returncode == 5 and f"process {first.pid}" in grade.stderr, grade.stderr
+    after = subprocess.run(_cli(slow_project, str(_folder(tmp_path)), command="grade"), capture_output=True, text=True)
+    assert after.returncode == 0, after.stderr
+
+
+def test_the_lock_dies_with_a_killed_writer(slow_project: Path, tmp_path: Path, fake_server: FakeServer) -> None:
+    first = subprocess.Popen(_cli(slow_project), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    _wait_for(lambda: fake_server.state.total >= 10, first)
+    first.kill()
+    first.wait()
+    done = subprocess.run(_cli(slow_project), capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert len(open_run(_folder(tmp_path))) == N
+
+
+HOLD = """
+import sys, time
+from pathlib import Path
+from evalsuite.store import RunStore
+store = RunStore.create(Path(sys.argv[1]), {"fingerprint": "f" * 64, "task": "t", "target": "x"})
+print("held", flush=True)
+time.sleep(600)
+"""
+
+
+def test_the_store_refuses_a_writer_of_another_process_and_shares_its_own(tmp_path: Path) -> None:
+    folder = tmp_path / "run"
+    manifest = {"fingerprint": "f" * 64, "task": "t", "target": "x"}
+    holder = subprocess.Popen([sys.executable, "-c", HOLD, str(folder)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        with pytest.raises(RunBusyError, match=f"process {holder.pid} "):
+            RunStore.create(folder, manifest)
+        with pytest.raises(RunBusyError):
+            open_run(folder, write=True)
+        reader = open_run(folder)  # readers never wait for a writer
+        assert len(reader) == 0 and not reader.writing
+        reader.close()
+    finally:
+        holder.kill()
+        holder.wait()
+    first = RunStore.create(folder, manifest)
+    again = RunStore.create(folder, manifest)  # the same process opening its run twice is one writer
+    assert first.writing and again.writing
+    first.close()
+    again.close()

@@ -1,4 +1,4 @@
-"""Runs as processes: one writer per run folder.
+"""Runs as processes: one writer per run folder, and SIGTERM or Ctrl-C keep every finished sample.
 
 Real `python -m evalsuite` processes, real signals, the scripted server counting what it is asked.
 """
@@ -124,3 +124,38 @@ def test_the_store_refuses_a_writer_of_another_process_and_shares_its_own(tmp_pa
     assert first.writing and again.writing
     first.close()
     again.close()
+
+
+@pytest.mark.parametrize(
+    ("sig", "code", "said"),
+    [(signal.SIGTERM, 143, "stopped (SIGTERM)"), (signal.SIGINT, 130, "interrupted")],
+    ids=["sigterm", "ctrl-c"],
+)
+def test_a_signal_mid_run_keeps_every_finished_sample_and_the_rerun_asks_only_the_rest(
+    sig: signal.Signals, code: int, said: str, slow_project: Path, tmp_path: Path, fake_server: FakeServer
+) -> None:
+    proc = subprocess.Popen(_cli(slow_project), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    _wait_for(lambda: fake_server.state.total >= 40, proc)
+    proc.send_signal(sig)
+    sent = time.time()
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == code, err
+    assert time.time() - sent < 10, "stopping took too long"
+    assert said in err and "finished samples are saved" in err and "Traceback" not in err
+
+    store = open_run(_folder(tmp_path))
+    stored = store.done_ids()
+    assert 0 < len(stored) < N
+    last = store.sessions()[-1]
+    assert last["outcome"] == "interrupted" and last["recorded"] == len(stored)
+    store.close()
+    asked_before = dict(fake_server.state.requests)
+    assert len(asked_before) - len(stored) <= 2, "more samples were in flight than the concurrency allows"
+    fake_server.state.requests.clear()
+
+    done = subprocess.run(_cli(slow_project), capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    asked_after = fake_server.state.requests
+    assert not {_key(int(s[1:])) for s in stored} & set(asked_after), "a saved sample was asked for again"
+    assert sum(asked_after.values()) == N - len(stored)
+    assert len(open_run(_folder(tmp_path))) == N

@@ -105,3 +105,31 @@ def test_every_place_that_maps_failures_to_exit_codes_knows_the_machines_failure
     assert input_error(sqlite_full)[0] == 4
     assert isinstance(host_error(tmp_path, sqlite_full), HostError)
     assert host_error(tmp_path, sqlite3.DatabaseError("file is not a database")) is None
+
+
+def test_a_disk_full_before_the_run_starts_is_exit_4_and_asks_for_nothing(
+    tmp_path: Path, fake_server: FakeServer
+) -> None:
+    namespace = _needs(mount_namespace(), "mount a small filesystem of its own")
+    config = make_project(tmp_path, fake_server.base_url, n=5)
+    small_disk = [sys.executable, str(ROOT / "fixtures" / "small_disk.py"), "full", "--runs", str(tmp_path / "runs")]
+    done = subprocess.run([*namespace, *small_disk, "--", *_cli(config)], capture_output=True, text=True, timeout=120)
+    result = json.loads(done.stdout)
+    assert result["rc"] == 4 and "the disk is full" in result["stderr"], result["stderr"]
+    assert "Traceback" not in result["stderr"] and sum(fake_server.state.requests.values()) == 0
+
+
+def test_a_reports_folder_this_user_may_not_write_is_exit_4(tmp_path: Path, fake_server: FakeServer) -> None:
+    nobody = _needs(as_nobody(), "run without privileges")
+    config = make_project(tmp_path, fake_server.base_url, n=3)
+    runs = []
+    for target in ("base", "spec"):
+        done = subprocess.run([*nobody, *_cli(config)[:4], target, *_cli(config)[5:]], capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+        runs.append(done.stdout.strip())
+    (tmp_path / "reports").mkdir(exist_ok=True)
+    (tmp_path / "reports").chmod(0o555)
+    compare = [sys.executable, "-m", "evalsuite", "compare", *runs[::-1], "--config", str(config)]
+    done = subprocess.run([*nobody, *compare], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 4, done.stderr
+    assert "permission denied" in done.stderr and str(tmp_path / "reports") in done.stderr

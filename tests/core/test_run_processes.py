@@ -159,3 +159,13 @@ def test_a_signal_mid_run_keeps_every_finished_sample_and_the_rerun_asks_only_th
     assert not {_key(int(s[1:])) for s in stored} & set(asked_after), "a saved sample was asked for again"
     assert sum(asked_after.values()) == N - len(stored)
     assert len(open_run(_folder(tmp_path))) == N
+
+
+def test_two_runs_started_together_on_a_new_run_folder_make_one_writer(
+    slow_project: Path, tmp_path: Path, fake_server: FakeServer
+) -> None:
+    procs = [subprocess.Popen(_cli(slow_project), stdout=subprocess.PIPE, stderr=subprocess.PIPE) for _ in range(2)]
+    codes = sorted(p.wait(timeout=120) for p in procs)
+    assert codes == [0, 5], [p.communicate() for p in procs]
+    requests = fake_server.state.requests
+    assert sum(requests.values()) == N and set(requests.values()) == {1}

@@ -66,7 +66,7 @@ rig-vllm: setup  ## install vLLM's CPU build and convert SmolLM2 for it (cached;
 gold: setup  ## grader gold checks on the full datasets in ../shared/data
 	$(BIN)/python -m pytest -q -m gold
 
-bench: setup  ## benchmarks, each as a ratio against a reference measured in the same run
+bench: setup  ## benchmarks, each as a ratio against a reference measured in the same run (SOAK=full: the 20,000-request soak)
 	@for b in bench/*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
 
 clean:  ## remove the virtualenv and caches (runs/ and reports/ are kept)

@@ -23,7 +23,7 @@ from evalsuite import __version__
 from evalsuite.config import Config, TargetConfig
 from evalsuite.engines import Engine, make_engine
 from evalsuite.engines.retry import RequestFailed, RetriesExhausted, RetryPolicy, with_retries
-from evalsuite.errors import EndpointError
+from evalsuite.errors import EndpointError, HostError
 from evalsuite.records import GenerationParams, Sample, SampleResult
 from evalsuite.serialize import to_jsonable
 from evalsuite.store import MANIFEST_VERSION, RunManifest, RunStore, fingerprint
@@ -56,6 +56,7 @@ class RunOutcome:
     recorded: int
     skipped: int
     warnings: list[str] = field(default_factory=list)
+    saved: int = 0  # results of this session committed to the store
 
     @property
     def folder(self) -> Path:
@@ -193,6 +194,11 @@ async def execute(
         except EndpointError as exc:
             status = f"failed: {exc}"
             raise
+        except HostError as exc:
+            status = f"failed: {exc}"
+            raise HostError(
+                f"{exc} {outcome.saved} new samples were saved before it; re-run the same command to resume."
+            ) from None
         finally:
             after = await _safe_stats(engine)
             info = {
@@ -201,7 +207,12 @@ async def execute(
                 "requested_ids": len(todo),
                 "server_identity": engine.identity.known,
             }
-            store.record_session(started, len(todo), outcome.recorded, status, info)
+            try:
+                store.record_session(started, len(todo), outcome.saved, status, info)
+            except HostError:
+                if status == "complete":
+                    raise
+                log.warning("this session's summary was not recorded in the run store (the same failure)")
         return outcome
     finally:
         await engine.aclose()
@@ -266,4 +277,7 @@ async def _generate_all(
         for task in workers:
             task.cancel()
         await asyncio.gather(*workers, return_exceptions=True)
-        writer.close()
+        try:
+            writer.close()
+        finally:
+            outcome.saved = writer.committed

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import argparse
 import logging
+import signal
 import sys
 from collections.abc import Sequence
+from types import FrameType
+from typing import Any
 
 from evalsuite import __version__
 from evalsuite.cli.failures import INPUT_ERRORS, input_error
@@ -23,7 +26,9 @@ examples:
   evalsuite rig build                        build the reference llama-server (CPU)
   evalsuite speed draft                      speed against the baseline: input lengths, concurrency
 
-exit codes: 0 ok, 1 verdict/gate failed, 2 bad input or config, 3 endpoint error, 130 interrupted.
+exit codes: 0 ok, 1 verdict/gate failed, 2 bad input or config, 3 endpoint error, 4 this machine failed
+(disk full, permission denied, read-only filesystem), 5 the run is being written by another process,
+130 interrupted by Ctrl-C, 143 stopped by SIGTERM (both keep finished work; re-run to resume).
 Docs: README.md (quick start), docs/ (design notes).
 """
 
@@ -231,9 +236,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(message)s")
     from evalsuite.cli import commands
 
+    stopped: list[int] = []
+    previous = _stop_on_sigterm(stopped)
     try:
         handler = getattr(args, "handler", None) or getattr(commands, f"cmd_{args.command}")
         return handler(args)
+    except KeyboardInterrupt:
+        if stopped:
+            print(
+                "\nstopped (SIGTERM): finished samples are saved; re-run the same command to resume.", file=sys.stderr
+            )
+            return 128 + signal.SIGTERM
+        print("\ninterrupted: finished samples are saved; re-run the same command to resume.", file=sys.stderr)
+        return 130
     except EvalsuiteError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return exc.exit_code
@@ -241,6 +256,30 @@ def main(argv: Sequence[str] | None = None) -> int:
         code, message = input_error(exc)
         print(f"error: {message}", file=sys.stderr)
         return code
-    except KeyboardInterrupt:
-        print("\ninterrupted: finished samples are saved; re-run the same command to resume.", file=sys.stderr)
-        return 130
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _stop_on_sigterm(stopped: list[int]) -> Any:
+    """Make SIGTERM (a job scheduler, `docker stop`, `kill`) take Ctrl-C's path: in-flight requests are
+    cancelled, every finished sample is committed, the session is recorded, and the exit code is 143.
+
+    The signal is handed to whatever handles SIGINT at that moment: inside `asyncio.run` that cancels the
+    main task (so the run's own cleanup runs at an await, never in the middle of a commit), elsewhere it
+    raises KeyboardInterrupt.  Returns the handler it replaced (None off the main thread, where signals
+    cannot be handled).
+    """
+
+    def on_sigterm(signum: int, frame: FrameType | None) -> None:
+        stopped.append(signum)
+        handler = signal.getsignal(signal.SIGINT)
+        if callable(handler):
+            handler(signal.SIGINT, frame)
+        else:  # SIGINT ignored or left to the system: SIGTERM still stops the run the same way
+            raise KeyboardInterrupt
+
+    try:
+        return signal.signal(signal.SIGTERM, on_sigterm)
+    except ValueError:  # not the main thread
+        return None

@@ -174,8 +174,11 @@ def cmd_grade(args: argparse.Namespace) -> int:
     config = _optional_config(args)
     tasks_dir = config.root / "tasks" if config else None
     for path in args.runs:
-        store = open_run(path)
-        grades = grade_run(store, tasks_dir=tasks_dir, workers=args.workers)
+        store = open_run(path, write=True)  # grades are written: one writer per run folder, as for `run`
+        try:
+            grades = grade_run(store, tasks_dir=tasks_dir, workers=args.workers)
+        finally:
+            store.close()
         counts: dict[str, int] = {}
         for g in grades:
             counts[g.status] = counts.get(g.status, 0) + 1

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from evalsuite.compare import Comparison
+from evalsuite.errors import writing
 from evalsuite.report.folder import report_folder
 from evalsuite.report.model import TaskReport, task_of, task_report
 from evalsuite.report.render import render_html, render_markdown
@@ -50,18 +51,16 @@ def write_reports(
     if not comparisons:
         raise ValueError("write_reports needs at least one comparison.")
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
     created = time.time()
     tasks = build_task_reports(comparisons, runs)
-    md = out / MARKDOWN_NAME
-    md.write_text(render_markdown(tasks, created), encoding="utf-8")
-    html = out / HTML_NAME
-    html.write_text(render_html(tasks, created), encoding="utf-8")
-    jsons = []
-    for t in tasks:
-        name = JSON_NAME if len(tasks) == 1 else f"comparison-{t.task}.json"
-        t.comparison.to_json(out / name)
-        jsons.append(out / name)
+    md, html = out / MARKDOWN_NAME, out / HTML_NAME
+    jsons = [out / (JSON_NAME if len(tasks) == 1 else f"comparison-{t.task}.json") for t in tasks]
+    with writing(out, "write the report into"):  # a full disk or a folder that may not be written: exit 4
+        out.mkdir(parents=True, exist_ok=True)
+        md.write_text(render_markdown(tasks, created), encoding="utf-8")
+        html.write_text(render_html(tasks, created), encoding="utf-8")
+        for t, path in zip(tasks, jsons):
+            t.comparison.to_json(path)
     return ReportPaths(out, md, html, jsons)
 
 

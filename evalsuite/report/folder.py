@@ -6,6 +6,8 @@ import re
 import time
 from pathlib import Path
 
+from evalsuite.errors import writing
+
 _UNSAFE = re.compile(r"[^A-Za-z0-9._+-]+")
 
 
@@ -18,5 +20,6 @@ def report_folder(reports_dir: Path, target: str, *, now: float | None = None) -
     while folder.exists():
         i += 1
         folder = base / f"{stamp}-{i}"
-    folder.mkdir(parents=True)
+    with writing(base, "create a report folder in"):  # a full disk or a folder that may not be written: exit 4
+        folder.mkdir(parents=True)
     return folder

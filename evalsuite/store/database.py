@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
-from evalsuite.errors import StoreError
+from evalsuite.errors import EvalsuiteError, StoreError, host_error
 from evalsuite.store.codec import add_missing_columns
 
 STORE_SCHEMA = 1
@@ -45,7 +45,12 @@ DAMAGE = (sqlite3.DatabaseError, ValueError, TypeError, KeyError)
 _F = TypeVar("_F", bound=Callable[..., Any])
 
 
-def unreadable(folder: Path, exc: Exception) -> StoreError:
+def unreadable(folder: Path, exc: Exception) -> EvalsuiteError:
+    """What a failing database operation becomes: a HostError when the machine is at fault (disk full, a
+    read-only or unwritable folder), otherwise a StoreError saying the file is damaged."""
+    host = host_error(folder / DATABASE, exc)
+    if host is not None:
+        return host
     return StoreError(
         f"{folder / DATABASE} is damaged or not a run database ({exc}); it was left as it is. Move the run "
         f"folder {folder} aside and re-run the same command to generate it again."
@@ -54,6 +59,8 @@ def unreadable(folder: Path, exc: Exception) -> StoreError:
 
 def guarded(method: _F) -> _F:
     """A corrupt or truncated database becomes a StoreError naming the file; nothing is deleted or rewritten.
+
+    A full disk or a database that may not be written is a HostError instead (see `unreadable`).
 
     For methods of an object with a `folder` attribute (the run folder).
     """

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+import weakref
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from evalsuite.errors import StoreError
+from evalsuite.errors import StoreError, writing
 from evalsuite.records import Grade, Sample, SampleResult
 from evalsuite.store.codec import (
     GRADE_COLUMNS,
@@ -30,31 +31,55 @@ from evalsuite.store.codec import (
     sample_to_row,
 )
 from evalsuite.store.database import DAMAGE, DATABASE, Transaction, guarded, open_database, unreadable
+from evalsuite.store.lock import WriterLock
 from evalsuite.store.manifest import MANIFEST, RunManifest, as_manifest, read_manifest, write_manifest
 from evalsuite.store.writer import RunWriter
 
 
 class RunStore:
-    """One run folder.  Create with `RunStore.create`, reopen with `open_run`."""
+    """One run folder.  Create (to write) with `RunStore.create`, reopen with `open_run`.
 
-    def __init__(self, folder: Path, manifest: RunManifest | Mapping[str, Any]):
+    A store opened to write holds the run folder's writer lock (`writer.lock`, see `store.lock`) until
+    `close`, until it is garbage-collected or until its process ends: one process writes a run at a time.
+    """
+
+    def __init__(self, folder: Path, manifest: RunManifest | Mapping[str, Any], lock: WriterLock | None = None):
         self.folder = folder
         self.manifest = as_manifest(manifest, str(folder / MANIFEST))
+        self._lock = lock
+        if lock is not None:
+            weakref.finalize(self, lock.release)
         self._conn = open_database(folder)
 
     @classmethod
     def create(cls, folder: Path, manifest: RunManifest | Mapping[str, Any]) -> RunStore:
-        """Open the run folder for this manifest, creating it when new; refuses a folder of another run."""
+        """Open the run folder for this manifest to write, creating it when new; refuses a folder of another run.
+
+        Another process writing the folder is a RunBusyError naming it; a folder that cannot be made or
+        written (full disk, permissions, read-only filesystem) is a HostError naming it.
+        """
         manifest = as_manifest(manifest)
-        folder.mkdir(parents=True, exist_ok=True)
-        path = folder / MANIFEST
-        if path.exists():
-            existing = open_run(folder).close_and_manifest()
-            if existing.fingerprint != manifest.fingerprint:
-                raise StoreError(f"{folder} holds run {existing.fingerprint}, not {manifest.fingerprint}.")
-            return cls(folder, existing)
-        write_manifest(path, manifest)
-        return cls(folder, manifest)
+        with writing(folder, "create the run folder"):
+            folder.mkdir(parents=True, exist_ok=True)
+        lock = WriterLock.acquire(folder)
+        try:
+            path = folder / MANIFEST
+            if path.exists():
+                existing = open_run(folder).close_and_manifest()
+                if existing.fingerprint != manifest.fingerprint:
+                    raise StoreError(f"{folder} holds run {existing.fingerprint}, not {manifest.fingerprint}.")
+                return cls(folder, existing, lock)
+            with writing(path):
+                write_manifest(path, manifest)
+            return cls(folder, manifest, lock)
+        except BaseException:
+            lock.release()
+            raise
+
+    @property
+    def writing(self) -> bool:
+        """Whether this store holds its folder's writer lock."""
+        return self._lock is not None and self._lock.held
 
     @property
     def fingerprint(self) -> str:
@@ -162,7 +187,8 @@ class RunStore:
         return [{**dict(r), "info": json.loads(r["info"])} for r in rows]
 
     def writer(self, loop: asyncio.AbstractEventLoop | None = None) -> RunWriter:
-        return RunWriter(self.folder / DATABASE, loop)
+        with writing(self.folder / DATABASE, "open for writing"):
+            return RunWriter(self.folder / DATABASE, loop)
 
     def frame(self) -> pd.DataFrame:
         """One row per sample: ids, strata, text, finish reason, token counts, timings and grade."""
@@ -194,6 +220,8 @@ class RunStore:
 
     def close(self) -> None:
         self._conn.close()
+        if self._lock is not None:
+            self._lock.release()
 
     def close_and_manifest(self) -> RunManifest:
         """Close the store and return its manifest (for checks that only need the manifest)."""
@@ -201,8 +229,8 @@ class RunStore:
         return self.manifest
 
 
-def open_run(path: str | Path) -> RunStore:
-    """Open an existing run folder (or its manifest.json / records.sqlite) for reading.
+def open_run(path: str | Path, *, write: bool = False) -> RunStore:
+    """Open an existing run folder (or its manifest.json / records.sqlite) for reading (`write`: and writing).
 
     A folder that is not a run, a manifest that is not JSON, lacks the keys a
     run has or comes from a newer evalsuite, and a damaged database are
@@ -219,4 +247,12 @@ def open_run(path: str | Path) -> RunStore:
         )
     if not manifest_path.exists():
         raise StoreError(f"{folder} is not a run folder (no {MANIFEST}). Runs live under the runs/ folder.")
-    return RunStore(folder, read_manifest(manifest_path))
+    manifest = read_manifest(manifest_path)
+    if not write:
+        return RunStore(folder, manifest)
+    lock = WriterLock.acquire(folder)
+    try:
+        return RunStore(folder, manifest, lock)
+    except BaseException:
+        lock.release()
+        raise

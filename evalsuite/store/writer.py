@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from evalsuite.errors import StoreError
+from evalsuite.errors import EvalsuiteError, StoreError, host_error
 from evalsuite.records import SampleResult
 from evalsuite.store.codec import RESULT_COLUMNS, result_to_row
 from evalsuite.store.database import connect
@@ -34,6 +34,7 @@ class RunWriter:
     """
 
     def __init__(self, db_path: Path, loop: asyncio.AbstractEventLoop | None = None):
+        self._path = db_path
         self._conn = connect(db_path)
         self._loop = loop
         self._timer: asyncio.TimerHandle | None = None
@@ -44,7 +45,7 @@ class RunWriter:
         )
         self.committed = 0
         self._queued: list[tuple[Any, ...]] = []  # rows: the results themselves are freed at once
-        self._failure: StoreError | None = None  # from a commit a timer ran: raised by the next put or close
+        self._failure: EvalsuiteError | None = None  # from a commit a timer ran: raised by the next put or close
 
     def put(self, result: SampleResult) -> None:
         self._queued.append(result_to_row(result))  # kept even when an earlier failure is raised: `close` stores it
@@ -67,28 +68,42 @@ class RunWriter:
             self._conn.execute("BEGIN IMMEDIATE")
         except sqlite3.Error as exc:
             self._queued = batch + self._queued  # nothing was written: kept for the next commit
-            raise StoreError(f"Could not write {len(batch)} results to the run store: {exc}") from exc
-        failure: StoreError | None = None
+            raise self._error(exc, f"Could not write {len(batch)} results to the run store: {exc}") from exc
+        failure: EvalsuiteError | None = None
         stored = 0
         for row in batch:
             try:
                 self._conn.execute(self._sql, row)
                 stored += 1
             except (sqlite3.Error, ValueError) as exc:  # ValueError: text SQLite cannot hold
-                failure = failure or StoreError(f"Could not write result {row[0]} to the run store: {exc}")
+                failure = failure or self._error(exc, f"Could not write result {row[0]} to the run store: {exc}")
         try:
             self._conn.execute("COMMIT")
         except sqlite3.Error as exc:
-            raise StoreError(f"Could not commit {len(batch)} results to the run store: {exc}") from exc
+            self._rollback()
+            raise self._error(exc, f"Could not commit {len(batch)} results to the run store: {exc}") from exc
         self.committed += stored
         if failure is not None:
             raise failure
+
+    def _error(self, exc: Exception, message: str) -> EvalsuiteError:
+        """A full disk or an unwritable database is the machine's fault (HostError, exit 4), anything else the
+        store's (StoreError)."""
+        return host_error(self._path, exc) or StoreError(message)
+
+    def _rollback(self) -> None:
+        """End a transaction whose commit failed (a full disk), so the connection is usable again and closes."""
+        if self._conn.in_transaction:
+            try:
+                self._conn.execute("ROLLBACK")
+            except sqlite3.Error:
+                pass
 
     def _flush_later(self) -> None:
         self._timer = None
         try:
             self.flush()
-        except StoreError as exc:  # nobody awaits a timer: the next put or close reports it
+        except EvalsuiteError as exc:  # nobody awaits a timer: the next put or close reports it
             self._failure = self._failure or exc
 
     def _raise_failure(self) -> None:

@@ -1,0 +1,19 @@
+"""The soak benchmark's short mode passes its own checks (as `make bench` and CI run it)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+from projects import ROOT
+
+
+def test_the_short_soak_keeps_every_sample_once_within_the_retry_policy_with_flat_memory() -> None:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    env.pop("SOAK", None)
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "soak.py")], capture_output=True, text=True, timeout=600, env=env
+    )
+    assert done.returncode == 0 and done.stdout.rstrip().endswith("PASS"), done.stdout + done.stderr
+    assert "samples stored once each: 2,000/2,000; as the server sent them: 2,000" in done.stdout

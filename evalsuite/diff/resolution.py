@@ -98,7 +98,7 @@ class LogitResolution:
         if not self.quantized:
             return 0.0
         step = position_step if math.isfinite(position_step) and position_step > 0 else self.step
-        return self.steps * min(step, self.cap)
+        return self.steps * min(step, self.cap) + GAP_TOLERANCE  # a margin on the grid, read back from float32
 
     @property
     def description(self) -> str:

@@ -25,8 +25,10 @@ import numpy as np
 
 from evalsuite.records import TokenTrace
 
-COARSEST_EXPONENT = 0
-"""The coarsest grid step tried: 2^0 = 1 nat (bf16 spacing of logits between 128 and 256)."""
+COARSEST_EXPONENT = 2
+"""The coarsest grid step tried: 2^-2 = 0.25 nats, bf16's spacing for logits between 32 and 64.  Gaps on a
+coarser grid (hand-written logprobs, or logits past 64) count as this step, so a tie never spans more than
+`RESOLUTION_STEPS` x 0.25 nats."""
 FINEST_EXPONENT = 10
 """The finest step that still counts as a grid: 2^-10 nats; fp32 rounding of logprobs is ~2^-19."""
 GAP_TOLERANCE = 1e-4

@@ -216,3 +216,26 @@ def test_verdict_counts_resolution_ties_apart() -> None:
     diffs = [classify(_diff(0.25, 0.125), th), classify(_diff(0.05, 0.125), th)]
     v = token_verdict(diffs, th)
     assert v.label == "NUMERICAL-ONLY" and "1 within 4 steps" in v.reason
+
+
+def test_a_grid_coarser_than_bf16_makes_is_read_as_its_coarsest_step() -> None:
+    """Gaps of whole nats (hand-written logprobs, or logits past 64) never let a tie span more than 1 nat."""
+    rows = np.array([[-0.05 - 3.0 * j for j in range(TOP)] for _ in range(64)], dtype=np.float32)
+    res = logit_resolution(
+        [
+            trace_from_entries(
+                [
+                    {
+                        "token": "x",
+                        "logprob": float(r[0]),
+                        "top_logprobs": [{"token": f"t{j}", "logprob": float(v)} for j, v in enumerate(r)],
+                    }
+                    for r in rows
+                ]
+            )
+        ]
+    )
+    assert res.quantized and res.step == 0.25 and res.cap == 0.25
+    th = calibrate([], resolution=res)
+    assert classify(_diff(1.0, 1.0), th).kind == "numerical"
+    assert classify(_diff(3.0, 1.0), th).kind == "confident"

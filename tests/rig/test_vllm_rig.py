@@ -38,7 +38,7 @@ pytestmark = pytest.mark.rig
 
 CONFIGS = ("vllm-baseline", "vllm-ngram", "vllm-draft", "vllm-rtn4")
 TASKS = ["gsm8k", "math500"]
-OPTIONS = RunOptions(data="fixture", limit=6, max_tokens=96)
+OPTIONS = RunOptions(data="fixture", limit=4, max_tokens=64)
 SAMPLING = DrawSettings(draws=100, prompts=1, max_tokens=4, temperature=1.0, top_p=1.0, top_k=0)
 JUDGE = JudgeSettings(alpha=0.01, max_tv=0.5)
 

@@ -141,3 +141,33 @@ def test_json_is_versioned_and_null_safe() -> None:
 def test_field_differences_walks_nested_fields() -> None:
     diffs = field_differences({"a": {"b": 1, "c": [1]}}, {"a": {"b": 2, "c": [1]}, "d": 3})
     assert [(d.path, d.baseline, d.other) for d in diffs] == [("a.b", 1, 2), ("d", "<absent>", 3)]
+
+
+def test_holm_turns_a_significant_overall_difference_into_an_inconclusive_one() -> None:
+    """10 items lost, 1 gained of 200: exact McNemar p = 0.0117 overall, below 0.05 on its own, but the task's
+    family has 8 tests (overall, 2 subjects, 5 levels), so Holm multiplies the smallest p by 8 and the verdict
+    must be INCONCLUSIVE, not DIFFERENT. The reference numbers come from scipy's binomial test and statsmodels'
+    Holm, not from the suite."""
+    from scipy.stats import binomtest
+    from statsmodels.stats.multitest import multipletests
+
+    b = np.ones(200, dtype=bool)
+    c = b.copy()
+    lost = [2, 13, 24, 35, 46, 57, 68, 79, 90, 101]  # spread over both subjects and all five levels
+    c[lost] = False
+    b[150], c[150] = False, True
+    cmp = compare_runs(_run(c, set(), "spec"), _run(b, set(), "base"), delta=0.05, n_resamples=200)
+
+    raw = [r.summary.p_value for r in cmp.accuracy]
+    counts = [(r.summary.counts.baseline_only, r.summary.counts.candidate_only) for r in cmp.accuracy]
+    expected_raw = [binomtest(k, k + j, 0.5).pvalue if k + j else 1.0 for k, j in counts]
+    assert raw == pytest.approx(expected_raw, rel=1e-9)
+    expected_holm = multipletests(raw, method="holm")[1]
+    assert [r.summary.p_adjusted for r in cmp.accuracy] == pytest.approx(list(expected_holm), rel=1e-9)
+    assert len(cmp.accuracy) == cmp.holm.size == 8
+
+    overall = cmp.overall()[0]
+    assert overall.summary.p_value == pytest.approx(2 * 12 / 2**11)  # binomial(11, 1/2), at most 1 of 11 gained
+    assert overall.summary.p_adjusted == pytest.approx(8 * overall.summary.p_value)
+    assert overall.verdict.label == "INCONCLUSIVE"  # without Holm: DIFFERENT (p = 0.012 < 0.05)
+    assert "Holm-adjusted p = 0.094" in overall.verdict.reason

@@ -109,3 +109,20 @@ def test_summary_line_reads_like_the_spec() -> None:
         "LOSSLESS within numerics: 493/500 token-identical, 7 divergences all at near-ties; accuracy "
     )
     assert line.endswith("equivalent within ±2 points")
+
+
+@pytest.mark.parametrize(
+    ("margin", "kind", "label"),
+    [
+        (float(np.nextafter(0.1, 0.0)), "numerical", "NUMERICAL-ONLY"),  # just below 0.1 nats: a near-tie
+        (0.1, "confident", "LOSSY"),  # the threshold itself is not below the threshold
+        (0.037, "numerical", "NUMERICAL-ONLY"),  # the largest numerics flip on the H200 recordings (docs/diff.md)
+        (0.34, "confident", "LOSSY"),  # the smallest fake-acceptance divergence there
+    ],
+)
+def test_the_default_near_tie_threshold_is_one_tenth_of_a_nat_exclusive(margin: float, kind: str, label: str) -> None:
+    """Pins the default, 0.1 nats, from both sides: a default anywhere else moves one of the first two cases."""
+    v = judge([sd("a", 3, margin), sd("b", None)])
+    assert v.thresholds.effective == 0.1 and v.thresholds.source == "near-tie default 0.1 nats"
+    assert v.kinds[kind] == 1
+    assert v.label == label

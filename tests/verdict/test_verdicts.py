@@ -126,3 +126,97 @@ def test_the_default_near_tie_threshold_is_one_tenth_of_a_nat_exclusive(margin: 
     assert v.thresholds.effective == 0.1 and v.thresholds.source == "near-tie default 0.1 nats"
     assert v.kinds[kind] == 1
     assert v.label == label
+
+
+def _table(n: int, lost: int, gained: int, both_wrong: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per-item scores with the paired table given: `lost` only the baseline right, `gained` only the candidate."""
+    b, c = np.ones(n), np.ones(n)
+    c[:lost] = 0
+    b[lost : lost + gained] = 0
+    b[lost + gained : lost + gained + both_wrong] = c[lost + gained : lost + gained + both_wrong] = 0
+    return c, b
+
+
+def test_accuracy_reasons_state_the_numbers_that_decided() -> None:
+    from dataclasses import replace
+
+    from scipy.stats import binomtest
+
+    s = paired_summary(*_table(500, 30, 2, 60), delta=0.02, n_resamples=200)
+    assert s.p_value == pytest.approx(binomtest(2, 32, 0.5).pvalue)
+    v = accuracy_verdict(s)
+    assert (v.label, v.delta, v.n_to_settle) == ("DIFFERENT", 0.02, None)
+    assert v.reason == (
+        "The candidate is -5.6 points vs the baseline on 500 items (2 gained, 30 lost; "
+        "exact McNemar (binomial on discordant pairs), p = 2.5e-07)."
+    )
+    adjusted = accuracy_verdict(s.with_adjusted(0.0123, "holm"))
+    assert adjusted.reason.endswith("Holm-adjusted p = 0.012).")
+
+    eq = paired_summary(*_table(2000, 60, 20, 100), delta=0.05, n_resamples=200)
+    assert accuracy_verdict(eq).reason == (
+        "The 90 % tango-score interval [-2.8, -1.3] points lies inside ±5 points; "
+        "the difference is nonetheless significant (p = 8.6e-06)."
+    )
+    assert accuracy_verdict(eq.with_adjusted(0.05, "holm")).reason == (
+        "The 90 % tango-score interval [-2.8, -1.3] points lies inside ±5 points."  # 0.05 is not below 0.05
+    )
+
+    inc = paired_summary(*_table(200, 10, 1, 0), delta=0.05, n_resamples=200).with_adjusted(0.09375, "holm")
+    v = accuracy_verdict(inc)
+    assert (v.label, v.n_to_settle) == ("INCONCLUSIVE", inc.n_to_settle)
+    assert v.reason == (
+        "The 90 % interval [-7.8, -2.1] points crosses ±5 points and Holm-adjusted p = 0.094; "
+        f"about {inc.n_to_settle:,} items at this discordance (5.5 %) would settle it."
+    )
+    assert accuracy_verdict(replace(inc, p_adjusted=0.05)).label == "INCONCLUSIVE"  # the boundary is not significant
+    assert accuracy_verdict(replace(inc, p_adjusted=0.0499)).label == "DIFFERENT"
+
+    small = paired_summary(*_table(38, 0, 0, 5), delta=0.02, n_resamples=200)
+    assert accuracy_verdict(small).reason == (
+        "With 38 items even perfect agreement only shows equivalence within ±6.6 points, so ±2 cannot be shown; "
+        "about 133 items at this discordance (0.0 %) would settle it."
+    )
+    at_margin = accuracy_verdict(replace(inc, min_equivalence_margin=0.05))  # exactly the margin: cannot be shown
+    assert "even perfect agreement only shows equivalence within ±5.0 points" in at_margin.reason
+
+
+def test_accuracy_verdict_on_one_item_and_on_none() -> None:
+    from dataclasses import replace
+
+    one = paired_summary(np.array([1.0]), np.array([1.0]), delta=0.02, n_resamples=200)
+    v = accuracy_verdict(one)
+    assert v.label == "INCONCLUSIVE" and v.reason.startswith("With 1 items even perfect agreement")
+    none = accuracy_verdict(replace(one, n=0))
+    assert none == type(none)("INCONCLUSIVE", "No item was graded in both runs.", 0.02, None)
+
+
+def test_token_verdict_json_is_the_reports_contract() -> None:
+    control = ControlProfile.from_diffs("control:self", "control", [sd(f"s{i}", None) for i in range(20)])
+    cand = [sd(f"s{i}", i + 1, 0.01) for i in range(12)] + [sd(f"s{i}", None) for i in range(12, 20)]
+    v = judge(cand, [control])
+    doc = v.__json__()
+    assert doc == {
+        "label": "LOSSY",
+        "reason": v.reason,
+        "n": 20,
+        "identical": 8,
+        "divergent": 12,
+        "kinds": {"identical": 8, "numerical": 12, "confident": 0, "unknown": 0},
+        "level": "ids",
+        "thresholds": v.thresholds,
+        "max_margin": 0.01,
+        "explained_by_control": 0,
+        "rate_checks": v.rate_checks,
+    }
+    assert v.rate_checks[0].__json__() == {
+        "control": "control:self",
+        "candidate_divergent": 12,
+        "control_divergent": 0,
+        "n": 20,
+        "candidate_only": 12,
+        "control_only": 0,
+        "p_value": 0.5**12,
+        "more_frequent": True,
+        "test": "exact one-sided sign test",
+    }

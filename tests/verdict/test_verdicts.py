@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from evalsuite.diff import ControlProfile, SampleDiff, calibrate, classify_all
+from evalsuite.diff import ControlProfile, LogitResolution, SampleDiff, calibrate, classify_all
 from evalsuite.stats import paired_summary
 from evalsuite.verdict import accuracy_verdict, summary_line, token_verdict
 
@@ -220,3 +220,106 @@ def test_token_verdict_json_is_the_reports_contract() -> None:
         "more_frequent": True,
         "test": "exact one-sided sign test",
     }
+
+
+def test_every_token_verdict_and_summary_line_reads_as_specified() -> None:
+    """Each branch of the token verdict, word for word, and the summary line built from it (docs/diff.md)."""
+    ctl = ControlProfile.from_diffs("control:self", "control", [sd("a", 3, 0.02)] + [sd(x, None) for x in "bcd"])
+    cases = [
+        (
+            judge([]),
+            "UNDETERMINED",
+            "No sample was answered by both runs.",
+            "UNDETERMINED: 0/0 token-identical, 0 divergences without logprobs",
+        ),
+        (
+            judge([sd("a", None)]),
+            "IDENTICAL",
+            "All 1/1 outputs are token-identical to the baseline (compared at the ids level).",
+            "LOSSLESS: 1/1 token-identical",
+        ),
+        (
+            judge([sd("a", 3, 0.02), sd("b", None)]),
+            "NUMERICAL-ONLY",
+            "1 of 2 outputs diverge, all at near-ties (baseline margin at most 0.02 nats, threshold 0.1).",
+            "LOSSLESS within numerics: 1/2 token-identical, 1 divergence all at near-ties",
+        ),
+        (
+            judge([sd("a", 3, 0.02)] + [sd(x, None) for x in "bcd"], [ctl]),
+            "NUMERICAL-ONLY",
+            "1 of 4 outputs diverge, all at the same positions where a control run also diverged; "
+            "no more often than the control 'control:self' (1/4).",
+            "LOSSLESS within numerics: 3/4 token-identical, 1 divergence all where a control run also diverged",
+        ),
+        (
+            judge([sd("a", 3, 0.02), sd("b", 5, 0.03), sd("c", None), sd("d", None)], [ctl]),
+            "NUMERICAL-ONLY",
+            "2 of 4 outputs diverge, all at near-ties (baseline margin at most 0.03 nats, threshold 0.1), "
+            "1 at the same positions as a control run; no more often than the control 'control:self' (1/4).",
+            "LOSSLESS within numerics: 2/4 token-identical, 2 divergences all at near-ties or where a control run "
+            "also diverged",
+        ),
+        (
+            judge([sd("a", 3, 2.5), sd("b", None)]),
+            "LOSSY",
+            "1 of 1 divergences happened where the baseline was confident (margin up to 2.5 nats, above the "
+            "0.1-nat threshold: near-tie default 0.1 nats).",
+            "LOSSY: 1/2 token-identical, 1 divergence where the baseline was confident (margin up to 2.5 nats)",
+        ),
+        (
+            judge([sd("a", 3, 2.5), sd("b", 4, 0.5), sd("c", 6, 0.01)]),
+            "LOSSY",
+            "2 of 3 divergences happened where the baseline was confident (margin up to 2.5 nats, above the "
+            "0.1-nat threshold: near-tie default 0.1 nats).",
+            "LOSSY: 0/3 token-identical, 2 divergences where the baseline was confident (margin up to 2.5 nats)",
+        ),
+        (
+            judge([sd("a", 3), sd("b", 4), sd("c", None)]),
+            "UNDETERMINED",
+            "2 of 2 divergences have no logprobs at the divergence and no control diverged there, so numerics "
+            "cannot be told from a lossy drafter; request logprobs or add a control run.",
+            "UNDETERMINED: 1/3 token-identical, 2 divergences without logprobs",
+        ),
+    ]
+    for verdict, label, reason, line in cases:
+        assert (verdict.label, verdict.reason) == (label, reason)
+        assert summary_line(verdict) == f"{line}; accuracy not graded"
+    rate_ctl = ControlProfile.from_diffs("control:self", "control", [sd(f"s{i}", None) for i in range(20)])
+    rate = judge([sd(f"s{i}", i + 1, 0.01) for i in range(12)] + [sd(f"s{i}", None) for i in range(12, 20)], [rate_ctl])
+    assert (
+        summary_line(rate) == "LOSSY: 8/20 token-identical, diverging more often than the control; accuracy not graded"
+    )
+    assert rate.reason == (
+        "The candidate diverges on 12/20 samples against 0/20 for the control 'control:self' "
+        "(exact one-sided sign test p = 0.00024), more often than engine numerics explain."
+    )
+
+
+def test_a_confident_divergence_on_a_bf16_grid_says_it_is_beyond_the_grid() -> None:
+    grid = LogitResolution(positions=100, share=1.0, quantized=True, step=0.125, cap=0.125, low=0.125, high=0.125)
+    th = calibrate([], resolution=grid)
+    v = token_verdict(classify_all([sd("a", 3, 2.5), sd("b", 4, 0.25)], th), th)
+    assert v.label == "LOSSY" and "above the 0.1-nat threshold and beyond 4 steps of the logits' grid" in v.reason
+    ok = token_verdict(classify_all([sd("a", 3, 0.25), sd("b", 4, 0.05)], th), th)
+    assert ok.reason == (
+        "2 of 2 outputs diverge, all at near-ties (baseline margin at most 0.25 nats, threshold 0.1; "
+        "1 within 4 steps of the logits' bf16-like grid)."
+    )
+
+
+def test_summary_line_accuracy_parts_for_one_and_several_tasks() -> None:
+    near = judge([sd("a", 3, 0.02), sd("b", None)])
+    head = "LOSSLESS within numerics: 1/2 token-identical, 1 divergence all at near-ties; "
+    lost = paired_summary(*_table(500, 30, 2, 60), delta=0.02, n_resamples=200)  # 410 vs 438 of 500 right
+    assert summary_line(near, [("math500", lost, accuracy_verdict(lost))]) == (
+        head + "accuracy 82.0 % vs 87.6 %, different (-5.6 points, p = 2.5e-07)"
+    )
+    held = lost.with_adjusted(0.0123, "holm")
+    assert summary_line(near, [("math500", held, accuracy_verdict(held))]).endswith("(-5.6 points, p = 0.012)")
+    open_ = paired_summary(*_table(200, 10, 1, 0), delta=0.05, n_resamples=200).with_adjusted(0.09375, "holm")
+    same = paired_summary(*_table(500, 2, 1, 60), delta=0.02, n_resamples=200)
+    line = summary_line(near, [("math500", open_, accuracy_verdict(open_)), ("gsm8k", same, accuracy_verdict(same))])
+    assert line == (
+        head + f"math500 accuracy 95.0 % vs 99.5 %, inconclusive at ±5 points (about {open_.n_to_settle:,} items "
+        "would settle it); gsm8k accuracy 87.6 % vs 87.8 %, equivalent within ±2 points"
+    )

@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 import os
 import random
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -233,3 +234,33 @@ def test_step_at_cannot_judge_what_is_not_there() -> None:
     assert math.isnan(step_at(flat, 0))
     grid = trace_from_entries([entry(1, "a", [(1, "a", -0.25), (2, "b", -0.75), (3, "c", -1.25)])])
     assert step_at(grid, 0) == 0.5
+
+
+def test_calibrate_names_the_control_that_set_the_threshold_and_keeps_its_inputs() -> None:
+    def profile(name: str, margins: list[float]) -> ControlProfile:
+        return ControlProfile.from_diffs(
+            name, "control", [SampleDiff(f"s{i}", "ids", False, 1, 1, 5, 5, margin=m) for i, m in enumerate(margins)]
+        )
+
+    low = calibrate([profile("control:a", [0.05])])  # 2 x 0.05 is exactly the default: the default stands
+    assert (low.near_tie, low.slack, low.effective) == (0.1, 2.0, 0.1)
+    assert low.source == "near-tie default 0.1 nats (control 'control:a' diverged at margins up to 0.05 nats)"
+    tie = calibrate([profile("control:a", [0.3]), profile("repeat:b", [0.3, 0.1])], slack=3.0)
+    assert tie.effective == pytest.approx(0.9) and tie.slack == 3.0
+    assert tie.source == "3 x the largest margin at a divergence of control 'control:a' (0.3 nats)"
+    high = calibrate([profile("control:a", [0.3]), profile("repeat:b", [0.7])])
+    assert high.source == "2 x the largest margin at a divergence of control 'repeat:b' (0.7 nats)"
+    grid = calibrate([], resolution=GRID)
+    assert grid.source == "near-tie default 0.1 nats; " + GRID.description
+
+
+def test_classify_clears_an_earlier_explanation() -> None:
+    th = calibrate([])
+    stale = {"explained_by": "margin", "kind": "numerical"}
+    for diff, kind in (
+        (SampleDiff("s", "ids", True, None, 3, 3, 3), "identical"),
+        (SampleDiff("s", "ids", False, 1, 1, 3, 3), "unknown"),
+        (SampleDiff("s", "ids", False, 1, 1, 3, 3, margin=2.0), "confident"),
+    ):
+        got = classify(replace(diff, **stale), th)
+        assert (got.kind, got.explained_by) == (kind, None)

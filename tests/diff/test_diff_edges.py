@@ -14,7 +14,16 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from evalsuite.diff import ControlProfile, LogitResolution, SampleDiff, calibrate, classify, diff_completions, diff_runs
+from evalsuite.diff import (
+    ControlProfile,
+    LogitResolution,
+    SampleDiff,
+    calibrate,
+    classify,
+    diff_completions,
+    diff_runs,
+    logit_resolution,
+)
 from evalsuite.diff.resolution import step_at
 from evalsuite.engines.parse import trace_from_entries
 from evalsuite.records import Completion, Grade, TokenTrace
@@ -264,3 +273,81 @@ def test_classify_clears_an_earlier_explanation() -> None:
     ):
         got = classify(replace(diff, **stale), th)
         assert (got.kind, got.explained_by) == (kind, None)
+
+
+def test_an_ids_level_divergence_is_a_complete_record() -> None:
+    pre = [entry(10 + k, f" w{k}", [(10 + k, f" w{k}", -0.01), (90 + k, f" v{k}", -3.0)]) for k in range(3)]
+    base = completion([*pre, B, C])
+    cand = completion([*pre, entry(4, " result", None), C])
+    d = diff_completions("s", cand, base)
+    assert d == SampleDiff(
+        sample_id="s",
+        level="ids",
+        identical=False,
+        first_divergence=3,
+        common_prefix=3,
+        baseline_length=5,
+        candidate_length=5,
+        char_offset=9,
+        context=" w0 w1 w2",
+        baseline_next=" answer is",
+        candidate_next=" result is",
+        baseline_token_id=3,
+        candidate_token_id=4,
+        margin=pytest.approx(0.5, abs=1e-6),
+        margin_source="baseline",
+        margin_step=0.5,  # -0.3 and -0.8: a gap of exactly 0.5 nats in float32
+        baseline_logprob=pytest.approx(-0.3),
+        candidate_rank=2,
+        candidate_logprob=pytest.approx(-0.8),
+    )
+    same = diff_completions("s", base, base)
+    assert same == SampleDiff("s", "ids", True, None, 5, 5, 5)
+
+
+def test_levels_without_pieces_or_with_a_one_token_baseline_without_ids() -> None:
+    bare = TokenTrace(
+        ids=np.array([-1, -1]),
+        pieces=[],
+        raw=[],
+        logprobs=np.zeros(2, np.float32),
+        top_ids=np.zeros((2, 0), np.int64),
+        top_logprobs=np.zeros((2, 0), np.float32),
+        top_pieces=[],
+    )
+    cand = Completion(text="ab", finish_reason="stop", tokens=bare)
+    assert diff_completions("s", cand, completion([A, B])).level == "text"
+    one = completion([entry(None, "The", None)])
+    assert diff_completions("s", completion([A, B]), one).level == "strings"
+
+
+def test_a_baseline_ungraded_leaves_correctness_unknown() -> None:
+    right, ungraded = Grade("s", "correct", "42", ""), Grade("s", "ungraded", None, "timeout")
+    c = completion([A, B])
+    d = diff_completions("s", c, c, candidate_grade=right, baseline_grade=ungraded)
+    assert d.answer_changed is True and d.correctness_flipped is None
+
+
+def test_the_candidates_margin_comes_with_the_candidates_grid_step() -> None:
+    base = [A, entry(3, " answer", None)]
+    cand = [A, entry(4, " result", [(4, " result", -0.25), (3, " answer", -0.75)])]
+    d = diff_completions("s", completion(cand), completion(base))
+    assert d.margin_source == "candidate" and d.margin == 0.5 and d.margin_step == 0.5
+
+
+def test_the_step_cap_is_an_observed_step_not_an_interpolation() -> None:
+    rows = [[-0.125, -0.25, -1.125]] * 36 + [[-0.25, -0.5, -1.25]] * 4  # 90th percentile between 0.125 and 0.25
+    trace = trace_from_entries(
+        [
+            {
+                "id": 1,
+                "token": "a",
+                "logprob": r[0],
+                "top_logprobs": [{"id": j, "token": "a", "logprob": v} for j, v in enumerate(r)],
+            }
+            for r in rows
+        ]
+    )
+    res = logit_resolution([trace], steps=2.0)
+    assert res.cap == 0.125 and res.high == 0.125 and res.steps == 2.0
+    assert logit_resolution([], steps=2.0).steps == 2.0

@@ -323,3 +323,23 @@ def test_summary_line_accuracy_parts_for_one_and_several_tasks() -> None:
         head + f"math500 accuracy 95.0 % vs 99.5 %, inconclusive at ±5 points (about {open_.n_to_settle:,} items "
         "would settle it); gsm8k accuracy 87.6 % vs 87.8 %, equivalent within ±2 points"
     )
+
+
+def test_token_verdict_counts_and_levels_at_its_edges() -> None:
+    with pytest.raises(
+        ValueError, match="token_verdict needs classified diffs; call evalsuite.diff.classify_all first"
+    ):
+        token_verdict([sd("a", 3, 0.01)], calibrate([]))
+    assert judge([]).level == "none"
+    assert judge([sd("a", 3, 0.02), sd("b", 4)]).max_margin == 0.02  # a divergence without a margin is not a NaN max
+    text = SampleDiff("t", "text", False, 4, 4, 9, 9)
+    assert judge([sd("a", 3, 0.02), text]).level == "ids+text"
+    grid = LogitResolution(positions=100, share=1.0, quantized=True, step=0.125, cap=0.125, low=0.125, high=0.125)
+    th = calibrate([], resolution=grid)
+    two = token_verdict(classify_all([sd("a", 3, 0.25), sd("b", 4, 0.05), sd("c", 5, 0.06)], th), th)
+    assert two.reason.endswith("threshold 0.1; 1 within 4 steps of the logits' bf16-like grid).")
+    flat = LogitResolution(positions=100, share=0.0, quantized=False, step=0.0, cap=0.0, low=0.0, high=0.0)
+    th = calibrate([], resolution=flat)
+    assert token_verdict(classify_all([sd("a", 3, 0.05)], th), th).reason == (
+        "1 of 1 outputs diverge, all at near-ties (baseline margin at most 0.05 nats, threshold 0.1)."
+    )

@@ -12,7 +12,7 @@ comma  := ,
 SPEED_ARGS ?=
 GATE_ARGS := --evalsuite-target $(TARGET) $(foreach t,$(subst $(comma), ,$(TASKS)),--evalsuite-task $(t)) $(if $(LIMIT),--evalsuite-limit $(LIMIT))
 
-.PHONY: setup browser lint typecheck test test-fast eval gate speed sample-test rig rig-vllm gold bench clean help
+.PHONY: setup browser lint typecheck test test-fast eval gate speed sample-test rig rig-vllm gold bench mutation clean help
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -69,5 +69,15 @@ gold: setup  ## grader gold checks on the full datasets in ../shared/data
 bench: setup  ## benchmarks, each as a ratio against a reference measured in the same run (SOAK=full: the 20,000-request soak)
 	@for b in bench/*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
 
+# Mutation testing of the verdict core (config: [tool.mutmut] in pyproject.toml; results: docs/mutation.md).
+# Slow, so not part of `make test` or CI. MUTATE picks modules (globs over mutant names); one worker, niced,
+# because it shares the machine. Results are kept in mutants/, so a rerun tests only what changed.
+MUTATE ?= stats,diff,verdict,compare,graders.equiv
+SHARED_DATA ?= $(abspath ../shared/data)
+mutation: setup  ## mutation testing of stats/ diff/ verdict/ compare/ and the graders' equivalence rules [MUTATE=diff,verdict]
+	EVALSUITE_SHARED_DATA=$(SHARED_DATA) nice -n 19 $(BIN)/mutmut run --max-children 1 \
+	  $(foreach m,$(subst $(comma), ,$(MUTATE)),'evalsuite.$(m).*')
+	$(BIN)/mutmut results
+
 clean:  ## remove the virtualenv and caches (runs/ and reports/ are kept)
-	rm -rf $(VENV) .pytest_cache .hypothesis
+	rm -rf $(VENV) .pytest_cache .hypothesis mutants

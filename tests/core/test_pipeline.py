@@ -135,6 +135,17 @@ def test_concurrency_requests_each_sample_once(tmp_path: Path, fake_server: Fake
     assert len(open_run(outcome.folder)) == 40
     assert fake_server.state.total == 40
     assert max(fake_server.state.requests.values()) == 1
+    # the server saw requests overlap: 40 answers of 20 ms each, 8 allowed at once (at most 8, at least 2 even
+    # on a loaded machine); one at a time would leave the peak at 1
+    assert 2 <= fake_server.state.peak_in_flight <= 8
+
+
+def test_one_request_at_a_time_by_default(tmp_path: Path, fake_server: FakeServer) -> None:
+    from projects import make_project
+
+    fake_server.state.delay_s = 0.02
+    _run(make_project(tmp_path, fake_server.base_url, n=10))
+    assert fake_server.state.total == 10 and fake_server.state.peak_in_flight == 1
 
 
 def test_streaming_gives_the_same_record_plus_time_to_first_token(tmp_path: Path, fake_server: FakeServer) -> None:

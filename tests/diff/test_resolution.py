@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 
 from evalsuite.compare import compare_runs
-from evalsuite.diff import SampleDiff, calibrate, classify, diff_completions, logit_resolution
+from evalsuite.diff import LogitResolution, SampleDiff, calibrate, classify, diff_completions, logit_resolution
 from evalsuite.diff.resolution import MIN_POSITIONS, position_steps
 from evalsuite.engines.parse import trace_from_entries
-from evalsuite.records import Completion, SampleResult
+from evalsuite.records import Completion, SampleResult, TokenTrace
 from evalsuite.store import MemoryRun
 from evalsuite.verdict import token_verdict
 
@@ -239,3 +239,62 @@ def test_a_grid_coarser_than_bf16_makes_is_read_as_its_coarsest_step() -> None:
     th = calibrate([], resolution=res)
     assert classify(_diff(1.0, 1.0), th).kind == "numerical"
     assert classify(_diff(3.0, 1.0), th).kind == "confident"
+
+
+def _grid_trace(on_grid: int, off_grid: int) -> TokenTrace:
+    """Positions whose top-3 gaps are exact multiples of 0.125 nats, then positions on no grid."""
+    rows = [[-0.125, -0.25, -1.125] for _ in range(on_grid)] + [[-0.1, -0.2374, -0.913] for _ in range(off_grid)]
+    return trace_from_entries(
+        [
+            {
+                "id": 1,
+                "token": "a",
+                "logprob": r[0],
+                "top_logprobs": [{"id": j, "token": "a", "logprob": v} for j, v in enumerate(r)],
+            }
+            for r in rows
+        ]
+    )
+
+
+@pytest.mark.parametrize(
+    ("on_grid", "off_grid", "quantized"),
+    [
+        (MIN_POSITIONS, 0, True),  # exactly the positions needed
+        (MIN_POSITIONS - 1, 0, False),
+        (36, 4, True),  # exactly 90 % on the grid
+        (35, 5, False),
+    ],
+)
+def test_the_grid_needs_32_positions_and_90_percent_of_them_inclusive(
+    on_grid: int, off_grid: int, quantized: bool
+) -> None:
+    res = logit_resolution([_grid_trace(on_grid, off_grid)])
+    assert res.positions == on_grid + off_grid and res.share == on_grid / (on_grid + off_grid)
+    assert res.quantized is quantized
+    assert res.step == 0.125 and res.cap == 0.125 and (res.low, res.high) == (0.125, 0.125)
+
+
+def test_no_evidence_gives_an_empty_resolution_and_off_grid_runs_say_so() -> None:
+    empty = LogitResolution(0, 0.0, False, 0.0, 0.0, 0.0, 0.0, 4.0)
+    assert logit_resolution([]) == empty
+    assert logit_resolution([None]) == empty
+    assert logit_resolution([None, _grid_trace(40, 0)]).quantized
+    assert logit_resolution([_grid_trace(0, 40)]) == LogitResolution(40, 0.0, False, 0.0, 0.0, 0.0, 0.0, 4.0)
+    assert logit_resolution([_grid_trace(0, 40)], steps=2.0).steps == 2.0
+
+
+def test_position_steps_at_its_edges() -> None:
+    rows = np.array(
+        [
+            [0.0, -2.0, -4.0],  # multiples of 2 nats: 0.25, bf16's step below 64, is the coarsest tried
+            [0.0, -1.0, -3.0],
+            [0.0, -0.5, np.nan],  # a padded slot is not a gap
+            [-0.5, -1.0, -np.inf],
+        ],
+        dtype=np.float32,
+    )
+    assert position_steps(rows).tolist() == [0.25, 0.25, 0.25, 0.25]
+    assert position_steps(np.array([[0.0, -0.125]])).tolist() == [0.125]  # two alternatives are enough
+    assert np.isnan(position_steps(np.zeros((3, 1)))).all() and len(position_steps(np.zeros((3, 1)))) == 3
+    assert len(position_steps(np.zeros((0, 5)))) == 0

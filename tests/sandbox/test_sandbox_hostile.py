@@ -49,6 +49,7 @@ def test_no_connection_to_a_loopback_listener(sandbox: Sandbox, listener: socket
         "        print('refused', e)\n"
     )
     r = sandbox.run(Program(src))
+    assert b"refused" in r.stdout, (r.stdout, r.stderr)  # the program ran and its connect() failed
     assert b"CONNECTED" not in r.stdout
     readable, _, _ = select.select([listener], [], [], 0.2)
     assert readable == [], "the listener saw a connection from the sandbox"
@@ -123,6 +124,8 @@ def test_root_only_file_unreadable_in_every_mode(sandbox: Sandbox) -> None:
     finally:
         os.unlink(fh.name)
     assert token.encode() not in r.stdout and r.exit_code != 0
+    # refused by the open() itself (unreadable, or absent from the program's root), not by a program that never ran
+    assert b"PermissionError" in r.stderr or b"FileNotFoundError" in r.stderr, r.stderr
 
 
 def test_fork_bomb_is_contained(sandbox: Sandbox, uid_block: range) -> None:

@@ -1,0 +1,353 @@
+"""The diff at its edges: where outputs end, what a level falls back to, and what a control or grid explains.
+
+Each case has an answer worked out by hand (or by a naive reference, for the
+character search) and fails if the rule it pins is changed.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import random
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from evalsuite.diff import (
+    ControlProfile,
+    LogitResolution,
+    SampleDiff,
+    calibrate,
+    classify,
+    diff_completions,
+    diff_runs,
+    logit_resolution,
+)
+from evalsuite.diff.resolution import step_at
+from evalsuite.engines.parse import trace_from_entries
+from evalsuite.records import Completion, Grade, TokenTrace
+
+
+def entry(tid: int | None, text: str, alts: list[tuple[int | None, str, float]] | None, raw: bool = True) -> dict:
+    e: dict = {"token": text, "logprob": alts[0][2] if alts else 0.0}
+    if raw:
+        e["bytes"] = list(text.encode())
+    if tid is not None:
+        e["id"] = tid
+    e["top_logprobs"] = [
+        {
+            **({"id": i} if i is not None else {}),
+            "token": t,
+            **({"bytes": list(t.encode())} if raw else {}),
+            "logprob": lp,
+        }
+        for i, t, lp in (alts or [])
+    ]
+    return e
+
+
+def completion(entries: list[dict]) -> Completion:
+    trace = trace_from_entries(entries)
+    return Completion(text="".join(trace.pieces), finish_reason="stop", tokens=trace)
+
+
+A = entry(1, "The", [(1, "The", -0.1), (2, "A", -2.5)])
+B = entry(3, " answer", [(3, " answer", -0.3), (4, " result", -0.8)])
+C = entry(6, " is", [(6, " is", -0.01), (7, " was", -5.0)])
+
+
+def test_an_empty_candidate_against_a_baseline_with_ids_is_compared_by_ids() -> None:
+    d = diff_completions("s", completion([]), completion([A, B]))
+    assert (d.level, d.first_divergence, d.ended, d.candidate_length) == ("ids", 0, "candidate", 0)
+    assert d.baseline_token_id == 1 and d.candidate_token_id is None
+    assert d.margin == pytest.approx(2.4, abs=1e-6)
+    both_empty = diff_completions("s", completion([]), completion([]))
+    assert both_empty.level == "text" and both_empty.identical
+
+
+def test_a_baseline_that_ended_first_takes_the_candidates_margin() -> None:
+    d = diff_completions("s", completion([A, B, C]), completion([A, B]))
+    assert (d.first_divergence, d.ended, d.baseline_length, d.candidate_length) == (2, "baseline", 2, 3)
+    assert d.margin == pytest.approx(4.99, abs=1e-5) and d.margin_source == "candidate"
+    assert d.candidate_rank is None and d.baseline_token_id is None and d.candidate_token_id == 6
+    assert d.baseline_next == "" and d.candidate_next == " is"
+
+
+def test_ids_on_one_side_only_fall_back_to_strings() -> None:
+    base = [entry(None, t["token"], [(None, a["token"], a["logprob"]) for a in t["top_logprobs"]]) for t in (A, B)]
+    d = diff_completions("s", completion([A, entry(4, " result", None)]), completion(base))
+    assert d.level == "strings" and d.first_divergence == 1 and d.candidate_rank == 2
+    d = diff_completions("s", completion(base[:1]), completion([A, B]))
+    assert d.level == "strings" and d.first_divergence == 1 and d.ended == "candidate"
+
+
+def test_strings_without_bytes_are_compared_as_strings_and_bytes_decide_when_present() -> None:
+    plain = [entry(None, "x", None, raw=False), entry(None, "y", None, raw=False)]
+    other = [entry(None, "x", None, raw=False), entry(None, "z", None, raw=False)]
+    assert diff_completions("s", completion(other), completion(plain)).first_divergence == 1
+    # two halves of one character: the strings are both U+FFFD, the bytes differ
+    b1 = [{"token": "\ufffd", "bytes": [0xCF], "logprob": -0.1}, {"token": "\ufffd", "bytes": [0x80], "logprob": -0.1}]
+    b2 = [{"token": "\ufffd", "bytes": [0xCF], "logprob": -0.1}, {"token": "\ufffd", "bytes": [0x81], "logprob": -0.1}]
+    d = diff_completions("s", completion(b2), completion(b1))
+    assert d.level == "strings" and d.first_divergence == 1
+
+
+def test_a_single_alternative_or_one_finite_logprob_gives_no_margin() -> None:
+    one = [entry(1, "The", [(1, "The", -0.1)]), entry(3, " answer", [(3, " answer", -0.2)])]
+    d = diff_completions("s", completion([one[0], entry(4, " x", [(4, " x", -0.1)])]), completion(one))
+    assert d.first_divergence == 1 and math.isnan(d.margin) and d.margin_source is None
+    trace = trace_from_entries([A, B])
+    trace.top_logprobs[1, 1] = np.nan  # the runner-up's logprob lost: one finite value left
+    base = Completion(text="The answer", finish_reason="stop", tokens=trace)
+    d = diff_completions("s", completion([A, entry(4, " result", None)]), base)
+    assert math.isnan(d.margin)
+
+
+def test_rank_ignores_padding_and_uses_ids_when_names_are_missing() -> None:
+    trace = trace_from_entries(
+        [A, entry(3, " answer", [(3, " answer", -0.3), (4, " result", -0.8), (5, " sum", -1.0)])]
+    )
+    trace.top_logprobs[1, 2] = np.nan  # a padded slot (fewer alternatives than asked): must rank last, not first
+    trace.top_pieces[1] = []  # alternatives known by id only
+    base = Completion(text="The answer", finish_reason="stop", tokens=trace)
+    d = diff_completions("s", completion([A, entry(4, " result", None)]), base)
+    assert d.level == "ids" and d.candidate_rank == 2 and d.candidate_logprob == pytest.approx(-0.8)
+
+
+def test_a_missing_grade_on_either_side_gives_no_flags() -> None:
+    right = Grade("s", "correct", "42", "match")
+    c = completion([A, B])
+    for cg, bg in ((right, None), (None, right)):
+        d = diff_completions("s", c, c, candidate_grade=cg, baseline_grade=bg)
+        assert d.answer_changed is None and d.correctness_flipped is None
+
+
+def test_text_level_diffs_are_complete_records() -> None:
+    base = Completion(text="The answer is 42.", finish_reason="stop")
+    right, wrong = Grade("s", "correct", "42", ""), Grade("s", "incorrect", "24", "")
+    same = diff_completions("s", base, base, candidate_grade=wrong, baseline_grade=right)
+    assert same == SampleDiff("s", "text", True, None, 17, 17, 17, answer_changed=True, correctness_flipped=True)
+    cand = Completion(text="The answer is 24.", finish_reason="stop")
+    d = diff_completions("s", cand, base, candidate_grade=wrong, baseline_grade=right)
+    assert d == SampleDiff(
+        "s",
+        "text",
+        False,
+        14,
+        14,
+        17,
+        17,
+        char_offset=14,
+        context="The answer is ",
+        baseline_next="42.",
+        candidate_next="24.",
+        answer_changed=True,
+        correctness_flipped=True,
+    )
+    long = Completion(text="x" * 100 + "a", finish_reason="stop")
+    d = diff_completions("s", Completion(text="x" * 100 + "b", finish_reason="stop"), long)
+    assert d.context == "x" * 60 and d.char_offset == 100
+    assert diff_completions("s", Completion(text="The", finish_reason="stop"), base).ended == "candidate"
+    assert diff_completions("s", base, Completion(text="The", finish_reason="stop")).ended == "baseline"
+
+
+def test_text_level_first_difference_matches_a_naive_scan() -> None:
+    rng = random.Random(7)
+    for _ in range(300):
+        a = "".join(rng.choice("ab") for _ in range(rng.randrange(0, 12)))
+        b = "".join(rng.choice("ab") for _ in range(rng.randrange(0, 12)))
+        d = diff_completions("s", Completion(text=b, finish_reason="stop"), Completion(text=a, finish_reason="stop"))
+        expected = None if a == b else len(os.path.commonprefix([a, b]))
+        assert d.first_divergence == expected, (a, b)
+
+
+def test_diff_runs_hands_each_samples_grades_to_its_diff() -> None:
+    base = {"a": Completion(text="42", finish_reason="stop"), "b": Completion(text="7", finish_reason="stop")}
+    cand = {"a": Completion(text="24", finish_reason="stop"), "b": Completion(text="7", finish_reason="stop")}
+    cg = {"a": Grade("a", "incorrect", "24", ""), "b": Grade("b", "correct", "7", "")}
+    bg = {"a": Grade("a", "correct", "42", ""), "b": Grade("b", "correct", "7", "")}
+    a, b = diff_runs(cand, base, candidate_grades=cg, baseline_grades=bg)
+    assert (a.answer_changed, a.correctness_flipped) == (True, True)
+    assert (b.answer_changed, b.correctness_flipped) == (False, False)
+
+
+def _text_diff(sid: str, pos: int, nxt: str) -> SampleDiff:
+    return SampleDiff(sid, "text", False, pos, pos, 50, 50, candidate_next=nxt)
+
+
+def test_a_text_level_control_explains_the_same_first_character_only() -> None:
+    control = ControlProfile.from_diffs("control:self", "control", [_text_diff("s", 10, "ab"), _text_diff("t", 4, "q")])
+    th = calibrate([control])
+    assert classify(_text_diff("s", 10, "ac"), th, [control]).explained_by == "control:control:self"
+    assert classify(_text_diff("s", 10, "b"), th, [control]).kind == "unknown"
+    assert classify(_text_diff("s", 11, "ab"), th, [control]).kind == "unknown"
+    assert classify(_text_diff("t", 4, "qq"), th, [control]).kind == "numerical"
+
+
+def test_a_control_profile_states_itself_in_json() -> None:
+    diffs = [SampleDiff("a", "ids", False, 3, 3, 9, 9, margin=m) for m in (0.5,)] + [
+        SampleDiff("b", "ids", False, 2, 2, 9, 9, margin=0.1),
+        SampleDiff("c", "ids", False, 2, 2, 9, 9),
+        SampleDiff("d", "ids", True, None, 9, 9, 9),
+    ]
+    p = ControlProfile.from_diffs("control:self", "control", diffs)
+    assert p.__json__() == {
+        "name": "control:self",
+        "kind": "control",
+        "n": 4,
+        "divergent": 3,
+        "rate": 0.75,
+        "max_margin": 0.5,
+        "median_margin": pytest.approx(0.3),
+    }
+    silent = ControlProfile.from_diffs("repeat:base", "repeat", [SampleDiff("c", "ids", False, 2, 2, 9, 9)])
+    assert silent.__json__()["max_margin"] is None and silent.__json__()["median_margin"] is None
+
+
+GRID = LogitResolution(positions=100, share=1.0, quantized=True, step=0.125, cap=0.25, low=0.125, high=0.25)
+
+
+@pytest.mark.parametrize(
+    ("position_step", "limit"),
+    [
+        (math.nan, 0.5),  # the position could not be judged: the run's step, 4 x 0.125
+        (0.0, 0.5),  # the position lies on no grid: the run's step
+        (0.0625, 0.25),  # a finer position: its own step
+        (0.25, 1.0),  # a coarser one: its own step, up to the cap
+        (0.5, 1.0),  # coarser than the cap: capped at 0.25
+        (2.0, 1.0),
+    ],
+)
+def test_the_tie_limit_uses_the_positions_step_capped_else_the_runs(position_step: float, limit: float) -> None:
+    assert GRID.tie_limit(position_step) == limit
+    off = LogitResolution(positions=100, share=0.1, quantized=False, step=0.125, cap=0.25, low=0.125, high=0.25)
+    assert off.tie_limit(position_step) == 0.0
+
+
+def test_step_at_cannot_judge_what_is_not_there() -> None:
+    trace = trace_from_entries([A, entry(3, " answer", None)])
+    assert math.isnan(step_at(None, 0))
+    assert math.isnan(step_at(trace, 2))  # past the end
+    assert math.isnan(step_at(trace, 1))  # an accepted draft token: no alternatives
+    assert step_at(trace, 0) == 0.0  # a 2.4-nat gap in float32: on no power-of-two grid
+    flat = TokenTrace(
+        ids=np.array([1, 2]),
+        pieces=["a", "b"],
+        raw=[b"a", b"b"],
+        logprobs=np.array([-0.5, -0.5], np.float32),
+        top_ids=np.zeros((2, 0), np.int64),
+        top_logprobs=np.zeros((2, 0), np.float32),
+        top_pieces=[[], []],
+    )
+    assert math.isnan(step_at(flat, 0))
+    grid = trace_from_entries([entry(1, "a", [(1, "a", -0.25), (2, "b", -0.75), (3, "c", -1.25)])])
+    assert step_at(grid, 0) == 0.5
+
+
+def test_calibrate_names_the_control_that_set_the_threshold_and_keeps_its_inputs() -> None:
+    def profile(name: str, margins: list[float]) -> ControlProfile:
+        return ControlProfile.from_diffs(
+            name, "control", [SampleDiff(f"s{i}", "ids", False, 1, 1, 5, 5, margin=m) for i, m in enumerate(margins)]
+        )
+
+    low = calibrate([profile("control:a", [0.05])])  # 2 x 0.05 is exactly the default: the default stands
+    assert (low.near_tie, low.slack, low.effective) == (0.1, 2.0, 0.1)
+    assert low.source == "near-tie default 0.1 nats (control 'control:a' diverged at margins up to 0.05 nats)"
+    tie = calibrate([profile("control:a", [0.3]), profile("repeat:b", [0.3, 0.1])], slack=3.0)
+    assert tie.effective == pytest.approx(0.9) and tie.slack == 3.0
+    assert tie.source == "3 x the largest margin at a divergence of control 'control:a' (0.3 nats)"
+    high = calibrate([profile("control:a", [0.3]), profile("repeat:b", [0.7])])
+    assert high.source == "2 x the largest margin at a divergence of control 'repeat:b' (0.7 nats)"
+    grid = calibrate([], resolution=GRID)
+    assert grid.source == "near-tie default 0.1 nats; " + GRID.description
+
+
+def test_classify_clears_an_earlier_explanation() -> None:
+    th = calibrate([])
+    stale = {"explained_by": "margin", "kind": "numerical"}
+    for diff, kind in (
+        (SampleDiff("s", "ids", True, None, 3, 3, 3), "identical"),
+        (SampleDiff("s", "ids", False, 1, 1, 3, 3), "unknown"),
+        (SampleDiff("s", "ids", False, 1, 1, 3, 3, margin=2.0), "confident"),
+    ):
+        got = classify(replace(diff, **stale), th)
+        assert (got.kind, got.explained_by) == (kind, None)
+
+
+def test_an_ids_level_divergence_is_a_complete_record() -> None:
+    pre = [entry(10 + k, f" w{k}", [(10 + k, f" w{k}", -0.01), (90 + k, f" v{k}", -3.0)]) for k in range(3)]
+    base = completion([*pre, B, C])
+    cand = completion([*pre, entry(4, " result", None), C])
+    d = diff_completions("s", cand, base)
+    assert d == SampleDiff(
+        sample_id="s",
+        level="ids",
+        identical=False,
+        first_divergence=3,
+        common_prefix=3,
+        baseline_length=5,
+        candidate_length=5,
+        char_offset=9,
+        context=" w0 w1 w2",
+        baseline_next=" answer is",
+        candidate_next=" result is",
+        baseline_token_id=3,
+        candidate_token_id=4,
+        margin=pytest.approx(0.5, abs=1e-6),
+        margin_source="baseline",
+        margin_step=0.5,  # -0.3 and -0.8: a gap of exactly 0.5 nats in float32
+        baseline_logprob=pytest.approx(-0.3),
+        candidate_rank=2,
+        candidate_logprob=pytest.approx(-0.8),
+    )
+    same = diff_completions("s", base, base)
+    assert same == SampleDiff("s", "ids", True, None, 5, 5, 5)
+
+
+def test_levels_without_pieces_or_with_a_one_token_baseline_without_ids() -> None:
+    bare = TokenTrace(
+        ids=np.array([-1, -1]),
+        pieces=[],
+        raw=[],
+        logprobs=np.zeros(2, np.float32),
+        top_ids=np.zeros((2, 0), np.int64),
+        top_logprobs=np.zeros((2, 0), np.float32),
+        top_pieces=[],
+    )
+    cand = Completion(text="ab", finish_reason="stop", tokens=bare)
+    assert diff_completions("s", cand, completion([A, B])).level == "text"
+    one = completion([entry(None, "The", None)])
+    assert diff_completions("s", completion([A, B]), one).level == "strings"
+
+
+def test_a_baseline_ungraded_leaves_correctness_unknown() -> None:
+    right, ungraded = Grade("s", "correct", "42", ""), Grade("s", "ungraded", None, "timeout")
+    c = completion([A, B])
+    d = diff_completions("s", c, c, candidate_grade=right, baseline_grade=ungraded)
+    assert d.answer_changed is True and d.correctness_flipped is None
+
+
+def test_the_candidates_margin_comes_with_the_candidates_grid_step() -> None:
+    base = [A, entry(3, " answer", None)]
+    cand = [A, entry(4, " result", [(4, " result", -0.25), (3, " answer", -0.75)])]
+    d = diff_completions("s", completion(cand), completion(base))
+    assert d.margin_source == "candidate" and d.margin == 0.5 and d.margin_step == 0.5
+
+
+def test_the_step_cap_is_an_observed_step_not_an_interpolation() -> None:
+    rows = [[-0.125, -0.25, -1.125]] * 36 + [[-0.25, -0.5, -1.25]] * 4  # 90th percentile between 0.125 and 0.25
+    trace = trace_from_entries(
+        [
+            {
+                "id": 1,
+                "token": "a",
+                "logprob": r[0],
+                "top_logprobs": [{"id": j, "token": "a", "logprob": v} for j, v in enumerate(r)],
+            }
+            for r in rows
+        ]
+    )
+    res = logit_resolution([trace], steps=2.0)
+    assert res.cap == 0.125 and res.high == 0.125 and res.steps == 2.0
+    assert logit_resolution([], steps=2.0).steps == 2.0

@@ -24,7 +24,7 @@ from evalsuite.diff import (
     diff_runs,
     logit_resolution,
 )
-from evalsuite.diff.resolution import step_at
+from evalsuite.diff.resolution import GAP_TOLERANCE, step_at
 from evalsuite.engines.parse import trace_from_entries
 from evalsuite.records import Completion, Grade, TokenTrace
 
@@ -220,7 +220,7 @@ GRID = LogitResolution(positions=100, share=1.0, quantized=True, step=0.125, cap
     ],
 )
 def test_the_tie_limit_uses_the_positions_step_capped_else_the_runs(position_step: float, limit: float) -> None:
-    assert GRID.tie_limit(position_step) == limit
+    assert GRID.tie_limit(position_step) == pytest.approx(limit + GAP_TOLERANCE)  # a grid margin read from float32
     off = LogitResolution(positions=100, share=0.1, quantized=False, step=0.125, cap=0.25, low=0.125, high=0.25)
     assert off.tie_limit(position_step) == 0.0
 
@@ -242,7 +242,7 @@ def test_step_at_cannot_judge_what_is_not_there() -> None:
     )
     assert math.isnan(step_at(flat, 0))
     grid = trace_from_entries([entry(1, "a", [(1, "a", -0.25), (2, "b", -0.75), (3, "c", -1.25)])])
-    assert step_at(grid, 0) == 0.5
+    assert step_at(grid, 0) == 0.25  # gaps of 0.5 and 1: bf16's coarsest step below 64 logits is the most read
 
 
 def test_calibrate_names_the_control_that_set_the_threshold_and_keeps_its_inputs() -> None:
@@ -296,7 +296,7 @@ def test_an_ids_level_divergence_is_a_complete_record() -> None:
         candidate_token_id=4,
         margin=pytest.approx(0.5, abs=1e-6),
         margin_source="baseline",
-        margin_step=0.5,  # -0.3 and -0.8: a gap of exactly 0.5 nats in float32
+        margin_step=0.25,  # -0.3 and -0.8: a gap of exactly 0.5 nats in float32, read at the coarsest step
         baseline_logprob=pytest.approx(-0.3),
         candidate_rank=2,
         candidate_logprob=pytest.approx(-0.8),
@@ -332,7 +332,7 @@ def test_the_candidates_margin_comes_with_the_candidates_grid_step() -> None:
     base = [A, entry(3, " answer", None)]
     cand = [A, entry(4, " result", [(4, " result", -0.25), (3, " answer", -0.75)])]
     d = diff_completions("s", completion(cand), completion(base))
-    assert d.margin_source == "candidate" and d.margin == 0.5 and d.margin_step == 0.5
+    assert d.margin_source == "candidate" and d.margin == 0.5 and d.margin_step == 0.25
 
 
 def test_the_step_cap_is_an_observed_step_not_an_interpolation() -> None:

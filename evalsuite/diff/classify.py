@@ -98,8 +98,7 @@ class Thresholds:
 
     def tie_limit(self, diff: SampleDiff) -> float:
         """The largest margin at this divergence that numerics explain (the threshold itself excluded)."""
-        grid = self.resolution.tie_limit(diff.margin_step) if self.resolution is not None else 0.0
-        return max(grid, 0.0)
+        return self.resolution.tie_limit(diff.margin_step) if self.resolution is not None else 0.0
 
 
 def calibrate(

@@ -185,14 +185,15 @@ def ensure_source(progress: Progress = print) -> RigPaths:
     return paths
 
 
-def _run_logged(cmd: list[str], log: Path, progress: Progress, what: str) -> None:
-    """Run a build step, appending its output to the log and echoing ninja's [k/n] progress every ~10 %."""
+def run_logged(cmd: list[str], log: Path, progress: Progress, what: str) -> None:
+    """Run a rig step, appending its output to the log (echoing ninja's [k/n] progress every ~10 %); RigError with
+    the log's last lines when it fails."""
     step = re.compile(rb"^\[(\d+)/(\d+)\]")
     next_report = 0.1
     with log.open("ab") as fh:
         fh.write(("$ " + " ".join(cmd) + "\n").encode())
         fh.flush()
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         assert proc.stdout is not None
         for line in proc.stdout:
             fh.write(line)
@@ -230,9 +231,9 @@ def ensure_llama_server(progress: Progress = print) -> Path:
         started = time.monotonic()
         paths.build_log.write_text("")
         configure = ["cmake", "-S", str(paths.src), "-B", str(paths.build_dir), *_generator_flags(), *CMAKE_FLAGS]
-        _run_logged(configure, paths.build_log, progress, "cmake configure")
+        run_logged(configure, paths.build_log, progress, "cmake configure")
         build = ["cmake", "--build", str(paths.build_dir), "--target", "llama-server", f"-j{BUILD_JOBS}"]
-        _run_logged(build, paths.build_log, progress, "cmake build")
+        run_logged(build, paths.build_log, progress, "cmake build")
         built = paths.build_dir / "bin" / "llama-server"
         if not built.is_file():
             raise RigError(f"The build finished but {built} is missing; see {paths.build_log}.")

@@ -11,12 +11,11 @@ file records the exact requirement it was built for.  Offline machines point
 from __future__ import annotations
 
 import os
-import subprocess
 import venv
 from collections.abc import Callable
 from pathlib import Path
 
-from evalsuite.rig.build import cache_root, file_lock
+from evalsuite.rig.build import cache_root, file_lock, run_logged
 from evalsuite.rig.errors import RigError
 
 VLLM_VERSION = "0.32.0"
@@ -41,16 +40,6 @@ def _stamp() -> Path:
     return vllm_home() / "venv" / ".evalsuite-installed"
 
 
-def _run(cmd: list[str], log: Path, what: str) -> None:
-    with log.open("a", encoding="utf-8") as fh:
-        fh.write(f"$ {' '.join(cmd)}\n")
-        fh.flush()
-        proc = subprocess.run(cmd, stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-    if proc.returncode != 0:
-        lines = log.read_text(encoding="utf-8", errors="replace").strip().splitlines()[-15:]
-        raise RigError(f"{what} failed (exit {proc.returncode}); the last lines of {log}:\n" + "\n".join(lines))
-
-
 def ensure_vllm_env(progress: Progress = print) -> Path:
     """The Python of the vLLM environment, installing it the first time (about 90 s and 3.5 GB)."""
     python, stamp = vllm_python(), _stamp()
@@ -72,10 +61,10 @@ def ensure_vllm_env(progress: Progress = print) -> Path:
                 raise RigError(f"{WHEELS_VAR} points at {wheels}, which is not a folder of wheels.")
             source = ["--no-index", "--find-links", str(Path(wheels).expanduser())]
         pip = [str(python), "-m", "pip", "--disable-pip-version-check"]
-        hint = f" Without network access, download the wheels elsewhere and set {WHEELS_VAR} to their folder."
-        _run([*pip, "install", "--quiet", *source, *REQUIREMENTS], log, f"Installing vLLM.{hint}")
-        _run([*pip, "uninstall", "--yes", "--quiet", *UNWANTED], log, "Removing torchvision, torchaudio, torchcodec")
+        offline = f"Installing vLLM (without network access, set {WHEELS_VAR} to a folder of downloaded wheels)"
+        run_logged([*pip, "install", "--quiet", *source, *REQUIREMENTS], log, progress, offline)
+        run_logged([*pip, "uninstall", "--yes", "--quiet", *UNWANTED], log, progress, f"Removing {', '.join(UNWANTED)}")
         check = "import vllm, transformers, gguf, accelerate; print(vllm.__version__)"
-        _run([str(python), "-c", check], log, "Importing vLLM in its new environment")
+        run_logged([str(python), "-c", check], log, progress, "Importing vLLM in its new environment")
         stamp.write_text(wanted + "\n")
     return python

@@ -12,11 +12,10 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
-from evalsuite.rig.build import file_lock, rig_paths
+from evalsuite.rig.build import file_lock, rig_paths, run_logged
 from evalsuite.rig.errors import RigError
 from evalsuite.rig.learned import sha256_of
 from evalsuite.rig.smollm2 import DRAFT_LAYERS, ensure_smollm2
@@ -61,16 +60,9 @@ def ensure_vllm_models(progress: Callable[[str], None] = print) -> dict[str, Pat
             shutil.rmtree(folder, ignore_errors=True)
         spec = [{"out": str(staged[role]), **VARIANTS[role]} for role in todo]
         log = vllm_home() / "convert.log"
-        with log.open("w", encoding="utf-8") as fh:
-            proc = subprocess.run(
-                [str(python), str(CONVERTER), str(gguf), json.dumps(spec)],
-                stdout=fh,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-            )
-        if proc.returncode != 0:
-            tail = "\n".join(log.read_text(errors="replace").strip().splitlines()[-10:])
-            raise RigError(f"Converting SmolLM2 for vLLM failed (exit {proc.returncode}); see {log}:\n{tail}")
+        log.write_text("")
+        cmd = [str(python), str(CONVERTER), str(gguf), json.dumps(spec)]
+        run_logged(cmd, log, progress, "Converting SmolLM2 for vLLM")
         for role in todo:
             digest = sha256_of(staged[role] / WEIGHTS)
             if digest != SHA256[role]:

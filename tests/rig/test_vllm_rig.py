@@ -136,8 +136,12 @@ def test_drafting_counters_reach_the_speed_section(evals: dict) -> None:
     _, comparisons = evals["vngram"]
     speed = comparisons[0].speed
     assert speed is not None
-    text = dumps(speed)
-    assert "vLLM /metrics" in text, text
+    cand, base = speed.arms["candidate"], speed.arms["baseline"]
+    assert cand.acceptance_source.startswith("vLLM /metrics"), dumps(speed)
+    assert cand.accepted_tokens is not None and cand.drafted_tokens is not None
+    assert 0 < cand.accepted_tokens <= cand.drafted_tokens  # n-gram drafts and some are accepted
+    assert cand.acceptance_rate == pytest.approx(cand.accepted_tokens / cand.drafted_tokens)
+    assert base.drafted_tokens is None  # the plain baseline drafts nothing
 
 
 def test_reports_show_text_version_and_threshold(evals: dict, tmp_path: Path) -> None:

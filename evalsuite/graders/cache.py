@@ -205,5 +205,5 @@ def saved_sentence(runs: Sequence[tuple[Path, str, str]]) -> str:
         return ""
     return (
         f"Grading: {count.items} answers across the arms, {count.graded} gradings run; the other {count.saved} "
-        f"reused the grade of an identical answer (the grade cache, `{CACHE_FILE}` in the runs folder)."
+        f"reused the grade of an identical answer (the grade cache, {CACHE_FILE} in the runs folder)."
     )

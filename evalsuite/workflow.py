@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from evalsuite.config import Config, TargetConfig
 from evalsuite.errors import ConfigError, DatasetError
-from evalsuite.grading import grade_run
+from evalsuite.grading import grade_store
 from evalsuite.runner import RunOutcome, RunPlan, execute, plan_run
 from evalsuite.store import RunStore, open_run
 from evalsuite.tasks.data import DataChoice
@@ -101,10 +101,15 @@ def run_target(
                 outcome = asyncio.run(execute(plan, progress=bar, on_warning=lambda w: say(f"warning: {w}")))
                 say(f"{label}: {outcome.recorded} new, {outcome.skipped} already stored -> {outcome.folder}")
                 if options.grade:
-                    grades = grade_run(outcome.store, tasks_dir=config.root / "tasks")
+                    graded = grade_store(outcome.store, tasks_dir=config.root / "tasks")
+                    grades, saved = graded.grades, graded.count.saved
                     correct = sum(g.correct for g in grades)
                     ungraded = sum(g.status == "ungraded" for g in grades)
-                    say(f"{label}: {correct}/{len(grades)} correct" + (f", {ungraded} ungraded" if ungraded else ""))
+                    say(
+                        f"{label}: {correct}/{len(grades)} correct"
+                        + (f", {ungraded} ungraded" if ungraded else "")
+                        + (f" ({saved} grades reused, not graded again)" if saved else "")
+                    )
                 outcomes[(task, repeat)] = outcome
     return outcomes
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from evalsuite.config import Config, load_config
-from evalsuite.grading import grade_run
+from evalsuite.grading import grade_store
 from evalsuite.store import RunManifest, open_run
 from evalsuite.workflow import RunOptions, compare_eval, eval_target, run_target
 
@@ -176,12 +176,13 @@ def cmd_grade(args: argparse.Namespace) -> int:
     for path in args.runs:
         store = open_run(path, write=True)  # grades are written: one writer per run folder, as for `run`
         try:
-            grades = grade_run(store, tasks_dir=tasks_dir, workers=args.workers)
+            graded = grade_store(store, tasks_dir=tasks_dir, workers=args.workers)
         finally:
             store.close()
         counts: dict[str, int] = {}
-        for g in grades:
+        for g in graded.grades:
             counts[g.status] = counts.get(g.status, 0) + 1
+        counts["reused"] = graded.count.saved
         print(f"{store.folder}\t" + "\t".join(f"{k}={v}" for k, v in sorted(counts.items())))
     return 0
 

@@ -34,7 +34,14 @@ class GradeInput:
 
 
 class Grader(Protocol):
-    """Scores completions.  `version` changes whenever scores could change."""
+    """Scores completions.  `version` changes whenever scores could change.
+
+    A grader may also define `grading_key(item) -> JSON-able value`: everything
+    its grade of `item` depends on (the code grader: the tests and the
+    extracted program).  The grade cache (`evalsuite.graders.cache`) reuses a
+    grade for every item with the same key; without the method the key is
+    the whole sample (less its id) and the answer text.
+    """
 
     name: str
     version: str

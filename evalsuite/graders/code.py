@@ -122,6 +122,12 @@ class CodeGrader:
                 return code, step
         return None, None
 
+    def grading_key(self, item: GradeInput) -> dict[str, Any]:
+        """What this grader's grade depends on: the tests (in the reference) and the program, not the prose
+        around it, so each distinct program is run once however many completions contain it."""
+        code, step = self.extract(item.text)
+        return {"reference": item.sample.reference, "program": code, "step": step, "truncated": item.truncated}
+
     def grade_batch(self, items: Sequence[GradeInput], *, workers: int | None = None) -> list[Grade]:
         """Grade items in parallel, one checker thread per worker (each runs its tests in the sandbox)."""
         if not items:

@@ -13,11 +13,13 @@ import statistics
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from evalsuite.compare import Comparison, ComparisonSpeed
 from evalsuite.compare.accuracy import OVERALL
 from evalsuite.compare.roles import SHOWN_ORDER
+from evalsuite.graders.cache import saved_sentence
 from evalsuite.records import Grade, SampleResult
 from evalsuite.report import fmt
 from evalsuite.report.provenance import provenance, reproduce
@@ -75,6 +77,7 @@ class TaskReport:
     provenance: list[dict[str, Any]]
     reproduce: list[str]
     differences: list[str] = field(default_factory=list)
+    grading: str = ""
 
     @property
     def speeds(self) -> dict[str, SpeedSummary]:
@@ -352,6 +355,9 @@ def task_report(c: Comparison, stores: Mapping[str, Any] | None) -> TaskReport:
         provenance=provenance(c, arms),
         reproduce=reproduce(c, arms),
         differences=[f"{d.path}: baseline {d.baseline!r}, candidate {d.other!r}" for d in c.differences],
+        grading=saved_sentence(
+            [(Path(a.folder), a.manifest.target, a.manifest.task) for a in arms.values() if a.folder]
+        ),
     )
 
 

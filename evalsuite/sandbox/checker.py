@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import math
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
@@ -32,6 +33,10 @@ OUTCOMES: tuple[Outcome, ...] = ("passed", "wrong_answer", "time_limit", "memory
 
 class SandboxFailure(RuntimeError):
     """The sandbox itself could not run the program (not the program's fault): grade as ungraded."""
+
+
+class SandboxBusy(SandboxFailure):
+    """Every try of an execution was stopped by the wall-clock backstop inside its CPU budget: no verdict."""
 
 
 @dataclass(frozen=True)
@@ -139,6 +144,8 @@ class Checker:
     timeout_s: float = 6.0
     matcher: OutputMatcher = field(default_factory=OutputMatcher)
     stop_on_first_failure: bool = True
+    tries: int = 3
+    backoff_s: float = 2.0
 
     def run(
         self, code: str, tests: CodeTests | Sequence[Mapping[str, Any]], fn_name: str | None = None
@@ -159,11 +166,30 @@ class Checker:
     def _limits(self) -> Limits:
         return replace(self.sandbox.limits, cpu_s=self.timeout_s, wall_s=None)
 
+    def _execute(self, program: Program, limits: Limits) -> ExecResult:
+        """Run `program`; again, after a growing pause, while only the wall-clock backstop stopped it.
+
+        A program that stays inside its CPU budget but outlives the backstop
+        was starved by a busy machine (or waited): that says nothing about
+        the program, so it must not become a `time_limit`.
+        """
+        for attempt in range(max(1, self.tries)):
+            if attempt:
+                time.sleep(self.backoff_s * 2 ** (attempt - 1))
+            result = self.sandbox.run(program, limits)
+            if not result.wall_clock_only:
+                return result
+        raise SandboxBusy(
+            f"the wall-clock backstop stopped the program on all {max(1, self.tries)} tries while it had used "
+            f"{result.cpu_s:.2f} s of CPU time, within its {limits.cpu_s:g} s budget (a busy machine, or a "
+            "program that waits): not a time limit, so not graded"
+        )
+
     def _stdin(self, code: str, tests: Sequence[TestCase]) -> list[TestOutcome]:
         limits = self._limits()
         outcomes = []
         for i, test in enumerate(tests):
-            result = self.sandbox.run(Program(code, stdin=test.input.encode("utf-8", "replace")), limits)
+            result = self._execute(Program(code, stdin=test.input.encode("utf-8", "replace")), limits)
             failed = _failure(result)
             if failed is None:
                 ok, why = self.matcher.lines_match(result.stdout.decode("utf-8", "replace"), test.output)
@@ -178,9 +204,7 @@ class Checker:
         limits = self._limits()
         calls = tuple(tuple(t.input.split("\n")) if t.input else () for t in tests)
         caps = tuple(default_cap(t.output, limits.result_bytes) for t in tests)
-        result = self.sandbox.run(
-            Program(code, mode="functional", fn_name=fn_name, calls=calls, result_caps=caps), limits
-        )
+        result = self._execute(Program(code, mode="functional", fn_name=fn_name, calls=calls, result_caps=caps), limits)
         if result.setup_error:
             raise SandboxFailure(f"the sandbox could not start the program: {result.setup_error}")
         records = {r["i"]: r for r in result.calls}

@@ -107,6 +107,18 @@ class ExecResult:
             return f"signal {-self.exit_code}"
 
     @property
+    def wall_clock_only(self) -> bool:
+        """The wall-clock backstop stopped the run while no CPU budget (the run's, or a call's) was spent.
+
+        Not a time limit: the machine was too busy to give the program its
+        CPU time, or the program waited (slept, blocked).  The checker retries
+        such a run and, when it keeps happening, leaves the program ungraded.
+        """
+        if self.setup_error or self.cpu_exceeded or any(c.get("timeout") == "cpu" for c in self.calls):
+            return False
+        return self.timed_out or any(c.get("timeout") == "wall" for c in self.calls)
+
+    @property
     def memory_error(self) -> bool:
         """The run failed because it reached its memory limit (kernel accounting, not the program's word)."""
         return self.memory_exceeded and self.exit_code != 0

@@ -119,22 +119,37 @@ def gather(entries: list[Any], id_limit: int) -> Columns | None:
     alts = list(chain.from_iterable(filter(None, tops)))
     if not set(map(type, alts)) <= {dict}:
         return None
-    n = len(entries)
     every = entries + alts if alts else entries
-    ids = _field(every, "id")
-    tokens = _field(every, "token")
-    logprobs = _field(every, "logprob")
     raws = _field(every, "bytes")
-    if not (_ids_ok(ids, id_limit) and _tokens_ok(tokens, id_limit) and _logprobs_ok(logprobs)):
-        return None
     if not set(map(type, raws)) <= _LISTS:
+        return None
+    fields = (_field(every, "id"), _field(every, "token"), _field(every, "logprob"), raws)
+    return checked(len(entries), tops, *fields, id_limit=id_limit)
+
+
+def checked(
+    n: int,
+    tops: list[Any],
+    ids: list[Any],
+    tokens: list[Any],
+    logprobs: list[Any],
+    raws: list[Any],
+    *,
+    id_limit: int,
+    alt_bytes_checked: bool = False,
+) -> Columns | None:
+    """Columns from per-field lists (the n chosen tokens first, then every alternative), or None when a value
+    breaks a rule.  `tops` holds each chosen token's alternatives (a sized sequence or None), and `raws` byte
+    sequences or None (`alt_bytes_checked`: the alternatives' are known to be byte values already)."""
+    if not (_ids_ok(ids, id_limit) and _tokens_ok(tokens, id_limit) and _logprobs_ok(logprobs)):
         return None
     chosen = raws[:n]
     try:
         chosen_raw: list[bytes | None] = (
             [None if b is None else bytes(b) for b in chosen] if None in chosen else list(map(bytes, chosen))
         )
-        bytes(chain.from_iterable(filter(None, raws[n:])))  # the alternatives' bytes: checked, not kept
+        if not alt_bytes_checked:
+            bytes(chain.from_iterable(filter(None, raws[n:])))  # the alternatives' bytes: checked, not kept
     except (TypeError, ValueError):
         return None
     counts = [0 if t is None else len(t) for t in tops] if None in tops else list(map(len, tops))

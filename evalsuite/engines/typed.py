@@ -7,8 +7,8 @@ of the answer and with the answers in flight.  Here msgspec decodes the entries 
 declared `gc=False` and tuples, which are never walked (or untracked at the first collection),
 checking their types while it decodes: ids are integers, tokens strings, logprobs numbers, bytes
 values 0-255.  The rest of a body (message, usage, timings, ...) is decoded as plain values into
-the dict the schema checks as ever; its `logprobs.content` is a tuple of `Entry`, which
-`gather_typed` turns into the same checked columns `columns.gather` makes of dicts.
+the dict the schema checks as ever; its `logprobs.content` is a `TypedEntries`, which gives the
+same checked columns `columns.gather` makes of dicts.
 
 Only the usual shape is decoded: anything else (a field of another type, a byte out of range,
 NaN, an unparsable body) returns None, and the caller reads the body generically (`body.loads`)
@@ -108,7 +108,8 @@ class Chunk(msgspec.Struct, gc=False):
 
 
 _BODY = msgspec.json.Decoder(Body)
-_CHUNK = msgspec.json.Decoder(Chunk)
+CHUNK = msgspec.json.Decoder(Chunk)
+"""Decodes one stream event (typed_stream.py), raising msgspec.DecodeError where it is not the usual shape."""
 
 
 def plain(struct: msgspec.Struct) -> dict[str, Any]:
@@ -130,25 +131,84 @@ def decode_body(raw: bytes) -> dict[str, Any] | None:
 def _choice(choice: Choice | ChunkChoice) -> dict[str, Any]:
     out = plain(choice)
     if isinstance(choice.logprobs, Logprobs):
-        out["logprobs"] = plain(choice.logprobs)
+        logprobs = out["logprobs"] = plain(choice.logprobs)
+        if isinstance(choice.logprobs.content, tuple):
+            logprobs["content"] = EntryTuple(choice.logprobs.content)
     return out
-
-
-def decode_chunk(payload: bytes) -> Chunk | None:
-    """One stream event's JSON, typed; None when it is not the usual shape (or not JSON)."""
-    try:
-        return _CHUNK.decode(payload)
-    except msgspec.DecodeError:
-        return None
 
 
 _ID, _TOKEN, _LOGPROB, _BYTES, _TOP = map(attrgetter, ("id", "token", "logprob", "bytes", "top_logprobs"))
 
 
-def gather_typed(entries: tuple[Entry, ...], id_limit: int) -> Columns | None:
-    """`columns.gather` for typed entries: the same columns and rules (types were checked while decoding)."""
-    tops = list(map(_TOP, entries))
-    alts = list(chain.from_iterable(filter(None, tops)))
-    every = [*entries, *alts]
-    fields = (list(map(_ID, every)), list(map(_TOKEN, every)), list(map(_LOGPROB, every)), list(map(_BYTES, every)))
-    return checked(len(entries), tops, *fields, id_limit=id_limit, alt_bytes_checked=True)
+class TypedEntries:
+    """`logprobs.content` decoded typed, in the dict the schema checks: its checked columns on demand."""
+
+    def __len__(self) -> int:
+        raise NotImplementedError
+
+    def columns(self, id_limit: int) -> Columns | None:
+        """The same checked columns `columns.gather` makes of the entries as dicts; None when one breaks a rule."""
+        raise NotImplementedError
+
+
+class EntryTuple(TypedEntries):
+    """A body's entries, decoded together: their fields are pulled out a column at a time (in C)."""
+
+    def __init__(self, entries: tuple[Entry, ...]):
+        self.entries = entries
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    def columns(self, id_limit: int) -> Columns | None:
+        entries = self.entries
+        tops = list(map(_TOP, entries))
+        alts = list(chain.from_iterable(filter(None, tops)))
+        every = [*entries, *alts]
+        counts = [0 if t is None else len(t) for t in tops] if None in tops else list(map(len, tops))
+        ids, tokens, logprobs = list(map(_ID, every)), list(map(_TOKEN, every)), list(map(_LOGPROB, every))
+        raws = list(map(_BYTES, entries))  # the alternatives' bytes were checked (0-255) while decoding
+        return checked(counts, ids, tokens, logprobs, raws, id_limit=id_limit, alt_bytes_checked=True)
+
+
+class EntryColumns(TypedEntries):
+    """A stream's entries, taken into columns event by event so that the decoded events need not be kept."""
+
+    def __init__(self) -> None:
+        self.ids: list[Any] = []
+        self.tokens: list[Any] = []
+        self.logprobs: list[Any] = []
+        self.raws: list[bytes | None] = []
+        self.counts: list[int] = []
+        self.top_ids: list[Any] = []
+        self.top_tokens: list[Any] = []
+        self.top_logprobs: list[Any] = []
+
+    def add(self, entries: tuple[Entry, ...]) -> None:
+        for entry in entries:
+            self.ids.append(entry.id)
+            self.tokens.append(entry.token)
+            self.logprobs.append(entry.logprob)
+            self.raws.append(None if entry.bytes is None else bytes(entry.bytes))
+            alts = entry.top_logprobs
+            if alts:
+                self.counts.append(len(alts))
+                self.top_ids.extend(map(_ID, alts))
+                self.top_tokens.extend(map(_TOKEN, alts))
+                self.top_logprobs.extend(map(_LOGPROB, alts))
+            else:
+                self.counts.append(0)
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def columns(self, id_limit: int) -> Columns | None:
+        return checked(
+            self.counts,
+            self.ids + self.top_ids,
+            self.tokens + self.top_tokens,
+            self.logprobs + self.top_logprobs,
+            self.raws,
+            id_limit=id_limit,
+            alt_bytes_checked=True,
+        )

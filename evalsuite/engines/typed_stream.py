@@ -17,8 +17,10 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
+from msgspec import DecodeError
+
 from evalsuite.engines.stream import EventReader, Lines, incomplete, merge_chunks, read_generic, take
-from evalsuite.engines.typed import UNSET, Chunk, Entry, Logprobs, decode_chunk
+from evalsuite.engines.typed import CHUNK, UNSET, Chunk, EntryColumns, Logprobs
 
 Generic = Callable[[], dict[str, Any]]
 
@@ -77,7 +79,7 @@ class TypedEvents:
         self._event = b""
         self._text: list[str] = []
         self._reasoning: list[str] = []
-        self._entries: list[Entry] = []
+        self._entries = EntryColumns()
         self._token_ids: list[Any] = []
         self._completions = False
         self._finish: Any = None
@@ -92,37 +94,37 @@ class TypedEvents:
             return False
         block = bytes(self._buffer[:cut])
         del self._buffer[: cut + 1]
-        return self._lines(block.split(b"\n"))
+        return self._lines(block)
 
     def finish(self) -> dict[str, Any]:
         """The merged response, once the body has ended (RequestFailed when it was cut off)."""
         if not self.done and self._buffer:
             rest, self._buffer = bytes(self._buffer), bytearray()
-            self._lines([rest])
+            self._lines(rest)
         if not self.done and self._data:
-            self._lines([b""])
+            self._lines(b"")
         if not self.done and not self.finished:
             raise incomplete(self.events)
         return self._result()
 
-    def _lines(self, lines: list[bytes]) -> bool:
+    def _lines(self, block: bytes) -> bool:
         data = self._data
-        for line in lines:
-            if line.endswith(b"\r"):
+        returns = b"\r" in block  # carriage returns before line feeds: dropped, as the generic reader does
+        for line in block.split(b"\n"):
+            if returns:
                 line = line.rstrip(b"\r")
             if line.startswith(b"data:"):
-                data.append(line[6:] if line.startswith(b"data: ") else line[5:])
+                data.append(line[5:])  # the one space the generic reader drops is JSON whitespace
             elif not line:
-                name, self._event = self._event, b""
+                name = self._event
+                if name:
+                    self._event = b""
                 if not data:
                     continue
-                payload = (data[0] if len(data) == 1 else b"\n".join(data)).strip()
+                payload = data[0] if len(data) == 1 else b"\n".join(data)
                 data.clear()
-                if payload == b"[DONE]":
-                    self.done = True
+                if self._take(payload, name):
                     return True
-                if payload:
-                    self._take(payload, name)
             else:
                 try:
                     text = line.decode("utf-8")  # as the generic reader decodes every line
@@ -132,31 +134,53 @@ class TypedEvents:
                     self._event = text[6:].strip().encode()
         return False
 
-    def _take(self, payload: bytes, name: bytes) -> None:
-        chunk = decode_chunk(payload)
-        if chunk is None or name == b"error" or _error(chunk):
+    def _take(self, payload: bytes, name: bytes = b"") -> bool:
+        """One event's data; True when it is `[DONE]`."""
+        try:
+            chunk = CHUNK.decode(payload)  # JSON's own whitespace around the value is what strip() would drop
+        except DecodeError:
+            stripped = payload.strip()
+            if stripped == b"[DONE]":
+                self.done = True
+                return True
+            if stripped:
+                raise _Untyped from None
+            return False
+        if name == b"error" or (chunk.error is not UNSET or chunk.object == "error") and _error(chunk):
             raise _Untyped
         if self.on_first is not None and not self.events and chunk.choices:
             self.on_first()
         self.events += 1
         self._merge(chunk)
+        return False
 
     def _merge(self, chunk: Chunk) -> None:
-        """merge_chunks' step for one event."""
+        """merge_chunks' step for one event (it runs once per token: plain attribute tests, no loops over keys)."""
         merged = self._merged
-        for key in ("usage", "timings", "id"):
-            value = getattr(chunk, key)
-            if value is not UNSET and value is not None:
-                merged[key] = value
-        for key in ("model", "system_fingerprint"):
-            value = getattr(chunk, key)
-            if value is not UNSET and value is not None:
-                if merged.setdefault(key, value) != value:
-                    raise _Untyped
+        if chunk.usage is not UNSET and chunk.usage is not None:
+            merged["usage"] = chunk.usage
+        if chunk.timings is not UNSET and chunk.timings is not None:
+            merged["timings"] = chunk.timings
+        if chunk.id is not UNSET and chunk.id is not None:
+            merged["id"] = chunk.id
+        model, fingerprint = chunk.model, chunk.system_fingerprint
+        if model is not UNSET and model is not None and model != merged.get("model", model):
+            raise _Untyped  # another server mid-stream: the generic merge says so
+        if (
+            fingerprint is not UNSET
+            and fingerprint is not None
+            and fingerprint != merged.get("system_fingerprint", fingerprint)
+        ):
+            raise _Untyped
+        if model is not UNSET and model is not None:
+            merged["model"] = model
+        if fingerprint is not UNSET and fingerprint is not None:
+            merged["system_fingerprint"] = fingerprint
         for choice in chunk.choices or ():
-            if choice.finish_reason:
+            finish = choice.finish_reason
+            if finish:
                 self.finished = True
-            if (0 if choice.index is UNSET else choice.index) != 0:
+            if choice.index is not UNSET and choice.index != 0:
                 continue
             delta = choice.delta
             if delta is UNSET or delta is None:
@@ -165,18 +189,27 @@ class TypedEvents:
                 self._completions = True
                 _piece(self._text, choice.text)
             else:
-                _piece(self._text, delta.content)
-                _piece(self._reasoning, delta.reasoning_content)
-                _piece(self._reasoning, delta.reasoning)
+                content = delta.content
+                if type(content) is str:
+                    if content:
+                        self._text.append(content)
+                elif content is not UNSET and content is not None:
+                    raise _Untyped
+                if delta.reasoning_content is not UNSET or delta.reasoning is not UNSET:
+                    _piece(self._reasoning, delta.reasoning_content)
+                    _piece(self._reasoning, delta.reasoning)
             logprobs = choice.logprobs
-            if isinstance(logprobs, Logprobs):
-                if any(isinstance(v, list) for v in (logprobs.tokens, logprobs.token_logprobs, logprobs.top_logprobs)):
+            if type(logprobs) is Logprobs:
+                if type(logprobs.tokens) is list or type(logprobs.token_logprobs) is list:
+                    raise _Untyped  # the completions route's legacy columns: the generic merge's
+                if type(logprobs.top_logprobs) is list:
                     raise _Untyped
                 if logprobs.content:
-                    self._entries.extend(logprobs.content)
-            if isinstance(choice.token_ids, list):
+                    self._entries.add(logprobs.content)
+            if type(choice.token_ids) is list:
                 self._token_ids.extend(choice.token_ids)
-            self._finish = (None if choice.finish_reason is UNSET else choice.finish_reason) or self._finish
+            if finish is not UNSET and finish:
+                self._finish = finish
 
     def _result(self) -> dict[str, Any]:
         choice: dict[str, Any] = {"index": 0, "finish_reason": self._finish}
@@ -187,8 +220,8 @@ class TypedEvents:
             if any(self._reasoning):
                 message["reasoning_content"] = "".join(self._reasoning)
             choice["message"] = message
-        if self._entries:
-            choice["logprobs"] = {"content": tuple(self._entries)}
+        if len(self._entries):
+            choice["logprobs"] = {"content": self._entries}
         if self._token_ids:
             choice["token_ids"] = self._token_ids
         return {**self._merged, "choices": [choice]}

@@ -26,7 +26,7 @@ from evalsuite.engines.base import decoded
 from evalsuite.engines.body import loads
 from evalsuite.engines.retry import RequestFailed
 from evalsuite.engines.stream import Lines, merge_chunks, read_events
-from evalsuite.engines.typed import Alternative, Entry, decode_body
+from evalsuite.engines.typed import Alternative, Entry, EntryColumns, EntryTuple, decode_body
 from evalsuite.engines.typed_stream import read_stream
 from evalsuite.records import Completion, GenerationParams
 
@@ -79,8 +79,9 @@ def test_well_formed_bodies_are_read_typed_into_untracked_entries() -> None:
         raw = json.dumps(_body(chat, tokens=20, k=5)).encode()
         data = decode_body(raw)
         assert data is not None
-        content = data["choices"][0]["logprobs"]["content"]
-        assert isinstance(content, tuple) and len(content) == 20
+        typed = data["choices"][0]["logprobs"]["content"]
+        assert isinstance(typed, EntryTuple) and len(typed) == 20
+        content = typed.entries
         assert isinstance(content[0], Entry) and isinstance(content[0].top_logprobs[0], Alternative)  # type: ignore[index]
         gc.collect()  # tuples of untracked objects are untracked at their first collection
         assert not any(gc.is_tracked(x) for e in content for x in (e, e.top_logprobs, *(e.top_logprobs or ())))
@@ -168,7 +169,7 @@ def test_streamed_entries_are_read_typed() -> None:
     for chat in (True, False):
         pieces = _pieces(_sse(stream_events(_body(chat, tokens=50, k=5)), crlf=False), [7, 500, 4000])
         data, generic = asyncio.run(read_stream(_aiter(pieces)))
-        assert generic is not None and isinstance(data["choices"][0]["logprobs"]["content"], tuple)
+        assert generic is not None and isinstance(data["choices"][0]["logprobs"]["content"], EntryColumns)
         _same(_outcome(chat, _read_stream(pieces)), _outcome(chat, _generic_stream(pieces)))
 
 

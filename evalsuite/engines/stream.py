@@ -99,6 +99,7 @@ class EventReader:
 
 
 def incomplete(events: int) -> RequestFailed:
+    """The failure of a stream that ended without `[DONE]` and without a finish reason (retryable)."""
     return RequestFailed(
         "incomplete", f"the stream ended after {events} events without [DONE] and without a finish_reason"
     )

@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from typing import Any, ClassVar
 
@@ -26,7 +26,7 @@ from evalsuite.engines.body import (
     ACCEPT_ENCODING,
     JSON_HEADERS,
     dumps_body,
-    iter_lines,
+    iter_body,
     loads,
     read_body,
     read_error_body,
@@ -35,9 +35,10 @@ from evalsuite.engines.identity import IdentityWatch
 from evalsuite.engines.parse import completion_from_chat
 from evalsuite.engines.retry import RequestFailed, parse_retry_after
 from evalsuite.engines.speculation import CounterSpeculation, Speculation
-from evalsuite.engines.stream import merge_chunks, read_events
 from evalsuite.engines.tls import client_verify
 from evalsuite.engines.transport import client_transport
+from evalsuite.engines.typed import decode_body
+from evalsuite.engines.typed_stream import read_stream
 from evalsuite.engines.validate import Malformed, ResponseSchema
 from evalsuite.records import Completion, GenerationParams, Sample
 
@@ -164,9 +165,9 @@ class Engine:
         try:
             async with asyncio.timeout(self.target.timeout_s):
                 if self.target.stream:
-                    data, ttft = await self._post_stream(body, start)
+                    data, generic, ttft = await self._post_stream(body, start)
                 else:
-                    data = await self._post(body)
+                    data, generic = decoded(await self._post(body))
                     ttft = _server_ttft(data)
         except TimeoutError:
             raise RequestFailed(
@@ -174,9 +175,23 @@ class Engine:
             ) from None
         except Exception as exc:  # request_failure() re-raises anything that is not a request failure
             raise request_failure(exc) from exc
-        completion = self.accept(data, params, latency_s=time.perf_counter() - start, ttft_s=ttft)
+        data, completion = self.accept_read(data, generic, params, latency_s=time.perf_counter() - start, ttft_s=ttft)
         self.identity.check(data)
         return completion
+
+    def accept_read(
+        self, data: Any, generic: Generic | None, params: GenerationParams, *, latency_s: float, ttft_s: float | None
+    ) -> tuple[Any, Completion]:
+        """`accept` of a body as read, typed or not; a typed body it refuses is read again generically, so the
+        refusal (or an acceptance the typed reading was too strict for) is the one the generic reading gives.
+        Returns the body accepted and its Completion."""
+        try:
+            return data, self.accept(data, params, latency_s=latency_s, ttft_s=ttft_s)
+        except RequestFailed:
+            if generic is None:
+                raise
+        data = _generic(generic)
+        return data, self.accept(data, params, latency_s=latency_s, ttft_s=ttft_s)
 
     def accept(self, data: Any, params: GenerationParams, *, latency_s: float, ttft_s: float | None) -> Completion:
         """The Completion of a parsed body that passes every check (else RequestFailed, retryable)."""
@@ -204,24 +219,24 @@ class Engine:
         """The POST of one body to the generation route, the JSON written by orjson (see dumps_body)."""
         return self.http.build_request("POST", self._generate_url, content=dumps_body(body), headers=JSON_HEADERS)
 
-    async def _post(self, body: dict[str, Any]) -> Any:
+    async def _post(self, body: dict[str, Any]) -> bytes:
         async with _streamed(self.http, self._request(body)) as resp:
             if resp.status_code >= 300:
                 check_status(resp.status_code, resp.headers, await read_error_body(resp))
-            raw = await read_body(resp, self.max_bytes)
-        return loads(raw)
+            return await read_body(resp, self.max_bytes)
 
-    async def _post_stream(self, body: dict[str, Any], start: float) -> tuple[dict[str, Any], float | None]:
+    async def _post_stream(self, body: dict[str, Any], start: float) -> tuple[Any, Generic | None, float | None]:
+        """The merged events, how to read them generically if they came typed, and the time to the first token."""
         body = {**body, "stream": True, "stream_options": {"include_usage": True}}
         ttft: list[float] = []
         async with _streamed(self.http, self._request(body)) as resp:
             if resp.status_code >= 300:
                 check_status(resp.status_code, resp.headers, await read_error_body(resp))
             if resp.headers.get("content-type", "").startswith("application/json"):  # the server ignored stream
-                return loads(await read_body(resp, self.max_bytes)), None
-            lines = iter_lines(resp, self.max_bytes)
-            chunks = await read_events(lines, lambda: ttft.append(time.perf_counter() - start))
-        return merge_chunks(chunks), (ttft[0] if ttft else None)
+                return *decoded(await read_body(resp, self.max_bytes)), None
+            pieces = iter_body(resp, self.max_bytes)
+            data, generic = await read_stream(pieces, lambda: ttft.append(time.perf_counter() - start))
+        return data, generic, (ttft[0] if ttft else None)
 
     async def probe(self) -> dict[str, Any]:
         """What this endpoint says about itself, for the run's provenance and fingerprint."""
@@ -284,9 +299,28 @@ async def _streamed(client: httpx.AsyncClient, request: httpx.Request) -> AsyncI
         await response.aclose()
 
 
-def _server_ttft(data: dict[str, Any]) -> float | None:
+Generic = Callable[[], Any]
+"""Reads a body again without the typed decoder: the value `body.loads` (or the generic stream reader) gives."""
+
+
+def decoded(raw: bytes) -> tuple[Any, Generic | None]:
+    """A body, typed where it has the usual shape (typed.py), and how to read it generically then (else None)."""
+    data = decode_body(raw)
+    if data is None:
+        return loads(raw), None
+    return data, lambda: loads(raw)
+
+
+def _generic(read: Generic) -> Any:
+    try:
+        return read()
+    except Exception as exc:  # request_failure() re-raises anything that is not a request failure
+        raise request_failure(exc) from exc
+
+
+def _server_ttft(data: Any) -> float | None:
     """Without streaming, llama.cpp's prompt time is the closest measure of time to first token."""
-    timings = data.get("timings")
+    timings = data.get("timings") if isinstance(data, dict) else None
     if isinstance(timings, dict) and isinstance(timings.get("prompt_ms"), (int, float)):
         return float(timings["prompt_ms"]) / 1000.0
     return None

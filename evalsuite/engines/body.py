@@ -189,22 +189,3 @@ async def read_error_body(resp: httpx.Response, limit: int = 64 * 1024) -> str:
     except (RequestFailed, httpx.HTTPError):
         pass
     return b"".join(parts)[:limit].decode("utf-8", "replace")
-
-
-async def iter_lines(resp: httpx.Response, cap: int) -> AsyncIterator[str]:
-    """Decoded text lines of a server-sent-events body (cap counts the whole body)."""
-    buffer = bytearray()
-    searched = 0
-    async for piece in iter_body(resp, cap):
-        buffer += piece
-        while True:
-            cut = buffer.find(b"\n", searched)
-            if cut < 0:
-                searched = len(buffer)
-                break
-            line = bytes(buffer[:cut])
-            del buffer[: cut + 1]
-            searched = 0
-            yield line.rstrip(b"\r").decode("utf-8")
-    if buffer:
-        yield bytes(buffer).rstrip(b"\r").decode("utf-8")

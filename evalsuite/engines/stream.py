@@ -19,18 +19,66 @@ from evalsuite.engines.validate import Malformed, server_error
 _LEGACY = ("tokens", "token_logprobs", "top_logprobs")
 
 
-async def read_events(lines: AsyncIterator[str], on_first: Callable[[], None] | None = None) -> list[dict[str, Any]]:
-    """Every JSON event of a stream up to `[DONE]`; raises on error events and on cut-off streams."""
-    chunks: list[dict[str, Any]] = []
-    data: list[str] = []
-    event = ""
-    done = False
+class Lines:
+    """Splits a body into its lines (at each line feed) as it arrives."""
 
-    def dispatch() -> bool:
-        nonlocal event
-        payload = "\n".join(data).strip()
-        name, event = event, ""
-        data.clear()
+    def __init__(self) -> None:
+        self._buffer = bytearray()
+
+    def feed(self, piece: bytes) -> list[bytes]:
+        """The lines `piece` completes."""
+        start = len(self._buffer)
+        self._buffer += piece
+        cut = self._buffer.rfind(b"\n", start)
+        if cut < 0:
+            return []
+        block = bytes(self._buffer[:cut])
+        del self._buffer[: cut + 1]
+        return block.split(b"\n")
+
+    def end(self) -> list[bytes]:
+        """The last line, when the body did not end with a line break."""
+        rest, self._buffer = bytes(self._buffer), bytearray()
+        return [rest] if rest else []
+
+
+def take(reader: EventReader, lines: list[bytes]) -> bool:
+    """Give the reader each line (decoded as UTF-8, one at a time) until `[DONE]`; True once it came."""
+    return any(reader.line(line.rstrip(b"\r").decode("utf-8")) for line in lines)
+
+
+class EventReader:
+    """Server-sent events, one line at a time, into their JSON chunks; raises on error events and at cut ends."""
+
+    def __init__(self, on_first: Callable[[], None] | None = None):
+        self.on_first = on_first
+        self.chunks: list[dict[str, Any]] = []
+        self.done = False
+        self._data: list[str] = []
+        self._event = ""
+
+    def line(self, line: str) -> bool:
+        """Take one line; True once `[DONE]` is read (nothing after it is read)."""
+        if not line:
+            self.done = self._dispatch()
+        elif line.startswith("data:"):
+            self._data.append(line[5:].removeprefix(" "))
+        elif line.startswith("event:"):
+            self._event = line[6:].strip()
+        return self.done
+
+    def finish(self) -> list[dict[str, Any]]:
+        """Every chunk, once the body has ended; a stream without `[DONE]` and without a finish reason was cut."""
+        if not self.done and self._data:
+            self.done = self._dispatch()
+        if not self.done and not any(_finish(c) for c in self.chunks):
+            raise incomplete(len(self.chunks))
+        return self.chunks
+
+    def _dispatch(self) -> bool:
+        payload = "\n".join(self._data).strip()
+        name, self._event = self._event, ""
+        self._data.clear()
         if not payload:
             return False
         if payload == "[DONE]":
@@ -44,27 +92,34 @@ async def read_events(lines: AsyncIterator[str], on_first: Callable[[], None] | 
         error = server_error(chunk)
         if name == "error" or error is not None:
             raise RequestFailed("server", f"the server reported an error inside the stream: {error or payload[:300]}")
-        if on_first is not None and not chunks and chunk.get("choices"):
-            on_first()
-        chunks.append(chunk)
+        if self.on_first is not None and not self.chunks and chunk.get("choices"):
+            self.on_first()
+        self.chunks.append(chunk)
         return False
 
+
+def incomplete(events: int) -> RequestFailed:
+    """The failure of a stream that ended without `[DONE]` and without a finish reason (retryable)."""
+    return RequestFailed(
+        "incomplete", f"the stream ended after {events} events without [DONE] and without a finish_reason"
+    )
+
+
+async def read_events(lines: AsyncIterator[str], on_first: Callable[[], None] | None = None) -> list[dict[str, Any]]:
+    """Every JSON event of a stream up to `[DONE]`; raises on error events and on cut-off streams."""
+    reader = EventReader(on_first)
     async for line in lines:
-        if not line:
-            if dispatch():
-                done = True
-                break
-        elif line.startswith("data:"):
-            data.append(line[5:].removeprefix(" "))
-        elif line.startswith("event:"):
-            event = line[6:].strip()
-    if not done and data:
-        done = dispatch()
-    if not done and not any(_finish(c) for c in chunks):
-        raise RequestFailed(
-            "incomplete", f"the stream ended after {len(chunks)} events without [DONE] and without a finish_reason"
-        )
-    return chunks
+        if reader.line(line):
+            break
+    return reader.finish()
+
+
+def read_generic(pieces: list[bytes]) -> dict[str, Any]:
+    """The merged response of a whole stream body read with the generic reader (every rule named as ever)."""
+    reader, lines = EventReader(), Lines()
+    if not any(take(reader, lines.feed(piece)) for piece in pieces):
+        take(reader, lines.end())
+    return merge_chunks(reader.finish())
 
 
 def _finish(chunk: dict[str, Any]) -> bool:

@@ -16,6 +16,7 @@ from typing import Any
 
 from evalsuite.engines.columns import LOGPROB_SLACK, TOKEN_ID_PREFIX, Columns, gather
 from evalsuite.engines.retry import RequestFailed
+from evalsuite.engines.typed import TypedEntries
 
 MAX_TOKEN_ID = 2**31  # ids are stored as int32; anything at or above is not a real vocabulary index
 FAILED_FINISH = frozenset({"abort", "aborted", "error", "cancelled", "canceled"})
@@ -137,6 +138,11 @@ class ResponseSchema:
 
     def _logprobs(self, logprobs: dict[str, Any], path: str) -> tuple[int | None, Columns | None]:
         content = logprobs.get("content")
+        if isinstance(content, TypedEntries):  # typed.py: their types were checked while decoding
+            columns = content.columns(self.id_limit)
+            if columns is None:
+                raise Malformed(f"{path}.content breaks a rule; read generically, the body names it")
+            return len(content), columns
         if content is not None:
             if not isinstance(content, list):
                 raise _fail(f"{path}.content", content, "a list of token entries")

@@ -58,6 +58,7 @@ FAULTS: dict[str, tuple[Fault, bool, str]] = {
         "KV cache exhausted",
     ),
     "not JSON": (_fault("body", body="<html>bad gateway</html>"), False, "unreadable response"),
+    "body is a list": (_fault("body", body=[1, 2]), False, "expected a JSON object"),
     "error event in a stream": (_fault("stream_error", after=3), True, "scripted failure inside the stream"),
     "stream cut short": (_fault("stream_cut", after=4), True, "without [DONE] and without a finish_reason"),
     "stream event not JSON": (_fault("events", events=["{oops", "[DONE]"]), True, "not JSON"),

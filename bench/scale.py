@@ -1,0 +1,234 @@
+"""Benchmark: the suite at thinking-model lengths, against floors measured in the same run.
+
+Ingest: `evalsuite.runner.execute` asks the scripted server (`fixtures/fake_server.py`, a separate
+process) for responses of 2k, 16k and 32k tokens with top-5 logprobs, at concurrency 1 and 64, and
+stores them.  Each row runs in a fresh client process and prints its CPU time (user + system, all
+threads, from the start of the run to its end: the interpreter's start-up and a one-response warm-up
+run, which makes the first imports and calls, are left out) per token and
+tokens per CPU second, next to the floor: orjson parsing the same bodies (the server's own
+generator, fed the same requests, writes them again; a stream's `data:` lines one by one) and
+pulling out the ids, logprobs and top-5 (id, logprob) pairs, measured in the same process.  Target: at most 2x the floor at every length,
+and at least 100,000 tokens per client CPU second.  Store bytes per token and the client's peak RSS
+(interpreter and imports included) complete the row.  Streamed and completions-route rows follow at
+16k tokens.
+
+    .venv/bin/python bench/scale.py [--full] [--sections ingest]
+    SCALE=full .venv/bin/python bench/scale.py
+
+The default run asks for 64 responses of 2k tokens and 8 of 16k and 32k (concurrency 64 then has
+fewer requests than slots: the row says how many were in flight); --full asks for 200 of each.
+Another section is one more function in SECTIONS.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import json
+import os
+import resource
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "fixtures"))
+sys.path.insert(0, str(ROOT / "tests"))
+
+LENGTHS = (2048, 16_000, 32_000)
+CONCURRENCY = (1, 64)
+
+
+@dataclass(frozen=True)
+class Case:
+    """One ingest row: how many responses of how many tokens, how many at once, over which route."""
+
+    tokens: int
+    responses: int
+    concurrency: int
+    api: str = "chat"
+    stream: bool = False
+
+    @property
+    def label(self) -> str:
+        return f"{self.api}{' stream' if self.stream else ''}"
+
+
+def ingest_cases(full: bool) -> list[Case]:
+    def count(tokens: int) -> int:
+        return 200 if full else (64 if tokens <= 4096 else 8)
+
+    cases = [Case(n, count(n), c) for n in LENGTHS for c in CONCURRENCY]
+    routes = [("chat", True), ("completions", False), ("completions", True)]
+    cases += [Case(16_000, count(16_000), 8, api, stream) for api, stream in routes]
+    return cases
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def start_server(tokens: int) -> tuple[subprocess.Popen[str], str]:
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, str(ROOT / "fixtures" / "fake_server.py"), "--port", str(port), "--tokens", str(tokens)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None and proc.stdout.readline().startswith("ready")
+    return proc, f"http://127.0.0.1:{port}/v1"
+
+
+def run_child(case: Case, url: str, folder: Path) -> dict[str, Any]:
+    """One ingest in a fresh process (its own heap, its own peak RSS); returns what it measured."""
+    out = subprocess.run(
+        [sys.executable, __file__, "--child", json.dumps({**case.__dict__, "url": url, "folder": str(folder)})],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if out.returncode != 0:
+        raise SystemExit(f"the ingest of {case} failed:\n{out.stderr[-3000:]}")
+    return dict(json.loads(out.stdout.strip().splitlines()[-1]))
+
+
+def child(spec: dict[str, Any]) -> None:
+    """The client side of one row: the run, then the floor over the same bodies, as one JSON line."""
+    from projects import make_project
+
+    from evalsuite.config import load_config
+    from evalsuite.runner import execute, plan_run
+
+    case = Case(spec["tokens"], spec["responses"], spec["concurrency"], spec["api"], spec["stream"])
+    folder = Path(spec["folder"])
+    extra = f'concurrency = {case.concurrency}\napi = "{case.api}"\nstream = {str(case.stream).lower()}'
+    config = load_config(make_project(folder, spec["url"], n=case.responses, target_extra=extra))
+    warm = plan_run(config, "base", "echo", max_tokens=case.tokens, limit=1)  # first imports and calls, untimed
+    warm.runs_dir = folder / "warm"
+    asyncio.run(execute(warm, progress=lambda done, total: None))
+    plan = plan_run(config, "base", "echo", max_tokens=case.tokens)
+    plan.runs_dir = folder / "runs"
+    gc.collect()
+    cpu = time.process_time()
+    outcome = asyncio.run(execute(plan, progress=lambda done, total: None))
+    cpu = time.process_time() - cpu
+    peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    assert outcome.recorded == case.responses, outcome
+    store_bytes = sum(p.stat().st_size for p in outcome.folder.rglob("*") if p.is_file() and p.suffix != ".lock")
+    del outcome
+    floor = floor_cpu(plan, case)
+    tokens = case.responses * case.tokens
+    print(json.dumps({"cpu_s": cpu, "floor_s": floor, "tokens": tokens, "store": store_bytes, "peak_kib": peak_kib}))
+
+
+def floor_cpu(plan: Any, case: Case) -> float:
+    """CPU seconds orjson takes to parse every body of the run and pull out ids, logprobs and top-5 pairs.
+
+    The bodies are written again by the server's own code from the requests the engine sent, one at a
+    time (only the parse and the extraction are timed).
+    """
+    from fake_faults import _sse, stream_events
+    from fake_server import FakeState, completion_body
+
+    from evalsuite.engines import make_engine
+
+    engine = make_engine(plan.target)
+    engine.model = FakeState().model
+    total = 0.0
+    for sample in plan.samples:
+        answer = completion_body(FakeState(tokens=case.tokens), engine.request_body(sample, plan.params))
+        body = _sse(stream_events(answer)) if case.stream else json.dumps(answer).encode()
+        del answer
+        start = time.process_time()
+        if case.stream:
+            _extract_events(body)
+        else:
+            _extract(orjson.loads(body))
+        total += time.process_time() - start
+    return total
+
+
+def _extract(data: dict[str, Any]) -> tuple[list[Any], ...]:
+    """Ids, logprobs and (id, logprob) of every alternative: the least any client reads from a body."""
+    choices = data["choices"]
+    if not choices:
+        return [], [], []
+    content = (choices[0].get("logprobs") or {}).get("content") or []
+    ids = [e["id"] for e in content]
+    logprobs = [e["logprob"] for e in content]
+    top = [(a["id"], a["logprob"]) for e in content for a in e["top_logprobs"]]
+    return ids, logprobs, top
+
+
+def _extract_events(body: bytes) -> tuple[list[Any], ...]:
+    """`_extract` over a stream body: each `data:` line parsed, its columns appended."""
+    ids: list[Any] = []
+    logprobs: list[Any] = []
+    top: list[Any] = []
+    for line in body.split(b"\n"):
+        if line.startswith(b"data: ") and line != b"data: [DONE]":
+            got = _extract(orjson.loads(line[6:]))
+            ids += got[0]
+            logprobs += got[1]
+            top += got[2]
+    return ids, logprobs, top
+
+
+def ingest(full: bool) -> None:
+    """The ingest table: client CPU per token against the parse floor, store size and peak RSS."""
+    print("ingest: evalsuite.runner.execute against fixtures/fake_server.py, top-5 logprobs, one client process a row")
+    print(
+        f"{'route':>18} {'tokens':>7} {'responses':>9} {'in flight':>9}  {'CPU us/token':>12} {'tokens/CPU s':>12}  "
+        f"{'floor us/token':>14} {'x floor':>7}  {'store B/token':>13} {'peak RSS MiB':>12}"
+    )
+    for case in ingest_cases(full):
+        server, url = start_server(case.tokens)
+        try:
+            with tempfile.TemporaryDirectory(prefix="scale-") as tmp:
+                got = run_child(case, url, Path(tmp))
+        finally:
+            server.terminate()
+            server.wait()
+        per_token = got["cpu_s"] / got["tokens"] * 1e6
+        floor = got["floor_s"] / got["tokens"] * 1e6
+        print(
+            f"{case.label:>18} {case.tokens:>7} {case.responses:>9} {min(case.concurrency, case.responses):>9}  "
+            f"{per_token:>12.2f} {got['tokens'] / got['cpu_s']:>12,.0f}  {floor:>14.2f} {per_token / floor:>6.2f}x  "
+            f"{got['store'] / got['tokens']:>13.1f} {got['peak_kib'] / 1024:>12.0f}",
+            flush=True,
+        )
+
+
+SECTIONS: dict[str, Callable[[bool], None]] = {"ingest": ingest}
+"""Each section prints its own table; `--sections` picks some (default: all, in this order)."""
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--full", action="store_true", help="the full sizes (also SCALE=full)")
+    parser.add_argument("--sections", default=",".join(SECTIONS), help=f"comma-separated, of {', '.join(SECTIONS)}")
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        child(json.loads(args.child))
+        return
+    full = args.full or os.environ.get("SCALE") == "full"
+    for name in args.sections.split(","):
+        if name not in SECTIONS:
+            parser.error(f"unknown section {name!r}; known: {', '.join(SECTIONS)}")
+        SECTIONS[name](full)
+
+
+if __name__ == "__main__":
+    main()

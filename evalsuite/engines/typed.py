@@ -1,0 +1,214 @@
+"""Typed decoding of response bodies and stream events: token entries as objects the GC never walks.
+
+A 32k-token answer with top-5 logprobs is about 200,000 JSON objects.  Read into dicts and lists
+(orjson, json), each is an object Python's cyclic garbage collector tracks, and while a body is
+read and held every collection walks all of them: the client's cost per token grew with the length
+of the answer and with the answers in flight.  Here msgspec decodes the entries into Structs
+declared `gc=False` and tuples, which are never walked (or untracked at the first collection),
+checking their types while it decodes: ids are integers, tokens strings, logprobs numbers, bytes
+values 0-255.  The rest of a body (message, usage, timings, ...) is decoded as plain values into
+the dict the schema checks as ever; its `logprobs.content` is a `TypedEntries`, which gives the
+same checked columns `columns.gather` makes of dicts.
+
+Only the usual shape is decoded: anything else (a field of another type, a byte out of range,
+NaN, an unparsable body) returns None, and the caller reads the body generically (`body.loads`)
+so that each rule is applied, and named, exactly as before.  Keys no consumer reads are dropped.
+"""
+
+from __future__ import annotations
+
+from itertools import chain
+from operator import attrgetter
+from typing import Annotated, Any
+
+import msgspec
+from msgspec import UNSET, UnsetType
+
+from evalsuite.engines.columns import Columns, checked
+
+Byte = Annotated[int, msgspec.Meta(ge=0, le=255)]
+
+
+class Alternative(msgspec.Struct, gc=False):
+    """One of a token's top-k alternatives (llama.cpp and OpenAI name the same four fields)."""
+
+    id: int | None = None
+    token: str | None = None
+    logprob: float | None = None
+    bytes: tuple[Byte, ...] | None = None
+
+
+class Entry(msgspec.Struct, gc=False):
+    """One generated token of `logprobs.content`, with its alternatives."""
+
+    id: int | None = None
+    token: str | None = None
+    logprob: float | None = None
+    bytes: tuple[Byte, ...] | None = None
+    top_logprobs: tuple[Alternative, ...] | None = None
+
+
+class Logprobs(msgspec.Struct, gc=False):
+    content: tuple[Entry, ...] | None | UnsetType = UNSET
+    tokens: Any = UNSET  # the completions route's legacy columns stay plain values
+    token_logprobs: Any = UNSET
+    top_logprobs: Any = UNSET
+
+
+class Choice(msgspec.Struct, gc=False):
+    index: Any = UNSET
+    message: Any = UNSET
+    text: Any = UNSET
+    finish_reason: Any = UNSET
+    logprobs: Logprobs | None | UnsetType = UNSET
+    token_ids: Any = UNSET
+
+
+class Body(msgspec.Struct, gc=False):
+    """A non-streamed response: every key the schema, the parser and the identity check read."""
+
+    choices: list[Choice]
+    usage: Any = UNSET
+    timings: Any = UNSET
+    model: Any = UNSET
+    system_fingerprint: Any = UNSET
+    id: Any = UNSET
+    object: Any = UNSET
+    error: Any = UNSET
+    meta_info: Any = UNSET
+    metrics: Any = UNSET
+
+
+class Delta(msgspec.Struct, gc=False):
+    content: Any = UNSET
+    reasoning_content: Any = UNSET
+    reasoning: Any = UNSET
+
+
+class ChunkChoice(msgspec.Struct, gc=False):
+    index: Any = UNSET
+    delta: Delta | None | UnsetType = UNSET
+    text: Any = UNSET
+    finish_reason: Any = UNSET
+    logprobs: Logprobs | None | UnsetType = UNSET
+    token_ids: Any = UNSET
+
+
+class Chunk(msgspec.Struct, gc=False):
+    """One stream event: the keys `stream.merge_chunks` reads."""
+
+    choices: list[ChunkChoice] | None | UnsetType = UNSET
+    usage: Any = UNSET
+    timings: Any = UNSET
+    model: Any = UNSET
+    id: Any = UNSET
+    system_fingerprint: Any = UNSET
+    object: Any = UNSET
+    error: Any = UNSET
+
+
+_BODY = msgspec.json.Decoder(Body)
+CHUNK = msgspec.json.Decoder(Chunk)
+"""Decodes one stream event (typed_stream.py), raising msgspec.DecodeError where it is not the usual shape."""
+
+
+def plain(struct: msgspec.Struct) -> dict[str, Any]:
+    """A struct's fields as a dict, leaving out the ones the JSON did not have (as a parsed dict would)."""
+    return {name: value for name in struct.__struct_fields__ if (value := getattr(struct, name)) is not UNSET}
+
+
+def decode_body(raw: bytes) -> dict[str, Any] | None:
+    """The response as the dict `body.loads` reads, its token entries typed; None: read it generically."""
+    try:
+        body = _BODY.decode(raw)
+    except msgspec.DecodeError:  # ValidationError included
+        return None
+    out = plain(body)
+    out["choices"] = [_choice(choice) for choice in body.choices]
+    return out
+
+
+def _choice(choice: Choice | ChunkChoice) -> dict[str, Any]:
+    out = plain(choice)
+    if isinstance(choice.logprobs, Logprobs):
+        logprobs = out["logprobs"] = plain(choice.logprobs)
+        if isinstance(choice.logprobs.content, tuple):
+            logprobs["content"] = EntryTuple(choice.logprobs.content)
+    return out
+
+
+_ID, _TOKEN, _LOGPROB, _BYTES, _TOP = map(attrgetter, ("id", "token", "logprob", "bytes", "top_logprobs"))
+
+
+class TypedEntries:
+    """`logprobs.content` decoded typed, in the dict the schema checks: its checked columns on demand."""
+
+    def __len__(self) -> int:
+        raise NotImplementedError
+
+    def columns(self, id_limit: int) -> Columns | None:
+        """The same checked columns `columns.gather` makes of the entries as dicts; None when one breaks a rule."""
+        raise NotImplementedError
+
+
+class EntryTuple(TypedEntries):
+    """A body's entries, decoded together: their fields are pulled out a column at a time (in C)."""
+
+    def __init__(self, entries: tuple[Entry, ...]):
+        self.entries = entries
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    def columns(self, id_limit: int) -> Columns | None:
+        entries = self.entries
+        tops = list(map(_TOP, entries))
+        alts = list(chain.from_iterable(filter(None, tops)))
+        every = [*entries, *alts]
+        counts = [0 if t is None else len(t) for t in tops] if None in tops else list(map(len, tops))
+        ids, tokens, logprobs = list(map(_ID, every)), list(map(_TOKEN, every)), list(map(_LOGPROB, every))
+        raws = list(map(_BYTES, entries))  # the alternatives' bytes were checked (0-255) while decoding
+        return checked(counts, ids, tokens, logprobs, raws, id_limit=id_limit, alt_bytes_checked=True)
+
+
+class EntryColumns(TypedEntries):
+    """A stream's entries, taken into columns event by event so that the decoded events need not be kept."""
+
+    def __init__(self) -> None:
+        self.ids: list[Any] = []
+        self.tokens: list[Any] = []
+        self.logprobs: list[Any] = []
+        self.raws: list[bytes | None] = []
+        self.counts: list[int] = []
+        self.top_ids: list[Any] = []
+        self.top_tokens: list[Any] = []
+        self.top_logprobs: list[Any] = []
+
+    def add(self, entries: tuple[Entry, ...]) -> None:
+        for entry in entries:
+            self.ids.append(entry.id)
+            self.tokens.append(entry.token)
+            self.logprobs.append(entry.logprob)
+            self.raws.append(None if entry.bytes is None else bytes(entry.bytes))
+            alts = entry.top_logprobs
+            if alts:
+                self.counts.append(len(alts))
+                self.top_ids.extend(map(_ID, alts))
+                self.top_tokens.extend(map(_TOKEN, alts))
+                self.top_logprobs.extend(map(_LOGPROB, alts))
+            else:
+                self.counts.append(0)
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def columns(self, id_limit: int) -> Columns | None:
+        return checked(
+            self.counts,
+            self.ids + self.top_ids,
+            self.tokens + self.top_tokens,
+            self.logprobs + self.top_logprobs,
+            self.raws,
+            id_limit=id_limit,
+            alt_bytes_checked=True,
+        )

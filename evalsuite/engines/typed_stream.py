@@ -1,0 +1,244 @@
+"""Streams read typed: each event decoded (typed.py) and merged as it arrives, the generic reader as backstop.
+
+A streamed answer is one event per token.  The generic reader (`stream.EventReader`, `merge_chunks`)
+parses each event into dicts and keeps them all until the stream ends, so a 16k-token stream held
+16k chunk trees for the garbage collector to walk again and again.  `TypedEvents` applies the same
+rules to the raw lines, decodes each event into untracked structs, and folds it at once into the
+merged answer's columns: only the token entries stay.
+
+Where it cannot vouch for an event (an error event or report, a field of an unusual type, text that
+is not JSON, the completions route's legacy columns), `read_stream` replays the body read so far
+through the generic reader, which carries on with the rest of the stream: every refusal is the one
+the generic reader gives, at the same event.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+from msgspec import DecodeError
+
+from evalsuite.engines.stream import EventReader, Lines, incomplete, merge_chunks, read_generic, take
+from evalsuite.engines.typed import CHUNK, UNSET, Chunk, EntryColumns, Logprobs
+
+Generic = Callable[[], dict[str, Any]]
+
+
+async def read_stream(
+    pieces: AsyncIterator[bytes], on_first: Callable[[], None] | None = None
+) -> tuple[dict[str, Any], Generic | None]:
+    """The merged response of a stream body, and how to read it generically when it came typed (else None).
+
+    The body's pieces are kept: the replay, and the generic reading of a typed answer the schema
+    refuses, need them.
+    """
+    seen: list[bytes] = []
+    fast: TypedEvents | None = TypedEvents(on_first)
+    generic = EventReader(on_first)
+    lines = Lines()
+    async for piece in pieces:
+        seen.append(piece)
+        if fast is None:
+            if take(generic, lines.feed(piece)):
+                break
+            continue
+        try:
+            if fast.feed(piece):
+                break
+        except _Untyped:
+            fast = None
+            if any(take(generic, lines.feed(p)) for p in seen):
+                break
+    else:
+        if fast is None:
+            take(generic, lines.end())
+    if fast is None:
+        return merge_chunks(generic.finish()), None
+    try:
+        merged = fast.finish()
+    except _Untyped:
+        return read_generic(seen), None
+    return merged, lambda: read_generic(seen)
+
+
+class _Untyped(Exception):
+    """An event the typed reader leaves to the generic one."""
+
+
+class TypedEvents:
+    """`EventReader` and `merge_chunks` in one pass over raw pieces; raises _Untyped where it cannot vouch."""
+
+    def __init__(self, on_first: Callable[[], None] | None):
+        self.on_first = on_first
+        self.events = 0
+        self.done = False
+        self.finished = False  # some event carried a finish reason
+        self._buffer = bytearray()
+        self._data: list[bytes] = []
+        self._event = b""
+        self._text: list[str] = []
+        self._reasoning: list[str] = []
+        self._entries = EntryColumns()
+        self._token_ids: list[Any] = []
+        self._completions = False
+        self._finish: Any = None
+        self._merged: dict[str, Any] = {}
+
+    def feed(self, piece: bytes) -> bool:
+        """Take a piece of the body; True once `[DONE]` was read (nothing after it is read)."""
+        start = len(self._buffer)
+        self._buffer += piece
+        cut = self._buffer.rfind(b"\n", start)
+        if cut < 0:
+            return False
+        block = bytes(self._buffer[:cut])
+        del self._buffer[: cut + 1]
+        return self._lines(block)
+
+    def finish(self) -> dict[str, Any]:
+        """The merged response, once the body has ended (RequestFailed when it was cut off)."""
+        if not self.done and self._buffer:
+            rest, self._buffer = bytes(self._buffer), bytearray()
+            self._lines(rest)
+        if not self.done and self._data:
+            self._lines(b"")
+        if not self.done and not self.finished:
+            raise incomplete(self.events)
+        return self._result()
+
+    def _lines(self, block: bytes) -> bool:
+        data = self._data
+        returns = b"\r" in block  # carriage returns before line feeds: dropped, as the generic reader does
+        for line in block.split(b"\n"):
+            if returns:
+                line = line.rstrip(b"\r")
+            if line.startswith(b"data:"):
+                data.append(line[5:])  # the one space the generic reader drops is JSON whitespace
+            elif not line:
+                name = self._event
+                if name:
+                    self._event = b""
+                if not data:
+                    continue
+                payload = data[0] if len(data) == 1 else b"\n".join(data)
+                data.clear()
+                if self._take(payload, name):
+                    return True
+            else:
+                try:
+                    text = line.decode("utf-8")  # as the generic reader decodes every line
+                except UnicodeDecodeError:
+                    raise _Untyped from None
+                if text.startswith("event:"):
+                    self._event = text[6:].strip().encode()
+        return False
+
+    def _take(self, payload: bytes, name: bytes = b"") -> bool:
+        """One event's data; True when it is `[DONE]`."""
+        try:
+            chunk = CHUNK.decode(payload)  # JSON's own whitespace around the value is what strip() would drop
+        except DecodeError:
+            stripped = payload.strip()
+            if stripped == b"[DONE]":
+                self.done = True
+                return True
+            if stripped:
+                raise _Untyped from None
+            return False
+        if name == b"error" or (chunk.error is not UNSET or chunk.object == "error") and _error(chunk):
+            raise _Untyped
+        if self.on_first is not None and not self.events and chunk.choices:
+            self.on_first()
+        self.events += 1
+        self._merge(chunk)
+        return False
+
+    def _merge(self, chunk: Chunk) -> None:
+        """merge_chunks' step for one event (it runs once per token: plain attribute tests, no loops over keys)."""
+        merged = self._merged
+        if chunk.usage is not UNSET and chunk.usage is not None:
+            merged["usage"] = chunk.usage
+        if chunk.timings is not UNSET and chunk.timings is not None:
+            merged["timings"] = chunk.timings
+        if chunk.id is not UNSET and chunk.id is not None:
+            merged["id"] = chunk.id
+        model, fingerprint = chunk.model, chunk.system_fingerprint
+        if model is not UNSET and model is not None and model != merged.get("model", model):
+            raise _Untyped  # another server mid-stream: the generic merge says so
+        if (
+            fingerprint is not UNSET
+            and fingerprint is not None
+            and fingerprint != merged.get("system_fingerprint", fingerprint)
+        ):
+            raise _Untyped
+        if model is not UNSET and model is not None:
+            merged["model"] = model
+        if fingerprint is not UNSET and fingerprint is not None:
+            merged["system_fingerprint"] = fingerprint
+        for choice in chunk.choices or ():
+            finish = choice.finish_reason
+            if finish:
+                self.finished = True
+            if choice.index is not UNSET and choice.index != 0:
+                continue
+            delta = choice.delta
+            if delta is UNSET or delta is None:
+                if choice.text is UNSET:
+                    raise _Untyped
+                self._completions = True
+                _piece(self._text, choice.text)
+            else:
+                content = delta.content
+                if type(content) is str:
+                    if content:
+                        self._text.append(content)
+                elif content is not UNSET and content is not None:
+                    raise _Untyped
+                if delta.reasoning_content is not UNSET or delta.reasoning is not UNSET:
+                    _piece(self._reasoning, delta.reasoning_content)
+                    _piece(self._reasoning, delta.reasoning)
+            logprobs = choice.logprobs
+            if type(logprobs) is Logprobs:
+                if type(logprobs.tokens) is list or type(logprobs.token_logprobs) is list:
+                    raise _Untyped  # the completions route's legacy columns: the generic merge's
+                if type(logprobs.top_logprobs) is list:
+                    raise _Untyped
+                if logprobs.content:
+                    self._entries.add(logprobs.content)
+            if type(choice.token_ids) is list:
+                self._token_ids.extend(choice.token_ids)
+            if finish is not UNSET and finish:
+                self._finish = finish
+
+    def _result(self) -> dict[str, Any]:
+        choice: dict[str, Any] = {"index": 0, "finish_reason": self._finish}
+        if self._completions:
+            choice["text"] = "".join(self._text)
+        else:
+            message: dict[str, Any] = {"role": "assistant", "content": "".join(self._text)}
+            if any(self._reasoning):
+                message["reasoning_content"] = "".join(self._reasoning)
+            choice["message"] = message
+        if len(self._entries):
+            choice["logprobs"] = {"content": self._entries}
+        if self._token_ids:
+            choice["token_ids"] = self._token_ids
+        return {**self._merged, "choices": [choice]}
+
+
+def _piece(out: list[str], value: Any) -> None:
+    """A delta's text: a string, or nothing (absent or null); anything else is the generic reader's to refuse."""
+    if isinstance(value, str):
+        if value:
+            out.append(value)
+    elif value is not UNSET and value is not None:
+        raise _Untyped
+
+
+def _error(chunk: Chunk) -> bool:
+    """Whether `validate.server_error` would find an error report in this event."""
+    error = chunk.error
+    if error is UNSET or error is None:
+        return chunk.object == "error"
+    return error is not False

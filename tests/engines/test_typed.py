@@ -1,0 +1,208 @@
+"""The typed reading of bodies and streams (engines/typed.py) gives exactly what the generic reading gives.
+
+For any mutation of a well-formed answer, sent as JSON bytes whole or as server-sent events cut at any
+points, the engine's reading (typed first, generic where the typed one refuses) must accept the same
+Completion or refuse with the same words as the generic reading (`body.loads`, `read_events`,
+`merge_chunks`).  And the token entries it holds are objects the garbage collector never walks: that
+is what keeps the cost per token flat in the length of an answer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import numpy as np
+import pytest
+from fake_server import FakeState, completion_body, stream_events
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from test_response_fuzz import ENGINES, JSON_VALUES, LEGACY, _mutate, _paths
+
+from evalsuite.engines.base import decoded
+from evalsuite.engines.body import loads
+from evalsuite.engines.retry import RequestFailed
+from evalsuite.engines.stream import Lines, merge_chunks, read_events
+from evalsuite.engines.typed import Alternative, Entry, EntryColumns, EntryTuple, decode_body
+from evalsuite.engines.typed_stream import read_stream
+from evalsuite.records import Completion, GenerationParams
+
+PARAMS = GenerationParams()
+
+
+def _body(chat: bool, tokens: int = 3, k: int = 2) -> dict[str, Any]:
+    request = {"messages": [{"role": "user", "content": "q"}]} if chat else {"prompt": "q"}
+    return completion_body(FakeState(tokens=tokens), {**request, "logprobs": True if chat else k, "top_logprobs": k})
+
+
+def _outcome(chat: bool, read: Any) -> Completion | str:
+    """The Completion a reading gives, or the words of its refusal."""
+    try:
+        return read(ENGINES[chat])
+    except RequestFailed as failure:
+        return f"{failure.kind}: {failure}"
+    except (ValueError, UnicodeDecodeError) as exc:  # what request_failure() makes "unreadable response" of
+        return f"unreadable: {exc}"
+
+
+def _same(typed: Completion | str, generic: Completion | str) -> None:
+    if isinstance(generic, str) or isinstance(typed, str):
+        assert typed == generic
+        return
+    fields = ("text", "reasoning", "answer", "reasoning_cut", "finish_reason", "usage", "timings", "engine_extra")
+    assert {f: getattr(typed, f) for f in fields} == {f: getattr(generic, f) for f in fields}
+    assert (typed.tokens is None) == (generic.tokens is None)
+    if typed.tokens is not None and generic.tokens is not None:
+        a, b = typed.tokens, generic.tokens
+        for name in ("ids", "logprobs", "top_ids", "top_logprobs"):
+            np.testing.assert_array_equal(getattr(a, name), getattr(b, name))
+        assert (a.pieces, a.raw, a.top_pieces) == (b.pieces, b.raw, b.top_pieces)
+
+
+def _read_body(raw: bytes) -> Any:
+    def read(engine: Any) -> Completion:
+        data, generic = decoded(raw)
+        return engine.accept_read(data, generic, PARAMS, latency_s=0.0, ttft_s=None)[1]
+
+    return read
+
+
+def _generic_body(raw: bytes) -> Any:
+    return lambda engine: engine.accept(loads(raw), PARAMS, latency_s=0.0, ttft_s=None)
+
+
+def test_well_formed_bodies_are_read_typed_into_untracked_entries() -> None:
+    for chat in (True, False):
+        raw = json.dumps(_body(chat, tokens=20, k=5)).encode()
+        data = decode_body(raw)
+        assert data is not None
+        typed = data["choices"][0]["logprobs"]["content"]
+        assert isinstance(typed, EntryTuple) and len(typed) == 20
+        content = typed.entries
+        assert isinstance(content[0], Entry) and isinstance(content[0].top_logprobs[0], Alternative)  # type: ignore[index]
+        gc.collect()  # tuples of untracked objects are untracked at their first collection
+        assert not any(gc.is_tracked(x) for e in content for x in (e, e.top_logprobs, *(e.top_logprobs or ())))
+        _same(_outcome(chat, _read_body(raw)), _outcome(chat, _generic_body(raw)))
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=st.data(), shape=st.sampled_from(["chat", "completions", "legacy"]))
+def test_mutated_bodies_read_typed_as_generically(data: st.DataObject, shape: str) -> None:
+    chat = shape == "chat"
+    body = LEGACY if shape == "legacy" else _body(chat)
+    path = data.draw(st.sampled_from(_paths(body)))
+    mutated = _mutate(body, path, data.draw(JSON_VALUES), data.draw(st.booleans()))
+    raw = json.dumps(mutated).encode()  # NaN and infinities as Python's json writes them
+    _same(_outcome(chat, _read_body(raw)), _outcome(chat, _generic_body(raw)))
+
+
+def _sse(events: list[Any], crlf: bool) -> bytes:
+    end = "\r\n" if crlf else "\n"
+    return "".join(f"data: {e if isinstance(e, str) else json.dumps(e)}{end}{end}" for e in events).encode()
+
+
+def _pieces(raw: bytes, cuts: list[int]) -> list[bytes]:
+    points = sorted({0, len(raw), *(c % (len(raw) + 1) for c in cuts)})
+    return [raw[a:b] for a, b in zip(points, points[1:])]
+
+
+async def _aiter(items: list[Any]) -> AsyncIterator[Any]:
+    for item in items:
+        yield item
+
+
+def _read_stream(pieces: list[bytes]) -> Any:
+    def read(engine: Any) -> Completion:
+        data, generic = asyncio.run(read_stream(_aiter(pieces)))
+        return engine.accept_read(data, generic, PARAMS, latency_s=0.0, ttft_s=None)[1]
+
+    return read
+
+
+def _generic_stream(pieces: list[bytes]) -> Any:
+    def read(engine: Any) -> Completion:
+        lines = Lines()
+        text = [line.rstrip(b"\r").decode("utf-8") for p in pieces for line in lines.feed(p)]
+        text += [line.rstrip(b"\r").decode("utf-8") for line in lines.end()]
+        chunks = asyncio.run(read_events(_aiter(text)))
+        return engine.accept(merge_chunks(chunks), PARAMS, latency_s=0.0, ttft_s=None)
+
+    return read
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    data=st.data(),
+    chat=st.booleans(),
+    crlf=st.booleans(),
+    cuts=st.lists(st.integers(0, 10**6), max_size=6),
+    done=st.booleans(),
+)
+def test_mutated_streams_read_typed_as_generically(
+    data: st.DataObject, chat: bool, crlf: bool, cuts: list[int], done: bool
+) -> None:
+    events: list[Any] = [e for e in stream_events(_body(chat)) if e != "[DONE]"]
+    if data.draw(st.booleans()):
+        where = data.draw(st.integers(0, len(events) - 1))
+        path = data.draw(st.sampled_from(_paths(events[where])))
+        events[where] = _mutate(events[where], path, data.draw(JSON_VALUES), data.draw(st.booleans()))
+    if data.draw(st.booleans()):
+        extra = data.draw(
+            st.sampled_from(['{"error": {"message": "overloaded"}}', "not json", "[1]", '{"object": "error"}'])
+        )
+        events.insert(data.draw(st.integers(0, len(events))), extra)
+    pieces = _pieces(_sse(events + (["[DONE]"] if done else []), crlf), cuts)
+    _same(_outcome(chat, _read_stream(pieces)), _outcome(chat, _generic_stream(pieces)))
+
+
+def test_a_stream_with_an_error_event_fails_with_the_servers_words() -> None:
+    events = stream_events(_body(True))
+    events.insert(2, {"error": {"message": "overloaded", "code": 503}})
+    with pytest.raises(RequestFailed, match="overloaded"):
+        _read_stream(_pieces(_sse(events, False), [100, 200]))(ENGINES[True])
+
+
+def test_streamed_entries_are_read_typed() -> None:
+    for chat in (True, False):
+        pieces = _pieces(_sse(stream_events(_body(chat, tokens=50, k=5)), crlf=False), [7, 500, 4000])
+        data, generic = asyncio.run(read_stream(_aiter(pieces)))
+        assert generic is not None and isinstance(data["choices"][0]["logprobs"]["content"], EntryColumns)
+        _same(_outcome(chat, _read_stream(pieces)), _outcome(chat, _generic_stream(pieces)))
+
+
+@pytest.mark.parametrize(
+    ("where", "value"),
+    [
+        ("id", 2**31),  # beyond int32: typed fine, out of range
+        ("id", -1),
+        ("id", True),
+        ("id", 2**64),
+        ("logprob", 0.5),
+        ("logprob", 0),  # an integer logprob: read as a number both ways
+        ("logprob", True),
+        ("logprob", float("nan")),
+        ("logprob", 1e400),
+        ("bytes", [256]),
+        ("bytes", [True]),
+        ("bytes", []),
+        ("bytes", None),
+        ("token", "token_id:99999999999"),
+        ("token", "token_id:7"),
+        ("token", 5),
+        ("top_logprobs", []),
+        ("top_logprobs", None),
+        ("top_logprobs", {}),
+    ],
+)
+@pytest.mark.parametrize("alternative", [False, True])
+def test_each_entry_rule_reads_alike_typed_and_generically(where: str, value: Any, alternative: bool) -> None:
+    body = _body(True, tokens=4, k=3)
+    entry = body["choices"][0]["logprobs"]["content"][2]
+    if alternative and where != "top_logprobs":
+        entry = entry["top_logprobs"][1]
+    entry[where] = value
+    raw = json.dumps(body).encode()
+    _same(_outcome(True, _read_body(raw)), _outcome(True, _generic_body(raw)))

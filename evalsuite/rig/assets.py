@@ -23,6 +23,7 @@ ROLES = (
     "learned-dflash",
     "smollm2",
     "smollm2-draft",
+    "smollm2-dflash",
 )
 
 

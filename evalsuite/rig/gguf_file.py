@@ -156,10 +156,14 @@ def write_gguf(
     name: str,
     shape: Shape,
     tensors: Tensors,
-    vocab: Vocab,
+    vocab: Vocab | Path,
     extra: dict[str, Any] | None = None,
 ) -> None:
-    """Write one model file (atomically: a partial file never has the final name)."""
+    """Write one model file (atomically: a partial file never has the final name).
+
+    `vocab` is a rig vocabulary, or a GGUF file whose `tokenizer.*` keys are
+    copied verbatim (a real model's tokenizer: BPE merges and all).
+    """
     gguf = require_gguf()
 
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -186,6 +190,21 @@ def write_gguf(
             writer.add_string(key, value)
         else:
             writer.add_array(key, list(value))
+    if isinstance(vocab, Path):
+        copy_tokenizer(writer, vocab)
+    else:
+        _add_vocab(writer, vocab)
+    for tensor_name, array in tensors.arrays.items():
+        data, raw = _encode(array, tensors.qtypes[tensor_name])
+        writer.add_tensor(tensor_name, data, raw_dtype=raw)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    staged.replace(path)
+
+
+def _add_vocab(writer: Any, vocab: Vocab) -> None:
     writer.add_tokenizer_model(vocab.model)
     writer.add_tokenizer_pre(vocab.pre)
     writer.add_token_list(vocab.tokens)
@@ -198,14 +217,24 @@ def write_gguf(
     writer.add_add_bos_token(vocab.add_bos)
     writer.add_add_eos_token(vocab.add_eos)
     writer.add_chat_template(vocab.chat_template)
-    for tensor_name, array in tensors.arrays.items():
-        data, raw = _encode(array, tensors.qtypes[tensor_name])
-        writer.add_tensor(tensor_name, data, raw_dtype=raw)
-    writer.write_header_to_file()
-    writer.write_kv_data_to_file()
-    writer.write_tensors_to_file()
-    writer.close()
-    staged.replace(path)
+
+
+def copy_field(writer: Any, field: Any) -> None:
+    """Copy one key of a `GGUFReader` into a `GGUFWriter`, its value type kept."""
+    gguf = require_gguf()
+    kind = field.types[0]
+    if kind == gguf.GGUFValueType.ARRAY:
+        writer.add_key_value(field.name, field.contents(), kind, sub_type=field.types[-1])
+    else:
+        writer.add_key_value(field.name, field.contents(), kind)
+
+
+def copy_tokenizer(writer: Any, source: Path) -> None:
+    """Copy every `tokenizer.*` key of the GGUF `source` into `writer`."""
+    gguf = require_gguf()
+    for name, value in gguf.GGUFReader(source).fields.items():
+        if name.startswith("tokenizer."):
+            copy_field(writer, value)
 
 
 def read_model(path: Path) -> tuple[str, Shape, dict[str, np.ndarray]]:

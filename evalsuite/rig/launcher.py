@@ -185,6 +185,14 @@ RIG_CONFIGS: dict[str, RigConfig] = {
             compare_to="smollm2-baseline",
         ),
         RigConfig(
+            "smollm2-dflash",
+            "SmolLM2 with its DFlash drafter (trained on GSM8K train answers; 4 tokens per block)",
+            "smollm2",
+            "smollm2-dflash",
+            ("--spec-type", "draft-dflash", "--spec-draft-n-max", "4"),
+            compare_to="smollm2-baseline",
+        ),
+        RigConfig(
             "smollm2-ngram",
             "SmolLM2 with ngram-simple drafts from its own context",
             "smollm2",
@@ -244,6 +252,12 @@ def server_args(config: RigConfig, assets: RigAssets, port: int | str, threads: 
 
 def rig_command(config: RigConfig, assets: RigAssets, threads: int) -> ServerCommand:
     """A rig configuration as an ordinary served command (`{port}` filled in at start)."""
+    missing = [r for r in (config.model, config.draft) if r is not None and r not in assets.models]
+    if missing:
+        raise RigError(
+            f"Rig configuration '{config.name}' needs the model file(s) {', '.join(missing)}, which this "
+            f"installation lacks (a checkout carries them in fixtures/models/; see docs/rig.md)."
+        )
     return ServerCommand(
         config.name, tuple(server_args(config, assets, "{port}", threads)), startup_timeout_s=HEALTH_TIMEOUT_S
     )

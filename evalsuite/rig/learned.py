@@ -144,15 +144,18 @@ def sha256_of(path: Path) -> str:
     return digest.hexdigest()
 
 
-def verify_learned_checksum(path: Path = LEARNED_MODEL) -> str:
-    """A committed model's sha256, checked against its committed `.sha256` sidecar; a mismatch is an error."""
+def verify_learned_checksum(
+    path: Path = LEARNED_MODEL, rebuild: str = "evalsuite rig models --retrain --update-checksum"
+) -> str:
+    """A committed model's sha256, checked against its committed `.sha256` sidecar; a mismatch is an error
+    that names `rebuild`, the command that makes the file again."""
     sidecar = path.with_name(path.name + ".sha256")
     expected = sidecar.read_text().split()[0] if sidecar.is_file() else None
     actual = sha256_of(path)
     if expected is not None and actual != expected:
         raise RigError(
             f"{path} has sha256 {actual}, but {sidecar} records {expected}. "
-            f"Restore the file with git, or rebuild it with `evalsuite rig models --retrain --update-checksum`."
+            f"Restore the file with git, or rebuild it with `{rebuild}`."
         )
     return actual
 

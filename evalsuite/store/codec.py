@@ -155,12 +155,12 @@ def _token_values(t: TokenTrace | None) -> tuple[Any, ...]:
 
 
 def _trace_from_row(
-    row: dict[str, Any], strings: Strings, load: Callable[[], TokenTrace] | None = None
+    row: dict[str, Any], strings: Strings, fetch: Callable[[str], bytes] | None = None
 ) -> TokenTrace | None:
     """A trace from a results row of layout 1, or one joined with its `tokens` row (layout 2: a `detail` key).
 
-    With `load` (layout 2, `strings="none"`), only the ids are unpacked: the
-    rest is read by `load` when first used.
+    With `fetch` (layout 2, `strings="none"`), only the ids are read: the
+    other columns are fetched when first used (`StoredTrace`).
     """
     n = row["n_tokens"]
     if n is None:
@@ -169,8 +169,8 @@ def _trace_from_row(
     ids = np.frombuffer(row["ids"], "<i4").astype(np.int64)
     numbers_only = strings == "none" and bool((ids >= 0).all())
     if "detail" in row:
-        if numbers_only and load is not None:
-            return StoredTrace(ids, load)
+        if numbers_only and fetch is not None:
+            return StoredTrace(ids, k, fetch)
         top_lp = np.frombuffer(row["top_logprobs"], "<f4").reshape(n, k).copy()
         top_ids, logprobs = unpack_detail(row["detail"], ids, top_lp)
         if numbers_only:
@@ -199,13 +199,13 @@ def _trace_from_row(
 
 
 def row_to_result(
-    row: dict[str, Any], *, strings: Strings = "all", load: Callable[[], TokenTrace] | None = None
+    row: dict[str, Any], *, strings: Strings = "all", fetch: Callable[[str], bytes] | None = None
 ) -> SampleResult:
-    """A stored result from its row (see `_trace_from_row` for `load`)."""
+    """A stored result from its row (see `_trace_from_row` for `fetch`)."""
     completion = Completion(
         text=row["text"],
         finish_reason=row["finish_reason"],
-        tokens=_trace_from_row(row, strings, load),
+        tokens=_trace_from_row(row, strings, fetch),
         usage=json.loads(row["usage"]),
         timings=json.loads(row["timings"]),
         latency_s=row["latency_s"],

@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from evalsuite.errors import StoreError, writing
-from evalsuite.records import Grade, Sample, SampleResult, TokenTrace
+from evalsuite.records import Grade, Sample, SampleResult
 from evalsuite.store.codec import (
     GRADE_COLUMNS,
     LAYOUT1_TOKEN_COLUMNS,
@@ -169,18 +169,19 @@ class RunStore:
             return row_to_result(record, strings="all")
         if self.layout >= 2 and strings == "none" and record["ids"] is not None:
             record["detail"] = None  # a layout-2 row: the trace reads its other columns when first used
-            return row_to_result(record, strings="none", load=lambda: self._numbers(sid))
+            return row_to_result(record, strings="none", fetch=lambda column: self._column(sid, column))
         return row_to_result(record, strings=strings)
 
-    def _numbers(self, sample_id: str) -> TokenTrace:
-        """One sample's whole numeric trace (layout 2), for a trace read with its ids only."""
+    def _column(self, sample_id: str, column: str) -> bytes:
+        """One `tokens` column of one sample (layout 2), for a trace read with its ids only."""
+        assert column in TOKEN_COLUMNS
         try:
-            row = self._conn.execute(self._select("all") + " WHERE r.sample_id = ?", (sample_id,)).fetchone()
-            trace = row_to_result(dict(row), strings="none").completion.tokens
+            row = self._conn.execute(f"SELECT {column} FROM tokens WHERE sample_id = ?", (sample_id,)).fetchone()
         except DAMAGE as exc:
             raise unreadable(self.folder, exc) from None
-        assert trace is not None
-        return trace
+        if row is None:
+            raise StoreError(f"{self.folder / DATABASE}: the tokens of {sample_id} are gone; the file was edited.")
+        return bytes(row[0])
 
     @guarded
     def result_ids(self) -> list[str]:

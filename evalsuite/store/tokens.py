@@ -85,23 +85,53 @@ def unpack_strings(blob: bytes) -> dict[str, Any]:
 
 
 class StoredTrace(TokenTrace):
-    """A token trace read with its ids only; the rest is read and unpacked from the store on first use.
+    """A token trace read with its ids only; its other columns are read from the store when first used.
 
-    What a comparison reads of most samples is their ids; the logprobs and
-    top-k entries of a sample are read only where it diverges (or for the
-    baseline's resolution), by `load`, a query for this one sample's row.
+    What a comparison reads of most samples is their ids; a sample's top-k
+    logprobs are read for the baseline's resolution, and its packed detail
+    (top-k ids, chosen logprobs) only where it diverges.  `fetch(column)`
+    reads one `tokens` column of this sample.
     """
 
-    def __init__(self, ids: np.ndarray, load: Callable[[], TokenTrace]):
+    def __init__(self, ids: np.ndarray, k: int, fetch: Callable[[str], bytes]):
         self.ids = ids
-        self._load: Callable[[], TokenTrace] | None = load
-        self._full: TokenTrace | None = None
+        self._k = k
+        self._fetch = fetch
+        self._top_logprobs: np.ndarray | None = None
+        self._detail: tuple[np.ndarray, np.ndarray] | None = None
 
-    def _rest(self) -> TokenTrace:
-        if self._full is None:
-            assert self._load is not None
-            self._full, self._load = self._load(), None
-        return self._full
+    def _unpacked(self) -> tuple[np.ndarray, np.ndarray]:
+        if self._detail is None:
+            self._detail = unpack_detail(self._fetch("detail"), self.ids, self.top_logprobs)
+        return self._detail
+
+    @property
+    def top_logprobs(self) -> np.ndarray:
+        if self._top_logprobs is None:
+            self._top_logprobs = (
+                np.frombuffer(self._fetch("top_logprobs"), "<f4").reshape(len(self.ids), self._k).copy()
+            )
+        return self._top_logprobs
+
+    @top_logprobs.setter
+    def top_logprobs(self, value: np.ndarray) -> None:
+        self._top_logprobs = value
+
+    @property
+    def top_ids(self) -> np.ndarray:
+        return self._unpacked()[0]
+
+    @top_ids.setter
+    def top_ids(self, value: np.ndarray) -> None:
+        self._detail = (value, self._unpacked()[1])
+
+    @property
+    def logprobs(self) -> np.ndarray:
+        return self._unpacked()[1]
+
+    @logprobs.setter
+    def logprobs(self, value: np.ndarray) -> None:
+        self._detail = (self._unpacked()[0], value)
 
     @property
     def pieces(self) -> list[str]:
@@ -126,27 +156,3 @@ class StoredTrace(TokenTrace):
     @top_pieces.setter
     def top_pieces(self, value: list[list[str]]) -> None:
         raise AttributeError("a StoredTrace is read without strings")
-
-    @property
-    def logprobs(self) -> np.ndarray:
-        return self._rest().logprobs
-
-    @logprobs.setter
-    def logprobs(self, value: np.ndarray) -> None:
-        self._rest().logprobs = value
-
-    @property
-    def top_ids(self) -> np.ndarray:
-        return self._rest().top_ids
-
-    @top_ids.setter
-    def top_ids(self, value: np.ndarray) -> None:
-        self._rest().top_ids = value
-
-    @property
-    def top_logprobs(self) -> np.ndarray:
-        return self._rest().top_logprobs
-
-    @top_logprobs.setter
-    def top_logprobs(self, value: np.ndarray) -> None:
-        self._rest().top_logprobs = value

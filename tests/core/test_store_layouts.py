@@ -145,11 +145,15 @@ def test_layout_2_reads_back_exactly_what_layout_1_does(layouts: dict[int, Path]
 
 def test_a_lean_read_of_layout_2_reads_the_rest_of_a_trace_only_when_used(layouts: dict[int, Path]) -> None:
     store = open_run(layouts[2])
+    read: list[str] = []
+    column = store._column
+    store._column = lambda sid, name: read.append(name) or column(sid, name)  # type: ignore[method-assign]
     lean = store.result("long", strings="none")
     assert lean is not None and isinstance(lean.completion.tokens, StoredTrace)
     trace = lean.completion.tokens
-    assert trace._full is None and len(trace) == 60 and trace.has_ids and trace._full is None
-    assert math.isnan(trace.top_logprobs[4, 0]) and trace._full is not None  # read at first use
+    assert len(trace) == 60 and trace.has_ids and read == []
+    assert math.isnan(trace.top_logprobs[4, 0]) and read == ["top_logprobs"]  # the resolution's column alone
+    assert trace.top_ids[4, 0] == -1 and trace.logprobs[4] == 0.0 and read == ["top_logprobs", "detail"]
     assert trace.pieces == [] and trace.top_pieces == [] and trace.raw == []
     no_ids = store.result("no-ids", strings="none")  # without ids the strings are the tokens: read whole
     assert no_ids is not None and no_ids.completion.tokens is not None

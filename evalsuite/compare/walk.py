@@ -19,6 +19,7 @@ from evalsuite.diff.align import SampleDiff, diff_completions
 from evalsuite.diff.resolution import ResolutionTally
 from evalsuite.records import Grade, SampleResult
 from evalsuite.speed import RequestSpeed, request_speed
+from evalsuite.store.codec import Strings
 from evalsuite.store.reader import RunReader
 
 
@@ -84,7 +85,16 @@ def _diff_candidate(
     diff = diff_completions(sid, cand.completion, base.completion, **grades)
     if diff.identical or diff.level != "ids":
         return diff
-    with_pieces = runs["candidate"].result(sid, strings="pieces")
-    with_all = runs["baseline"].result(sid, strings="all")  # the alternatives by name: some engines give no ids
-    assert with_pieces is not None and with_all is not None
-    return diff_completions(sid, with_pieces.completion, with_all.completion, **grades)
+    cand_pieces = runs["candidate"].result(sid, strings="pieces")
+    base_pieces = runs["baseline"].result(sid, strings=_baseline_strings(base, diff))
+    assert cand_pieces is not None and base_pieces is not None
+    return diff_completions(sid, cand_pieces.completion, base_pieces.completion, **grades)
+
+
+def _baseline_strings(base: SampleResult, diff: SampleDiff) -> Strings:
+    """What the baseline's window needs: its pieces, and its alternatives by name only where they have no ids
+    (some engines give ids for the chosen tokens alone), the one case the diff ranks by name."""
+    trace, i = base.completion.tokens, diff.first_divergence
+    if trace is None or i is None or i >= len(trace) or not trace.has_top[i] or (trace.top_ids[i] >= 0).any():
+        return "pieces"
+    return "all"

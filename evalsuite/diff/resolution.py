@@ -61,11 +61,19 @@ def position_steps(top_logprobs: np.ndarray) -> np.ndarray:
     steps = np.full(len(rows), np.nan)
     informative = usable.any(axis=1)
     steps[informative] = 0.0
+    # A multiple of a coarser step is a multiple of every finer one, and a gap is never farther from its nearest
+    # fine multiple than from its nearest coarse one (exactly so in floating point: the division, rounding and
+    # product are exact for powers of two, the difference is correctly rounded), so only rows that fit one step
+    # are tried at the next coarser one.
+    rows_left = np.flatnonzero(informative)
+    left = gaps[rows_left]
     for exponent in range(FINEST_EXPONENT, COARSEST_EXPONENT - 1, -1):
         step = 2.0**-exponent
-        off = np.abs(gaps - np.round(gaps / step) * step)
-        fits = (off <= GAP_TOLERANCE).all(axis=1) & informative
-        steps[fits] = step
+        fits = (np.abs(left - np.round(left / step) * step) <= GAP_TOLERANCE).all(axis=1)
+        rows_left, left = rows_left[fits], left[fits]
+        if not len(rows_left):
+            break
+        steps[rows_left] = step
     return steps
 
 

@@ -13,10 +13,10 @@ from collections.abc import Callable
 from typing import Any, Literal, cast
 
 import numpy as np
-import orjson
 
 from evalsuite.records import Completion, Grade, Sample, SampleResult, TokenTrace
 from evalsuite.store.tokens import StoredTrace, pack_detail, pack_strings, unpack_detail, unpack_strings
+from evalsuite.store.tokens import dumps_strings as _dumps_strings
 
 Strings = Literal["all", "pieces", "none"]
 """How much token text to decode: everything, the chosen pieces only (text windows), or none (ids suffice)."""
@@ -71,23 +71,10 @@ def add_missing_columns(conn: Any) -> None:
 
 
 _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str)  # built once: ~10 calls a result
-_ASCII_ENCODER = json.JSONEncoder(separators=(",", ":"))  # escapes what UTF-8 cannot hold (lone surrogates)
 
 
 def _dumps(value: Any) -> str:
     return _ENCODER.encode(value)
-
-
-def _dumps_strings(value: list[str] | list[list[str]]) -> str:
-    """Token strings as the same JSON `_dumps` writes, ~10x faster: orjson for text UTF-8 can hold.
-
-    A lone surrogate (half of a character split across byte-level tokens) is not UTF-8: orjson refuses
-    it and SQLite could not store it, so such lists are written with \\u escapes, which read back the same.
-    """
-    try:
-        return orjson.dumps(value).decode("utf-8")
-    except TypeError:  # orjson.JSONEncodeError is a TypeError
-        return _ASCII_ENCODER.encode(value)
 
 
 def result_to_row(result: SampleResult) -> tuple[Any, ...]:
@@ -98,13 +85,14 @@ def result_to_row(result: SampleResult) -> tuple[Any, ...]:
 def result_to_rows(result: SampleResult) -> tuple[tuple[Any, ...], tuple[Any, ...] | None]:
     """The rows of layout 2: the results row (token columns NULL but its length and k) and its `tokens` row."""
     t = result.completion.tokens
-    values = _token_values(t)
-    row = _base_row(result) + values[:2] + (None,) * 8 + _split(result.completion)
+    shape = (None, None) if t is None else (len(t), t.top_ids.shape[1])
+    row = _base_row(result) + shape + (None,) * 8 + _split(result.completion)
     if t is None:
         return row, None
-    ids, _, _, top_lp, pieces, top_pieces, raw, raw_lens = values[2:]
+    ids = t.ids.astype("<i4").tobytes()
+    top_lp = t.top_logprobs.astype("<f4", copy=False).tobytes()
     detail = pack_detail(t.ids, t.logprobs, t.top_ids, t.top_logprobs)
-    return row, (result.sample_id, ids, top_lp, detail, pack_strings(pieces, top_pieces, raw, raw_lens))
+    return row, (result.sample_id, ids, top_lp, detail, pack_strings(t))
 
 
 def _base_row(result: SampleResult) -> tuple[Any, ...]:
@@ -169,19 +157,12 @@ def _trace_from_row(
     ids = np.frombuffer(row["ids"], "<i4").astype(np.int64)
     numbers_only = strings == "none" and bool((ids >= 0).all())
     if "detail" in row:
-        if numbers_only and fetch is not None:
-            return StoredTrace(ids, k, fetch)
-        top_lp = np.frombuffer(row["top_logprobs"], "<f4").reshape(n, k).copy()
-        top_ids, logprobs = unpack_detail(row["detail"], ids, top_lp)
-        if numbers_only:
-            return TokenTrace(ids, [], [], logprobs, top_ids, top_lp, [])
-        row = {**row, **unpack_strings(row["strings"])}
-    else:
-        top_ids = np.frombuffer(row["top_ids"], "<i4").astype(np.int64).reshape(n, k)
-        logprobs = np.frombuffer(row["logprobs"], "<f4").copy()
-        top_lp = np.frombuffer(row["top_logprobs"], "<f4").reshape(n, k).copy()
-        if numbers_only:
-            return TokenTrace(ids, [], [], logprobs, top_ids, top_lp, [])
+        return _packed_trace(row, ids, k, strings, fetch)
+    top_ids = np.frombuffer(row["top_ids"], "<i4").astype(np.int64).reshape(n, k)
+    logprobs = np.frombuffer(row["logprobs"], "<f4").copy()
+    top_lp = np.frombuffer(row["top_logprobs"], "<f4").reshape(n, k).copy()
+    if numbers_only:
+        return TokenTrace(ids, [], [], logprobs, top_ids, top_lp, [])
     pieces = json.loads(row["pieces"])
     if strings == "pieces" and (ids >= 0).all():
         return TokenTrace(ids, pieces, [], logprobs, top_ids, top_lp, [])
@@ -196,6 +177,21 @@ def _trace_from_row(
             raw.append(blob[offset : offset + length])
             offset += length
     return TokenTrace(ids, pieces, raw, logprobs, top_ids, top_lp, json.loads(row["top_pieces"]))
+
+
+def _packed_trace(
+    row: dict[str, Any], ids: np.ndarray, k: int, strings: Strings, fetch: Callable[[str], bytes] | None
+) -> TokenTrace:
+    """A layout-2 trace (see `store.tokens`), read as far as `strings` asks."""
+    with_ids = bool((ids >= 0).all())
+    if strings == "none" and with_ids and fetch is not None:
+        return StoredTrace(ids, k, fetch)
+    top_lp = np.frombuffer(row["top_logprobs"], "<f4").reshape(len(ids), k).copy()
+    top_ids, logprobs = unpack_detail(row["detail"], ids, top_lp)
+    if strings == "none" and with_ids:
+        return TokenTrace(ids, [], [], logprobs, top_ids, top_lp, [])
+    pieces, raw, top_pieces = unpack_strings(row["strings"], top_ids, top=not (strings == "pieces" and with_ids))
+    return TokenTrace(ids, pieces, raw, logprobs, top_ids, top_lp, top_pieces)
 
 
 def row_to_result(

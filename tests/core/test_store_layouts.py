@@ -61,6 +61,12 @@ def _results(shift: int = 0) -> dict[str, SampleResult]:
         "empty": _trace([], seed=4),
         "no-ids": _trace([-1, -1, 3, 4, 5], seed=5),
     }
+    named = _trace([11, 12, 13, 14, 15, 16], seed=6)  # alternatives named without ids, as vLLM gives them
+    named.top_ids[:, 1:] = -1
+    named.top_pieces = [[p, f"alt{i}", f"other{i}"] for i, p in enumerate(named.pieces)]
+    ragged = _trace([21, 22, 23, 24, 25], seed=7)  # fewer alternatives than k at one position
+    ragged.top_pieces[1] = ragged.top_pieces[1][:2]
+    traces |= {"named": named, "ragged": ragged}
     if shift:  # a candidate diverging in one sample
         ids = traces["long"].ids.copy()
         ids[30 + shift :] = 7

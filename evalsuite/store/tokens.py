@@ -158,20 +158,29 @@ def unpack_strings(
     pieces: list[str] = json.loads(pieces_json)
     if not top:
         return pieces, [], []
+    raw = _raw_back(pieces, raw_blob, np.frombuffer(lens_bytes, "<i4"))
+    if not named:
+        return pieces, raw, json.loads(top_json)
+    names = np.empty(len(name_ids) // 4, dtype=object)
+    names[:] = json.loads(top_json)
+    return pieces, raw, names[np.searchsorted(np.frombuffer(name_ids, "<i4"), top_ids)].tolist()
+
+
+def _raw_back(pieces: list[str], blob: bytes, lens: np.ndarray) -> list[bytes | None]:
+    """`_raw_apart` undone: each piece's UTF-8 where marked -2, None where -1, else the next bytes kept."""
+    if len(lens) == len(pieces) and (lens == -2).all():
+        return [piece.encode("utf-8") for piece in pieces]
     raw: list[bytes | None] = []
     at = 0
-    for i, length in enumerate(np.frombuffer(lens_bytes, "<i4").tolist()):
+    for i, length in enumerate(lens.tolist()):
         if length == -2:
             raw.append(pieces[i].encode("utf-8"))
         elif length < 0:
             raw.append(None)
         else:
-            raw.append(raw_blob[at : at + length])
+            raw.append(blob[at : at + length])
             at += length
-    if not named:
-        return pieces, raw, json.loads(top_json)
-    name_of = dict(zip(np.frombuffer(name_ids, "<i4").tolist(), json.loads(top_json)))
-    return pieces, raw, [list(map(name_of.__getitem__, row)) for row in top_ids.tolist()]
+    return raw
 
 
 class StoredTrace(TokenTrace):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sqlite3
 import time
 import weakref
 from collections.abc import Iterable, Iterator, Mapping
@@ -177,6 +178,11 @@ class RunStore:
         assert column in TOKEN_COLUMNS
         try:
             row = self._conn.execute(f"SELECT {column} FROM tokens WHERE sample_id = ?", (sample_id,)).fetchone()
+        except sqlite3.ProgrammingError:  # the store was closed: its lean traces can read no more
+            raise StoreError(
+                f"The tokens of {sample_id} were read after {self.folder} was closed; read them with strings= "
+                "'all' or 'pieces', or while the store is open."
+            ) from None
         except DAMAGE as exc:
             raise unreadable(self.folder, exc) from None
         if row is None:

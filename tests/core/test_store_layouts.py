@@ -164,7 +164,11 @@ def test_a_lean_read_of_layout_2_reads_the_rest_of_a_trace_only_when_used(layout
     no_ids = store.result("no-ids", strings="none")  # without ids the strings are the tokens: read whole
     assert no_ids is not None and no_ids.completion.tokens is not None
     assert not isinstance(no_ids.completion.tokens, StoredTrace) and no_ids.completion.tokens.pieces
+    late = store.result("short", strings="none")
     store.close()
+    assert late is not None and late.completion.tokens is not None
+    with pytest.raises(StoreError, match="read after .* was closed"):
+        assert late.completion.tokens.top_logprobs is None
 
 
 def test_comparisons_are_identical_over_either_layout_and_in_memory(tmp_path: Path) -> None:

@@ -8,8 +8,8 @@ Layouts (`PRAGMA user_version`, recorded in the manifest as `store_layout`):
 
 1. every token column in the `results` row, strings as JSON;
 2. token columns in a `tokens` table, raw where every comparison reads them,
-   packed where only a divergence does (`store.tokens`): about half the bytes,
-   and reading a sample's ids no longer walks its strings.
+   packed where only a divergence does (`store.tokens`): about 40 % of layout
+   1's bytes, and reading a sample's ids no longer walks its strings.
 
 A database keeps the layout it was created with (a resumed run appends in it);
 new runs are created in `STORE_LAYOUT`.
@@ -154,9 +154,8 @@ def open_database(folder: Path, layout: int = STORE_LAYOUT) -> tuple[sqlite3.Con
             )
         tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         needed = TABLES if found >= 2 else TABLES - {"tokens"}
-        if (
-            not needed <= tables or conn.execute("PRAGMA user_version").fetchone()[0] != found
-        ):  # new, or its creation was cut short: complete it
+        complete = needed <= tables and conn.execute("PRAGMA user_version").fetchone()[0] == found
+        if not complete:  # new, or its creation was cut short
             tokens = TOKENS_SCHEMA if found >= 2 else ""
             conn.executescript(f"BEGIN IMMEDIATE; {SCHEMA} {tokens} PRAGMA user_version = {found}; COMMIT;")
     except sqlite3.DatabaseError as exc:

@@ -326,7 +326,9 @@ def check(n: int, ref: Session, sessions: list[Session], db: Path, disk: bool) -
         failures.append("the disk-full episode did not happen")
 
     conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
-    rows = conn.execute("SELECT sample_id, text, ids FROM results").fetchall()
+    layout2 = conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'tokens'").fetchone() is not None
+    token_ids = "t.ids FROM results r LEFT JOIN tokens t USING (sample_id)" if layout2 else "r.ids FROM results r"
+    rows = conn.execute(f"SELECT r.sample_id, r.text, {token_ids}").fetchall()
     distinct = conn.execute("SELECT COUNT(DISTINCT sample_id) FROM results").fetchone()[0]
     conn.close()
     import numpy as np

@@ -24,8 +24,9 @@ from evalsuite.compare.distinct import check_distinct
 from evalsuite.compare.frames import accuracy_frame, diff_record, samples_frame
 from evalsuite.compare.outputs import Truncation, truncation
 from evalsuite.compare.roles import CONTROL_ROLES, SHOWN_ORDER, control_roles
-from evalsuite.compare.speed import ComparisonSpeed, comparison_speed
-from evalsuite.diff.align import SampleDiff, diff_completions, diff_runs
+from evalsuite.compare.speed import ComparisonSpeed, speed_of_requests
+from evalsuite.compare.walk import walk_runs
+from evalsuite.diff.align import SampleDiff
 from evalsuite.diff.classify import (
     DEFAULT_CONTROL_SLACK,
     DEFAULT_NEAR_TIE_NATS,
@@ -35,9 +36,8 @@ from evalsuite.diff.classify import (
     calibrate,
     classify_all,
 )
-from evalsuite.diff.resolution import logit_resolution
 from evalsuite.errors import NotComparableError
-from evalsuite.records import Grade, SampleResult
+from evalsuite.records import Grade
 from evalsuite.serialize import dumps, to_jsonable
 from evalsuite.stats.intervals import BootstrapMethod
 from evalsuite.store.reader import RunReader
@@ -132,41 +132,6 @@ class Comparison:
         return accuracy_frame(self.accuracy)
 
 
-def _lean_results(run: RunLike) -> dict[str, SampleResult]:
-    """Results without token strings where ids suffice: strings are most of a long run's memory."""
-    return run.results(strings="none")
-
-
-def _with_windows(
-    diffs: list[SampleDiff],
-    cand_run: RunLike,
-    base_run: RunLike,
-    cand_grades: Mapping[str, Grade],
-    base_grades: Mapping[str, Grade],
-) -> list[SampleDiff]:
-    """Redo the divergent id-level diffs with token strings loaded, for their readable text windows."""
-    ids = [d.sample_id for d in diffs if not d.identical and d.level == "ids"]
-    if not ids:
-        return diffs
-    cand = cand_run.results(ids=ids, strings="pieces")
-    base = base_run.results(ids=ids, strings="all")  # the alternatives by name: some engines give no ids for them
-    redone = {
-        sid: diff_completions(
-            sid,
-            cand[sid].completion,
-            base[sid].completion,
-            candidate_grade=cand_grades.get(sid),
-            baseline_grade=base_grades.get(sid),
-        )
-        for sid in ids
-    }
-    return [redone.get(d.sample_id, d) for d in diffs]
-
-
-def _completions(results: Mapping[str, SampleResult]) -> dict[str, Any]:
-    return {sid: r.completion for sid, r in results.items()}
-
-
 def compare_runs(
     candidate: RunSource,
     baseline: RunSource,
@@ -197,41 +162,33 @@ def compare_runs(
         runs[kind] = run
     check_distinct(runs)
     differences = check_comparable(base_run.manifest, cand_run.manifest, must_match=must_match, allow=allow)
-    base_results, cand_results = _lean_results(base_run), _lean_results(cand_run)
-    if not base_results.keys() & cand_results.keys():
+    ids = {role: run.result_ids() for role, run in runs.items()}
+    if not set(ids["baseline"]) & set(ids["candidate"]):
         raise NotComparableError(
-            f"The candidate run ({cand_run.manifest.target}, {len(cand_results)} samples) and the baseline "
-            f"run ({base_run.manifest.target}, {len(base_results)} samples) have no sample in common, so "
+            f"The candidate run ({cand_run.manifest.target}, {len(ids['candidate'])} samples) and the baseline "
+            f"run ({base_run.manifest.target}, {len(ids['baseline'])} samples) have no sample in common, so "
             "there is nothing to compare (a 0/0 verdict would mean nothing). Run both on the same samples."
         )
     grades = grades or {}
     cand_grades = dict(grades.get("candidate") or cand_run.grades())
     base_grades = dict(grades.get("baseline") or base_run.grades())
 
-    profiles: list[ControlProfile] = []
     control_diffs: dict[str, list[FieldDifference]] = {}
-    results = {"candidate": cand_results, "baseline": base_results}
     for kind, run in opened.items():
         if kind not in CONTROL_ROLES:
             raise NotComparableError(f"Unknown control role '{kind}'; use one of {', '.join(CONTROL_ROLES)}.")
-        name = f"{kind}:{run.manifest.target}"
-        control_diffs[name] = check_comparable(
+        control_diffs[f"{kind}:{run.manifest.target}"] = check_comparable(
             base_run.manifest, run.manifest, other_name=kind, must_match=must_match, allow=allow
         )
-        results[kind] = _lean_results(run)
-        diffs = diff_runs(_completions(results[kind]), _completions(base_results))
-        profiles.append(ControlProfile.from_diffs(name, kind, diffs))
-
-    resolution = logit_resolution(r.completion.tokens for r in base_results.values())
-    thresholds = calibrate(profiles, near_tie=near_tie, slack=control_slack, resolution=resolution)
-    raw = diff_runs(
-        _completions(cand_results),
-        _completions(base_results),
-        candidate_grades=cand_grades,
-        baseline_grades=base_grades,
-    )
-    raw = _with_windows(raw, cand_run, base_run, cand_grades, base_grades)
-    diffs = classify_all(raw, thresholds, profiles)
+    walk = walk_runs(runs, ids, cand_grades, base_grades)
+    profiles = [
+        ControlProfile.from_diffs(f"{kind}:{run.manifest.target}", kind, walk.control_diffs[kind])
+        for kind, run in opened.items()
+    ]
+    results = walk.shells
+    cand_results, base_results = results["candidate"], results["baseline"]
+    thresholds = calibrate(profiles, near_tie=near_tie, slack=control_slack, resolution=walk.resolution.result())
+    diffs = classify_all(walk.diffs, thresholds, profiles)
     token = token_verdict(diffs, thresholds, profiles)
     rows: list[AccuracyRow] = []
     if cand_grades and base_grades:
@@ -257,7 +214,7 @@ def compare_runs(
         thresholds=thresholds,
         token=token,
         accuracy=rows,
-        speed=comparison_speed(runs, results, seed=seed),
+        speed=speed_of_requests(runs, walk.requests, seed=seed),
         truncation={
             role: truncation(runs[role].manifest.target, results[role]) for role in SHOWN_ORDER if role in results
         },

@@ -16,7 +16,7 @@ from typing import Any
 
 from evalsuite.compare.roles import SHOWN_ORDER
 from evalsuite.records import SampleResult
-from evalsuite.speed import SpeedSummary, Speedup, paired_speedup, request_speed
+from evalsuite.speed import RequestSpeed, SpeedSummary, Speedup, paired_speedup, request_speed
 from evalsuite.speed.robust import disagreement
 from evalsuite.speed.summary import run_engine, summarize
 from evalsuite.store.reader import RunReader
@@ -70,13 +70,23 @@ def comparison_speed(
     The sessions carry the engine counters read before and after each one,
     which is where vLLM's acceptance comes from (it reports none per request).
     """
+    requests = {
+        role: {sid: request_speed(sid, r.completion) for sid, r in arm.items()} for role, arm in results.items()
+    }
+    return speed_of_requests(runs, requests, seed=seed)
+
+
+def speed_of_requests(
+    runs: Mapping[str, RunReader], requests: Mapping[str, Mapping[str, RequestSpeed]], *, seed: int = 0
+) -> ComparisonSpeed:
+    """`comparison_speed` from each run's per-request speeds (role -> sample id -> speed, in the run's order),
+    which a comparison measures while it reads each sample once."""
     arms: dict[str, SpeedSummary] = {}
     for role in SHOWN_ORDER:
-        if role not in results:
+        if role not in requests:
             continue
         run = runs[role]
-        requests = {sid: request_speed(sid, r.completion) for sid, r in results[role].items()}
-        arms[role] = summarize(run.manifest.target, requests, run.sessions(), run_engine(run.manifest))
+        arms[role] = summarize(run.manifest.target, dict(requests[role]), run.sessions(), run_engine(run.manifest))
     speedup = repeat = None
     if {"candidate", "baseline"} <= arms.keys():
         speedup = paired_speedup(arms["candidate"], arms["baseline"], seed=seed)

@@ -54,18 +54,26 @@ def position_steps(top_logprobs: np.ndarray) -> np.ndarray:
     rows = np.asarray(top_logprobs, dtype=np.float64)
     if rows.ndim != 2 or rows.shape[1] < 2 or not len(rows):
         return np.full(len(rows), np.nan)
-    rows = -np.sort(-np.where(np.isfinite(rows), rows, -np.inf), axis=1)
-    gaps = rows[:, :1] - rows[:, 1:]
+    rows = np.where(np.isfinite(rows), rows, -np.inf)
+    gaps = rows.max(axis=1, keepdims=True) - rows  # the top entry's own gap is 0, which no grid test counts
     usable = np.isfinite(gaps) & (gaps > GAP_TOLERANCE)
     gaps = np.where(usable, gaps, 0.0)
     steps = np.full(len(rows), np.nan)
     informative = usable.any(axis=1)
     steps[informative] = 0.0
+    # A multiple of a coarser step is a multiple of every finer one, and a gap is never farther from its nearest
+    # fine multiple than from its nearest coarse one (exactly so in floating point: the division, rounding and
+    # product are exact for powers of two, the difference is correctly rounded), so only rows that fit one step
+    # are tried at the next coarser one.
+    rows_left = np.flatnonzero(informative)
+    left = gaps[rows_left]
     for exponent in range(FINEST_EXPONENT, COARSEST_EXPONENT - 1, -1):
         step = 2.0**-exponent
-        off = np.abs(gaps - np.round(gaps / step) * step)
-        fits = (off <= GAP_TOLERANCE).all(axis=1) & informative
-        steps[fits] = step
+        fits = (np.abs(left - np.round(left / step) * step) <= GAP_TOLERANCE).all(axis=1)
+        rows_left, left = rows_left[fits], left[fits]
+        if not len(rows_left):
+            break
+        steps[rows_left] = step
     return steps
 
 
@@ -121,27 +129,68 @@ def _nats(x: float) -> str:
     return f"{x:.4g}"
 
 
+class ResolutionTally:
+    """`logit_resolution` one trace at a time, so a comparison never holds a whole run's logprobs.
+
+    A position's step is one of a few powers of two (or 0, off any grid), so
+    counts per step value give the same median and quantile as the steps
+    themselves, exactly.
+    """
+
+    def __init__(self) -> None:
+        self.judged = 0
+        self.on_grid: dict[float, int] = {}
+
+    def add(self, trace: TokenTrace | None) -> None:
+        """Count one trace's informative positions and their grid steps."""
+        if trace is None or trace.top_logprobs.ndim != 2:
+            return
+        found = position_steps(trace.top_logprobs[trace.has_top])
+        judged = found[np.isfinite(found)]
+        self.judged += len(judged)
+        values, counts = np.unique(judged[judged > 0], return_counts=True)
+        for value, count in zip(values.tolist(), counts.tolist()):
+            self.on_grid[value] = self.on_grid.get(value, 0) + count
+
+    def _order_statistic(self, k: int) -> float:
+        """The k-th smallest on-grid step (0-based)."""
+        seen = 0
+        for value in sorted(self.on_grid):
+            seen += self.on_grid[value]
+            if k < seen:
+                return value
+        raise IndexError(k)
+
+    def result(self, *, steps: float = RESOLUTION_STEPS) -> LogitResolution:
+        """The resolution of every trace added, as `logit_resolution` judges it."""
+        if not self.judged:
+            return LogitResolution(0, 0.0, False, 0.0, 0.0, 0.0, 0.0, steps)
+        n = sum(self.on_grid.values())
+        share = n / self.judged
+        quantized = self.judged >= MIN_POSITIONS and share >= GRID_SHARE
+        if not n:
+            return LogitResolution(self.judged, share, False, 0.0, 0.0, 0.0, 0.0, steps)
+        middle = (n - 1) // 2
+        median = self._order_statistic(middle)
+        if n % 2 == 0:  # np.median: the mean of the two middle values
+            median = (median + self._order_statistic(middle + 1)) / 2
+        cap = self._order_statistic(int(np.floor(STEP_CAP_QUANTILE * (n - 1))))  # np.quantile, method="lower"
+        common = [value for value in self.on_grid if value <= cap]
+        return LogitResolution(
+            positions=self.judged,
+            share=share,
+            quantized=quantized,
+            step=float(median),
+            cap=cap,
+            low=min(common),
+            high=max(common),
+            steps=steps,
+        )
+
+
 def logit_resolution(traces: Iterable[TokenTrace | None], *, steps: float = RESOLUTION_STEPS) -> LogitResolution:
     """Judge a run's logit grid from every position's top logprobs."""
-    found = [position_steps(t.top_logprobs[t.has_top]) for t in traces if t is not None and t.top_logprobs.ndim == 2]
-    all_steps = np.concatenate(found) if found else np.empty(0)
-    judged = all_steps[np.isfinite(all_steps)]
-    if not len(judged):
-        return LogitResolution(0, 0.0, False, 0.0, 0.0, 0.0, 0.0, steps)
-    on_grid = judged[judged > 0]
-    share = len(on_grid) / len(judged)
-    quantized = len(judged) >= MIN_POSITIONS and share >= GRID_SHARE
-    if not len(on_grid):
-        return LogitResolution(len(judged), share, False, 0.0, 0.0, 0.0, 0.0, steps)
-    cap = float(np.quantile(on_grid, STEP_CAP_QUANTILE, method="lower"))
-    common = on_grid[on_grid <= cap]
-    return LogitResolution(
-        positions=len(judged),
-        share=share,
-        quantized=quantized,
-        step=float(np.median(on_grid)),
-        cap=cap,
-        low=float(common.min()),
-        high=float(common.max()),
-        steps=steps,
-    )
+    tally = ResolutionTally()
+    for trace in traces:
+        tally.add(trace)
+    return tally.result(steps=steps)

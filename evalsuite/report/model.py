@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -34,14 +34,40 @@ _TOKEN_TONE = {"IDENTICAL": "good", "NUMERICAL-ONLY": "good", "LOSSY": "bad", "U
 _ACC_TONE = {"EQUIVALENT": "good", "DIFFERENT": "bad", "INCONCLUSIVE": "unsure"}
 
 
+class DetailResults(Mapping[str, SampleResult]):
+    """The results a report shows in detail, read from their run one at a time when asked for, never kept.
+
+    A report reads each divergent sample once (the viewer's entry), so it
+    holds one sample's tokens at a time however long or many the outputs are.
+    """
+
+    def __init__(self, store: RunReader, ids: Iterable[str], strings: Strings):
+        wanted = set(ids)
+        self._store = store
+        self._ids = sorted(wanted & set(store.result_ids())) if wanted else []
+        self._strings: Strings = strings
+
+    def __getitem__(self, sample_id: str) -> SampleResult:
+        result = self._store.result(sample_id, strings=self._strings) if sample_id in self._ids else None
+        if result is None:
+            raise KeyError(sample_id)
+        return result
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._ids)
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+
 @dataclass
 class Arm:
-    """One stored run loaded for the report: results with token strings, grades, prompts."""
+    """One stored run loaded for the report: results with token strings (read when shown), grades, prompts."""
 
     role: str
     manifest: RunManifest
     folder: str
-    results: dict[str, SampleResult]
+    results: Mapping[str, SampleResult]
     grades: dict[str, Grade]
     samples: dict[str, Any]
 
@@ -54,7 +80,7 @@ class Arm:
         Counts over all samples (speed, truncation) come with the comparison,
         so the other results are not read again.
         """
-        results = store.results(strings=strings, ids=detail) if detail else {}
+        results = DetailResults(store, detail, strings)
         folder = str(store.folder) if store.folder is not None else ""
         return Arm(role, store.manifest, folder, results, store.grades(), store.samples())
 

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Callable
 from typing import Any, Literal, cast
 
 import numpy as np
-import orjson
 
 from evalsuite.records import Completion, Grade, Sample, SampleResult, TokenTrace
+from evalsuite.store.tokens import StoredTrace, pack_detail, pack_strings, unpack_detail, unpack_strings
+from evalsuite.store.tokens import dumps_strings as _dumps_strings
 
 Strings = Literal["all", "pieces", "none"]
 """How much token text to decode: everything, the chosen pieces only (text windows), or none (ids suffice)."""
@@ -47,6 +49,9 @@ RESULT_COLUMNS = (
     "reasoning_cut",
 )
 
+LAYOUT1_TOKEN_COLUMNS = ("ids", "logprobs", "top_ids", "top_logprobs", "pieces", "top_pieces", "raw", "raw_lens")
+"""The results columns that hold token data in layout 1 (NULL in layout 2, where the `tokens` table holds it)."""
+
 ADDED_RESULT_COLUMNS = {"reasoning": "TEXT", "answer": "TEXT", "reasoning_cut": "INTEGER"}
 """Columns later than the first store schema: added to older stores when they are opened (NULL there)."""
 
@@ -66,29 +71,33 @@ def add_missing_columns(conn: Any) -> None:
 
 
 _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str)  # built once: ~10 calls a result
-_ASCII_ENCODER = json.JSONEncoder(separators=(",", ":"))  # escapes what UTF-8 cannot hold (lone surrogates)
 
 
 def _dumps(value: Any) -> str:
     return _ENCODER.encode(value)
 
 
-def _dumps_strings(value: list[str] | list[list[str]]) -> str:
-    """Token strings as the same JSON `_dumps` writes, ~10x faster: orjson for text UTF-8 can hold.
-
-    A lone surrogate (half of a character split across byte-level tokens) is not UTF-8: orjson refuses
-    it and SQLite could not store it, so such lists are written with \\u escapes, which read back the same.
-    """
-    try:
-        return orjson.dumps(value).decode("utf-8")
-    except TypeError:  # orjson.JSONEncodeError is a TypeError
-        return _ASCII_ENCODER.encode(value)
-
-
 def result_to_row(result: SampleResult) -> tuple[Any, ...]:
+    """A results row of layout 1: every column, the token columns included."""
+    return _base_row(result) + _token_values(result.completion.tokens) + _split(result.completion)
+
+
+def result_to_rows(result: SampleResult) -> tuple[tuple[Any, ...], tuple[Any, ...] | None]:
+    """The rows of layout 2: the results row (token columns NULL but its length and k) and its `tokens` row."""
+    t = result.completion.tokens
+    shape = (None, None) if t is None else (len(t), t.top_ids.shape[1])
+    row = _base_row(result) + shape + (None,) * 8 + _split(result.completion)
+    if t is None:
+        return row, None
+    ids = t.ids.astype("<i4").tobytes()
+    top_lp = t.top_logprobs.astype("<f4", copy=False).tobytes()
+    detail = pack_detail(t.ids, t.logprobs, t.top_ids, t.top_logprobs)
+    return row, (result.sample_id, ids, top_lp, detail, pack_strings(t))
+
+
+def _base_row(result: SampleResult) -> tuple[Any, ...]:
     c = result.completion
-    t = c.tokens
-    base = (
+    return (
         result.sample_id,
         result.task,
         _dumps(result.strata),
@@ -102,9 +111,16 @@ def result_to_row(result: SampleResult) -> tuple[Any, ...]:
         c.ttft_s,
         _dumps(c.engine_extra),
     )
-    split = (c.reasoning, c.answer, int(c.reasoning_cut))
+
+
+def _split(c: Completion) -> tuple[Any, ...]:
+    return (c.reasoning, c.answer, int(c.reasoning_cut))
+
+
+def _token_values(t: TokenTrace | None) -> tuple[Any, ...]:
+    """n_tokens, top_k and layout 1's eight token columns (all None without a trace)."""
     if t is None:
-        return base + (None,) * 10 + split
+        return (None,) * 10
     if None in t.raw:
         raw_lens = np.array([-1 if b is None else len(b) for b in t.raw], "<i4")
         raw = b"".join(b for b in t.raw if b is not None)
@@ -113,33 +129,39 @@ def result_to_row(result: SampleResult) -> tuple[Any, ...]:
         raw_lens = np.array(list(map(len, chunks)), "<i4")
         raw = b"".join(chunks)
     return (
-        base
-        + (
-            len(t),
-            t.top_ids.shape[1],
-            t.ids.astype("<i4").tobytes(),
-            t.logprobs.astype("<f4", copy=False).tobytes(),  # already float32: no copy before the bytes
-            t.top_ids.astype("<i4").tobytes(),
-            t.top_logprobs.astype("<f4", copy=False).tobytes(),
-            _dumps_strings(t.pieces),
-            _dumps_strings(t.top_pieces),
-            raw,
-            raw_lens.tobytes(),
-        )
-        + split
+        len(t),
+        t.top_ids.shape[1],
+        t.ids.astype("<i4").tobytes(),
+        t.logprobs.astype("<f4", copy=False).tobytes(),  # already float32: no copy before the bytes
+        t.top_ids.astype("<i4").tobytes(),
+        t.top_logprobs.astype("<f4", copy=False).tobytes(),
+        _dumps_strings(t.pieces),
+        _dumps_strings(t.top_pieces),
+        raw,
+        raw_lens.tobytes(),
     )
 
 
-def _trace_from_row(row: dict[str, Any], strings: Strings) -> TokenTrace | None:
+def _trace_from_row(
+    row: dict[str, Any], strings: Strings, fetch: Callable[[str], bytes] | None = None
+) -> TokenTrace | None:
+    """A trace from a results row of layout 1, or one joined with its `tokens` row (layout 2: a `detail` key).
+
+    With `fetch` (layout 2, `strings="none"`), only the ids are read: the
+    other columns are fetched when first used (`StoredTrace`).
+    """
     n = row["n_tokens"]
     if n is None:
         return None
     k = row["top_k"]
     ids = np.frombuffer(row["ids"], "<i4").astype(np.int64)
+    numbers_only = strings == "none" and bool((ids >= 0).all())
+    if "detail" in row:
+        return _packed_trace(row, ids, k, strings, fetch)
     top_ids = np.frombuffer(row["top_ids"], "<i4").astype(np.int64).reshape(n, k)
     logprobs = np.frombuffer(row["logprobs"], "<f4").copy()
     top_lp = np.frombuffer(row["top_logprobs"], "<f4").reshape(n, k).copy()
-    if strings == "none" and (ids >= 0).all():
+    if numbers_only:
         return TokenTrace(ids, [], [], logprobs, top_ids, top_lp, [])
     pieces = json.loads(row["pieces"])
     if strings == "pieces" and (ids >= 0).all():
@@ -157,11 +179,29 @@ def _trace_from_row(row: dict[str, Any], strings: Strings) -> TokenTrace | None:
     return TokenTrace(ids, pieces, raw, logprobs, top_ids, top_lp, json.loads(row["top_pieces"]))
 
 
-def row_to_result(row: dict[str, Any], *, strings: Strings = "all") -> SampleResult:
+def _packed_trace(
+    row: dict[str, Any], ids: np.ndarray, k: int, strings: Strings, fetch: Callable[[str], bytes] | None
+) -> TokenTrace:
+    """A layout-2 trace (see `store.tokens`), read as far as `strings` asks."""
+    with_ids = bool((ids >= 0).all())
+    if strings == "none" and with_ids and fetch is not None:
+        return StoredTrace(ids, k, fetch)
+    top_lp = np.frombuffer(row["top_logprobs"], "<f4").reshape(len(ids), k).copy()
+    top_ids, logprobs = unpack_detail(row["detail"], ids, top_lp)
+    if strings == "none" and with_ids:
+        return TokenTrace(ids, [], [], logprobs, top_ids, top_lp, [])
+    pieces, raw, top_pieces = unpack_strings(row["strings"], top_ids, top=not (strings == "pieces" and with_ids))
+    return TokenTrace(ids, pieces, raw, logprobs, top_ids, top_lp, top_pieces)
+
+
+def row_to_result(
+    row: dict[str, Any], *, strings: Strings = "all", fetch: Callable[[str], bytes] | None = None
+) -> SampleResult:
+    """A stored result from its row (see `_trace_from_row` for `fetch`)."""
     completion = Completion(
         text=row["text"],
         finish_reason=row["finish_reason"],
-        tokens=_trace_from_row(row, strings),
+        tokens=_trace_from_row(row, strings, fetch),
         usage=json.loads(row["usage"]),
         timings=json.loads(row["timings"]),
         latency_s=row["latency_s"],

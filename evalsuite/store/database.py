@@ -3,6 +3,16 @@
 SQLite in WAL mode: a committed sample survives `kill -9`, and a
 half-written one never appears (synchronous=NORMAL: after a power cut, not a
 process crash, the last commits may be lost and are simply asked again).
+
+Layouts (`PRAGMA user_version`, recorded in the manifest as `store_layout`):
+
+1. every token column in the `results` row, strings as JSON;
+2. token columns in a `tokens` table, raw where every comparison reads them,
+   packed where only a divergence does (`store.tokens`): about 40 % of layout
+   1's bytes, and reading a sample's ids no longer walks its strings.
+
+A database keeps the layout it was created with (a resumed run appends in it);
+new runs are created in `STORE_LAYOUT`.
 """
 
 from __future__ import annotations
@@ -16,11 +26,12 @@ from typing import Any, TypeVar, cast
 from evalsuite.errors import EvalsuiteError, StoreError, host_error
 from evalsuite.store.codec import add_missing_columns
 
-STORE_SCHEMA = 1
+STORE_LAYOUT = 2
+LAYOUTS = (1, 2)
 DATABASE = "records.sqlite"
-TABLES = frozenset({"results", "grades", "samples", "sessions"})
+TABLES = frozenset({"results", "grades", "samples", "sessions", "tokens"})
 
-SCHEMA = f"""
+SCHEMA = """
 CREATE TABLE IF NOT EXISTS results (
     sample_id TEXT PRIMARY KEY, task TEXT, strata TEXT, finished_at REAL, attempts INTEGER, text TEXT,
     finish_reason TEXT, usage TEXT, timings TEXT, latency_s REAL, ttft_s REAL, engine_extra TEXT,
@@ -37,7 +48,9 @@ CREATE TABLE IF NOT EXISTS samples (
 CREATE TABLE IF NOT EXISTS sessions (
     started_at REAL, ended_at REAL, requested INTEGER, recorded INTEGER, outcome TEXT, info TEXT
 );
-PRAGMA user_version = {STORE_SCHEMA};
+"""
+TOKENS_SCHEMA = """
+CREATE TABLE IF NOT EXISTS tokens (sample_id TEXT PRIMARY KEY, ids BLOB, top_logprobs BLOB, detail BLOB, strings BLOB);
 """
 
 # a damaged file, or a row whose JSON or token arrays no longer decode (a torn or edited record)
@@ -76,7 +89,7 @@ def guarded(method: _F) -> _F:
 
 
 def inspect(database: Path) -> None:
-    """Read-only look at an existing database: refuse another schema version or someone else's tables.
+    """Read-only look at an existing database: refuse an unknown layout or someone else's tables.
 
     Done before the store's own connection switches the journal mode, so a
     database that is refused is left byte-for-byte as it was.
@@ -90,9 +103,10 @@ def inspect(database: Path) -> None:
             conn.close()
     except sqlite3.OperationalError:  # cannot look read-only (busy, a WAL without its index): the store's open decides
         return
-    if version not in (0, STORE_SCHEMA):
+    if version != 0 and version not in LAYOUTS:
         raise StoreError(
-            f"{database.parent} was written by store schema {version}; this evalsuite reads {STORE_SCHEMA}."
+            f"{database.parent} was written with store layout {version} by a newer evalsuite; this evalsuite "
+            f"reads layouts {LAYOUTS[0]} to {LAYOUTS[-1]}. Upgrade evalsuite to read it."
         )
     foreign = tables - TABLES
     if version == 0 and foreign:  # (ours without the version: a creation cut short, completed by the schema script)
@@ -112,8 +126,18 @@ def connect(path: Path) -> sqlite3.Connection:
     return conn
 
 
-def open_database(folder: Path) -> sqlite3.Connection:
-    """The run folder's database, created with the schema when new; a foreign or damaged file is a StoreError."""
+def layout_of(conn: sqlite3.Connection) -> int:
+    """The database's layout: its user_version; 0 is layout 1's creation cut short, or a database not yet made."""
+    version = int(conn.execute("PRAGMA user_version").fetchone()[0])
+    if version:
+        return version
+    tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    return 1 if "results" in tables else 0
+
+
+def open_database(folder: Path, layout: int = STORE_LAYOUT) -> tuple[sqlite3.Connection, int]:
+    """The run folder's database and its layout, created in `layout` when new; a foreign or damaged file is a
+    StoreError.  An existing database keeps its own layout, and `layout` (the manifest's) must agree."""
     database = folder / DATABASE
     if database.is_dir():
         raise StoreError(f"{database} is a folder, not a run database.")
@@ -121,10 +145,22 @@ def open_database(folder: Path) -> sqlite3.Connection:
         if database.exists() and database.stat().st_size:
             inspect(database)
         conn = connect(database)
-        conn.executescript(SCHEMA)
+        found = layout_of(conn) or layout
+        if found != layout:
+            conn.close()
+            raise StoreError(
+                f"{database} is in store layout {found}, but {folder / 'manifest.json'} says {layout}; "
+                "one of them was edited or copied from another run. It was left as it is."
+            )
+        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        needed = TABLES if found >= 2 else TABLES - {"tokens"}
+        complete = needed <= tables and conn.execute("PRAGMA user_version").fetchone()[0] == found
+        if not complete:  # new, or its creation was cut short
+            tokens = TOKENS_SCHEMA if found >= 2 else ""
+            conn.executescript(f"BEGIN IMMEDIATE; {SCHEMA} {tokens} PRAGMA user_version = {found}; COMMIT;")
     except sqlite3.DatabaseError as exc:
         raise unreadable(folder, exc) from None
-    return conn
+    return conn, found
 
 
 class Transaction:

@@ -9,7 +9,8 @@ engine-specific keys (a server's probe, a dialect's extras) as recorded.
 Versions (`schema_version`; a manifest without one is version 1):
 
 1. the plain dict written up to evalsuite 0.1, with a `role` nothing read;
-2. `schema_version` added, `role` gone (roles belong to a comparison, not to a run folder).
+2. `schema_version` added, `role` gone (roles belong to a comparison, not to a run folder);
+3. `store_layout` added: how `records.sqlite` stores token columns (`store.database`); runs before it are 1.
 
 An older manifest is migrated step by step on reading (`MIGRATIONS`), never
 rewritten on disk; a newer one, or one with keys this version does not know,
@@ -27,9 +28,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from evalsuite.errors import StoreError, describe_read_error, format_validation_error
 from evalsuite.serialize import dumps
+from evalsuite.store.database import STORE_LAYOUT
 
 MANIFEST = "manifest.json"
-MANIFEST_VERSION = 2
+MANIFEST_VERSION = 3
 REQUIRED_KEYS = ("fingerprint", "target", "task")  # what listing, grading and reports need; comparing checks more
 
 
@@ -133,6 +135,7 @@ class RunManifest(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     schema_version: int = MANIFEST_VERSION
+    store_layout: int = STORE_LAYOUT
     fingerprint: str = Field(min_length=1)
     target: str = Field(min_length=1)
     task: str = Field(min_length=1)
@@ -158,8 +161,13 @@ class RunManifest(BaseModel):
         return f"{self.target}/{self.task} {self.fingerprint[:16]}"
 
     def __json__(self) -> dict[str, Any]:
-        """As recorded (absent keys stay absent, so a fingerprint's fields keep their hash), with its version."""
-        return {**self.model_dump(mode="python", exclude_unset=True), "schema_version": self.schema_version}
+        """As recorded (absent keys stay absent, so a fingerprint's fields keep their hash), with its version and
+        store layout."""
+        return {
+            **self.model_dump(mode="python", exclude_unset=True),
+            "schema_version": self.schema_version,
+            "store_layout": self.store_layout,
+        }
 
     def to_json(self) -> str:
         return dumps(self, indent=2, sort_keys=True)
@@ -187,7 +195,12 @@ def migrate_v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in data.items() if k != "role"}
 
 
-MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {1: migrate_v1_to_v2}
+def migrate_v2_to_v3(data: dict[str, Any]) -> dict[str, Any]:
+    """Version 3 records the store layout; every run before it was written in layout 1."""
+    return {**data, "store_layout": 1}
+
+
+MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {1: migrate_v1_to_v2, 2: migrate_v2_to_v3}
 """`MIGRATIONS[n]` turns a version-n manifest into a version n+1 one."""
 
 

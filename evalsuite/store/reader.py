@@ -3,6 +3,8 @@
 Compare, report, gate and speed take a `RunReader`; the run store implements
 it, and so does `MemoryRun` (a run held in memory, for recordings and tests),
 with the same signatures, so no caller needs to ask what kind of run it holds.
+`result` reads one sample, so a comparison holds one sample of each run at a
+time, never a whole run.
 """
 
 from __future__ import annotations
@@ -29,6 +31,14 @@ class RunReader(Protocol):
 
     def results(self, *, strings: Strings = "all", ids: Iterable[str] | None = None) -> dict[str, SampleResult]:
         """Results by sample id; `strings` may skip token strings a caller does not need, `ids` restricts."""
+        ...
+
+    def result_ids(self) -> list[str]:
+        """The ids of the samples with a result."""
+        ...
+
+    def result(self, sample_id: str, *, strings: Strings = "all") -> SampleResult | None:
+        """One sample's result, or None: how a comparison reads a run, one sample at a time."""
         ...
 
     def grades(self) -> dict[str, Grade]: ...
@@ -66,6 +76,12 @@ class MemoryRun:
             return dict(self.stored_results)
         wanted = set(ids)
         return {sid: r for sid, r in self.stored_results.items() if sid in wanted}
+
+    def result_ids(self) -> list[str]:
+        return list(self.stored_results)
+
+    def result(self, sample_id: str, *, strings: Strings = "all") -> SampleResult | None:
+        return self.stored_results.get(sample_id)
 
     def grades(self) -> dict[str, Grade]:
         return dict(self.stored_grades)

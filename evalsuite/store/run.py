@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sqlite3
 import time
 import weakref
 from collections.abc import Iterable, Iterator, Mapping
@@ -22,6 +23,7 @@ from evalsuite.errors import StoreError, writing
 from evalsuite.records import Grade, Sample, SampleResult
 from evalsuite.store.codec import (
     GRADE_COLUMNS,
+    LAYOUT1_TOKEN_COLUMNS,
     RESULT_COLUMNS,
     Strings,
     grade_to_row,
@@ -30,9 +32,18 @@ from evalsuite.store.codec import (
     row_to_sample,
     sample_to_row,
 )
-from evalsuite.store.database import DAMAGE, DATABASE, Transaction, guarded, open_database, unreadable
+from evalsuite.store.database import (
+    DAMAGE,
+    DATABASE,
+    STORE_LAYOUT,
+    Transaction,
+    guarded,
+    open_database,
+    unreadable,
+)
 from evalsuite.store.lock import WriterLock
 from evalsuite.store.manifest import MANIFEST, RunManifest, as_manifest, read_manifest, write_manifest
+from evalsuite.store.tokens import TOKEN_COLUMNS
 from evalsuite.store.writer import RunWriter
 
 
@@ -49,7 +60,7 @@ class RunStore:
         self._lock = lock
         if lock is not None:
             weakref.finalize(self, lock.release)
-        self._conn = open_database(folder)
+        self._conn, self.layout = open_database(folder, self.manifest.store_layout)
 
     @classmethod
     def create(cls, folder: Path, manifest: RunManifest | Mapping[str, Any]) -> RunStore:
@@ -69,6 +80,7 @@ class RunStore:
                 if existing.fingerprint != manifest.fingerprint:
                     raise StoreError(f"{folder} holds run {existing.fingerprint}, not {manifest.fingerprint}.")
                 return cls(folder, existing, lock)
+            manifest = manifest.model_copy(update={"store_layout": STORE_LAYOUT})  # a new run: today's layout
             with writing(path):
                 write_manifest(path, manifest)
             return cls(folder, manifest, lock)
@@ -128,25 +140,65 @@ class RunStore:
         samples that have token ids, "pieces" decodes only the chosen tokens'
         text; `ids` restricts to those samples.
         """
-        skip = {"none": ("pieces", "top_pieces", "raw", "raw_lens"), "pieces": ("top_pieces", "raw", "raw_lens")}
-        columns = [f"NULL AS {c}" if c in skip.get(strings, ()) else c for c in RESULT_COLUMNS]
-        sql = f"SELECT {', '.join(columns)} FROM results"
+        sql = self._select(strings)
         if ids is None:
-            rows = self._conn.execute(sql + " ORDER BY rowid")
+            rows = self._conn.execute(sql + " ORDER BY r.rowid")
         else:
             wanted = sorted(set(ids))
             self._conn.execute("CREATE TEMP TABLE IF NOT EXISTS wanted (sample_id TEXT PRIMARY KEY)")
             self._conn.execute("DELETE FROM wanted")
             self._conn.executemany("INSERT INTO wanted VALUES (?)", [(i,) for i in wanted])
-            rows = self._conn.execute(sql + " WHERE sample_id IN (SELECT sample_id FROM wanted) ORDER BY rowid")
-        full = f"SELECT {', '.join(RESULT_COLUMNS)} FROM results WHERE sample_id = ?"
+            rows = self._conn.execute(sql + " WHERE r.sample_id IN (SELECT sample_id FROM wanted) ORDER BY r.rowid")
         for row in rows.fetchall():
-            record = dict(row)
-            if strings != "all" and record["ids"] is not None and -1 in np.frombuffer(record["ids"], "<i4"):
-                record = dict(
-                    self._conn.execute(full, (record["sample_id"],)).fetchone()
-                )  # no ids: strings are the tokens
-            yield row_to_result(record, strings=strings)
+            yield self._decode(dict(row), strings)
+
+    def _select(self, strings: Strings) -> str:
+        """The query for results with what `strings` needs (layout 2: ids only for "none", the rest on first use)."""
+        if self.layout >= 2:
+            tokens = "t.ids" if strings == "none" else ", ".join(f"t.{c}" for c in TOKEN_COLUMNS)
+            meta = [f"r.{c}" for c in RESULT_COLUMNS if c not in LAYOUT1_TOKEN_COLUMNS]
+            return f"SELECT {', '.join(meta)}, {tokens} FROM results r LEFT JOIN tokens t USING (sample_id)"
+        skip = {"none": ("pieces", "top_pieces", "raw", "raw_lens"), "pieces": ("top_pieces", "raw", "raw_lens")}
+        columns = [f"NULL AS {c}" if c in skip.get(strings, ()) else c for c in RESULT_COLUMNS]
+        return f"SELECT {', '.join(columns)} FROM results r"
+
+    def _decode(self, record: dict[str, Any], strings: Strings) -> SampleResult:
+        """A result from its row; a row without ids everywhere is read again whole (its strings are its tokens)."""
+        sid = record["sample_id"]
+        if strings != "all" and record["ids"] is not None and -1 in np.frombuffer(record["ids"], "<i4"):
+            record = dict(self._conn.execute(self._select("all") + " WHERE r.sample_id = ?", (sid,)).fetchone())
+            return row_to_result(record, strings="all")
+        if self.layout >= 2 and strings == "none" and record["ids"] is not None:
+            record["detail"] = None  # a layout-2 row: the trace reads its other columns when first used
+            return row_to_result(record, strings="none", fetch=lambda column: self._column(sid, column))
+        return row_to_result(record, strings=strings)
+
+    def _column(self, sample_id: str, column: str) -> bytes:
+        """One `tokens` column of one sample (layout 2), for a trace read with its ids only."""
+        assert column in TOKEN_COLUMNS
+        try:
+            row = self._conn.execute(f"SELECT {column} FROM tokens WHERE sample_id = ?", (sample_id,)).fetchone()
+        except sqlite3.ProgrammingError:  # the store was closed: its lean traces can read no more
+            raise StoreError(
+                f"The tokens of {sample_id} were read after {self.folder} was closed; read them with strings= "
+                "'all' or 'pieces', or while the store is open."
+            ) from None
+        except DAMAGE as exc:
+            raise unreadable(self.folder, exc) from None
+        if row is None:
+            raise StoreError(f"{self.folder / DATABASE}: the tokens of {sample_id} are gone; the file was edited.")
+        return bytes(row[0])
+
+    @guarded
+    def result_ids(self) -> list[str]:
+        """The ids of the stored results, in the order they finished."""
+        return [r[0] for r in self._conn.execute("SELECT sample_id FROM results ORDER BY rowid")]
+
+    @guarded
+    def result(self, sample_id: str, *, strings: Strings = "all") -> SampleResult | None:
+        """One stored result (None when the sample has none): what a comparison reads, one sample at a time."""
+        row = self._conn.execute(self._select(strings) + " WHERE r.sample_id = ?", (sample_id,)).fetchone()
+        return None if row is None else self._decode(dict(row), strings)
 
     @guarded
     def results(self, *, strings: Strings = "all", ids: Iterable[str] | None = None) -> dict[str, SampleResult]:
@@ -188,7 +240,7 @@ class RunStore:
 
     def writer(self, loop: asyncio.AbstractEventLoop | None = None) -> RunWriter:
         with writing(self.folder / DATABASE, "open for writing"):
-            return RunWriter(self.folder / DATABASE, loop)
+            return RunWriter(self.folder / DATABASE, loop, layout=self.layout)
 
     def frame(self) -> pd.DataFrame:
         """One row per sample: ids, strata, text, finish reason, token counts, timings and grade."""

@@ -10,8 +10,9 @@ from typing import Any
 
 from evalsuite.errors import EvalsuiteError, StoreError, host_error
 from evalsuite.records import SampleResult
-from evalsuite.store.codec import RESULT_COLUMNS, result_to_row
-from evalsuite.store.database import connect
+from evalsuite.store.codec import RESULT_COLUMNS, result_to_row, result_to_rows
+from evalsuite.store.database import STORE_LAYOUT, connect
+from evalsuite.store.tokens import TOKEN_COLUMNS
 
 GROUP_WINDOW_S = 0.05  # a result waits at most this long before it is committed
 
@@ -33,10 +34,12 @@ class RunWriter:
     committed it; the result being put is kept).  Everything runs on the caller's thread.
     """
 
-    def __init__(self, db_path: Path, loop: asyncio.AbstractEventLoop | None = None):
+    def __init__(self, db_path: Path, loop: asyncio.AbstractEventLoop | None = None, *, layout: int = STORE_LAYOUT):
         self._path = db_path
         self._conn = connect(db_path)
         self._loop = loop
+        self._layout = layout
+        self._tokens_sql = f"INSERT OR IGNORE INTO tokens VALUES ({', '.join('?' * (1 + len(TOKEN_COLUMNS)))})"
         self._timer: asyncio.TimerHandle | None = None
         self._last_commit = time.monotonic()
         self._sql = (
@@ -44,11 +47,12 @@ class RunWriter:
             f"VALUES ({', '.join('?' * len(RESULT_COLUMNS))})"
         )
         self.committed = 0
-        self._queued: list[tuple[Any, ...]] = []  # rows: the results themselves are freed at once
+        self._queued: list[tuple[tuple[Any, ...], tuple[Any, ...] | None]] = []  # rows: results are freed at once
         self._failure: EvalsuiteError | None = None  # from a commit a timer ran: raised by the next put or close
 
     def put(self, result: SampleResult) -> None:
-        self._queued.append(result_to_row(result))  # kept even when an earlier failure is raised: `close` stores it
+        rows = result_to_rows(result) if self._layout >= 2 else (result_to_row(result), None)
+        self._queued.append(rows)  # kept even when an earlier failure is raised: `close` stores it
         self._raise_failure()
         if time.monotonic() - self._last_commit >= GROUP_WINDOW_S:
             self.flush()
@@ -71,9 +75,9 @@ class RunWriter:
             raise self._error(exc, f"Could not write {len(batch)} results to the run store: {exc}") from exc
         failure: EvalsuiteError | None = None
         stored = 0
-        for row in batch:
+        for row, tokens in batch:
             try:
-                self._conn.execute(self._sql, row)
+                self._insert(row, tokens)
                 stored += 1
             except (sqlite3.Error, ValueError) as exc:  # ValueError: text SQLite cannot hold
                 failure = failure or self._error(exc, f"Could not write result {row[0]} to the run store: {exc}")
@@ -85,6 +89,21 @@ class RunWriter:
         self.committed += stored
         if failure is not None:
             raise failure
+
+    def _insert(self, row: tuple[Any, ...], tokens: tuple[Any, ...] | None) -> None:
+        """One result's rows: both or neither (layout 2 stores its tokens apart)."""
+        if tokens is None:
+            self._conn.execute(self._sql, row)
+            return
+        self._conn.execute("SAVEPOINT result")
+        try:
+            self._conn.execute(self._sql, row)
+            self._conn.execute(self._tokens_sql, tokens)
+        except BaseException:
+            self._conn.execute("ROLLBACK TO result")
+            raise
+        finally:
+            self._conn.execute("RELEASE result")
 
     def _error(self, exc: Exception, message: str) -> EvalsuiteError:
         """A full disk or an unwritable database is the machine's fault (HostError, exit 4), anything else the

@@ -18,6 +18,7 @@ from evalsuite.errors import StoreError
 from evalsuite.records import GenerationParams
 from evalsuite.serialize import to_jsonable
 from evalsuite.store import MANIFEST_VERSION, MemoryRun, RunManifest, RunReader, RunStore, fingerprint, open_run
+from evalsuite.store.database import STORE_LAYOUT
 from evalsuite.store.manifest import MIGRATIONS
 
 V1 = Path(__file__).parent / "fixtures" / "runs_v1"
@@ -84,7 +85,9 @@ def test_a_new_manifest_round_trips_with_its_version_and_without_role(tmp_path: 
     store.close()
     written = _raw(tmp_path / "run")
     assert written["schema_version"] == MANIFEST_VERSION and "role" not in written
-    assert {k: v for k, v in v1.items() if k != "role"} == {k: v for k, v in written.items() if k != "schema_version"}
+    assert written["store_layout"] == STORE_LAYOUT  # a new run folder is written in today's layout
+    added = {"schema_version", "store_layout"}
+    assert {k: v for k, v in v1.items() if k != "role"} == {k: v for k, v in written.items() if k not in added}
     assert RunManifest.load(written) == open_run(tmp_path / "run").manifest
 
 

@@ -298,3 +298,36 @@ def test_position_steps_at_its_edges() -> None:
     assert position_steps(np.array([[0.0, -0.125]])).tolist() == [0.125]  # two alternatives are enough
     assert np.isnan(position_steps(np.zeros((3, 1)))).all() and len(position_steps(np.zeros((3, 1)))) == 3
     assert len(position_steps(np.zeros((0, 5)))) == 0
+
+
+def _reference_resolution(traces: list[TokenTrace]) -> tuple[int, float, float, float, float, float]:
+    """The resolution's figures from every position's step at once, as numpy's median and quantile give them."""
+    found = np.concatenate([position_steps(t.top_logprobs[t.has_top]) for t in traces])
+    judged = found[np.isfinite(found)]
+    on_grid = judged[judged > 0]
+    cap = float(np.quantile(on_grid, 0.9, method="lower"))
+    common = on_grid[on_grid <= cap]
+    return len(judged), len(on_grid) / len(judged), float(np.median(on_grid)), cap, common.min(), common.max()
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_resolution_tallied_trace_by_trace_equals_numpy_over_the_whole_run(seed: int) -> None:
+    """Compare streams the baseline one sample at a time; its figures must be those of the whole run at once."""
+    rng = np.random.default_rng(seed)
+    traces = []
+    for _ in range(int(rng.integers(2, 6))):
+        n = int(rng.integers(1, 60))
+        exponents = rng.integers(2, 11, size=(n, 1))  # each position on its own grid, 2^-2 .. 2^-10
+        gaps = rng.integers(1, 9, size=(n, TOP - 1)) * 2.0 ** -exponents.astype(float)
+        rows = np.concatenate([np.zeros((n, 1)), -np.cumsum(gaps, axis=1)], axis=1) - 0.5
+        rows[rng.random(n) < 0.2, 1:] += rng.uniform(0.001, 0.002)  # some positions off every grid
+        traces.append(_grid_trace_of(rows.astype(np.float32)))
+    res = logit_resolution(traces)
+    assert (res.positions, res.share, res.step, res.cap, res.low, res.high) == _reference_resolution(traces)
+
+
+def _grid_trace_of(top_logprobs: np.ndarray) -> TokenTrace:
+    n = len(top_logprobs)
+    ids = np.arange(n, dtype=np.int64)
+    top_ids = np.tile(np.arange(TOP, dtype=np.int64), (n, 1))
+    return TokenTrace(ids, [], [], top_logprobs[:, 0].copy(), top_ids, top_logprobs, [])

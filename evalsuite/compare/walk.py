@@ -1,0 +1,100 @@
+"""One pass over a comparison's runs, one sample at a time: what `compare_runs` needs, never a whole run in memory.
+
+For each sample id the pass reads every run's result (ids only where the
+store allows; see `store.tokens.StoredTrace`), diffs the candidate and each
+control against the baseline, tallies the baseline's logit resolution and
+each run's request speeds, and keeps of the result only a shell (no text, no
+tokens) for the counts taken later (accuracy, truncation).  A divergence at
+the id level is diffed again with the two samples' token strings read, for
+its readable window.  The figures are those of the whole runs at once: the
+same diffs in the same (sorted) order, the speeds in each run's own order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+
+from evalsuite.diff.align import SampleDiff, diff_completions
+from evalsuite.diff.resolution import ResolutionTally
+from evalsuite.records import Grade, SampleResult
+from evalsuite.speed import RequestSpeed, request_speed
+from evalsuite.store.codec import Strings
+from evalsuite.store.reader import RunReader
+
+
+@dataclass
+class Walk:
+    """What one pass over the runs gathered: per role, shells and request speeds; the diffs; the resolution."""
+
+    shells: dict[str, dict[str, SampleResult]] = field(default_factory=dict)
+    requests: dict[str, dict[str, RequestSpeed]] = field(default_factory=dict)
+    diffs: list[SampleDiff] = field(default_factory=list)
+    control_diffs: dict[str, list[SampleDiff]] = field(default_factory=dict)
+    resolution: ResolutionTally = field(default_factory=ResolutionTally)
+
+
+def shell(result: SampleResult) -> SampleResult:
+    """A result without its text and tokens: its identity, strata, finish reason and usage."""
+    c = result.completion
+    return replace(result, completion=replace(c, text="", tokens=None, reasoning=None, answer=None))
+
+
+def walk_runs(
+    runs: Mapping[str, RunReader],
+    ids: Mapping[str, list[str]],
+    cand_grades: Mapping[str, Grade],
+    base_grades: Mapping[str, Grade],
+) -> Walk:
+    """Read every sample of `runs` (role -> run; `ids`: role -> its result ids, in its order) once."""
+    walk = Walk(control_diffs={role: [] for role in runs if role not in ("candidate", "baseline")})
+    present = {role: set(role_ids) for role, role_ids in ids.items()}
+    for sid in sorted(set().union(*present.values())):
+        loaded = {role: run.result(sid, strings="none") for role, run in runs.items() if sid in present[role]}
+        for role, result in loaded.items():
+            if result is not None:
+                walk.shells.setdefault(role, {})[sid] = shell(result)
+                walk.requests.setdefault(role, {})[sid] = request_speed(sid, result.completion)
+        base = loaded.get("baseline")
+        if base is None:
+            continue
+        walk.resolution.add(base.completion.tokens)
+        for role, diffs in walk.control_diffs.items():
+            other = loaded.get(role)
+            if other is not None:
+                diffs.append(diff_completions(sid, other.completion, base.completion))
+        cand = loaded.get("candidate")
+        if cand is not None:
+            walk.diffs.append(_diff_candidate(sid, runs, cand, base, cand_grades, base_grades))
+    for role, role_ids in ids.items():  # each run's own order, as its speed figures were always summed
+        walk.shells[role] = {s: walk.shells[role][s] for s in role_ids if s in walk.shells.get(role, {})}
+        walk.requests[role] = {s: walk.requests[role][s] for s in role_ids if s in walk.requests.get(role, {})}
+    return walk
+
+
+def _diff_candidate(
+    sid: str,
+    runs: Mapping[str, RunReader],
+    cand: SampleResult,
+    base: SampleResult,
+    cand_grades: Mapping[str, Grade],
+    base_grades: Mapping[str, Grade],
+) -> SampleDiff:
+    """The candidate's diff; at an id-level divergence again with token strings, for its readable window."""
+    grades = {"candidate_grade": cand_grades.get(sid), "baseline_grade": base_grades.get(sid)}
+    diff = diff_completions(sid, cand.completion, base.completion, **grades)
+    if diff.identical or diff.level != "ids":
+        return diff
+    cand_pieces = runs["candidate"].result(sid, strings="pieces")
+    base_pieces = runs["baseline"].result(sid, strings=_baseline_strings(base, diff))
+    assert cand_pieces is not None and base_pieces is not None
+    return diff_completions(sid, cand_pieces.completion, base_pieces.completion, **grades)
+
+
+def _baseline_strings(base: SampleResult, diff: SampleDiff) -> Strings:
+    """What the baseline's window needs: its pieces, and its alternatives by name only where they have no ids
+    (some engines give ids for the chosen tokens alone), the one case the diff ranks by name."""
+    trace, i = base.completion.tokens, diff.first_divergence
+    if trace is None or i is None or i >= len(trace) or not trace.has_top[i] or (trace.top_ids[i] >= 0).any():
+        return "pieces"
+    return "all"

@@ -1,0 +1,257 @@
+"""Token columns of store layout 2: what every comparison reads stays raw, what is rarely read is packed.
+
+Read by every comparison: the token ids (the diff) and the baseline's top-k
+logprobs (its logit resolution): raw little-endian arrays, a memcpy to load,
+first in their row so SQLite reads nothing else to reach them.
+
+Read at a divergence or by a report's viewer only, so packed with zlib (level
+1, the cheapest): `detail` holds the top-k ids and the chosen tokens'
+logprobs, `strings` the token strings (pieces, top-k pieces, exact bytes),
+each stored once: a top-k string as one name per distinct id when ids name
+strings consistently, exact bytes only where they are not the piece's UTF-8.
+Before packing, the top-1 id is XORed with the chosen id and the chosen
+logprob's bits with the top-1 logprob's (equal under greedy decoding, so
+mostly zeros), and the detail's 4-byte items are byte-shuffled (high bytes of
+ids are nearly constant): together about a third of the size zlib alone
+reaches.  Every transform is exact; `unpack_*` gives back the arrays as
+written.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+import zlib
+from collections.abc import Callable
+from itertools import chain
+
+import numpy as np
+import orjson
+
+from evalsuite.records import TokenTrace
+
+TOKEN_COLUMNS = ("ids", "top_logprobs", "detail", "strings")
+"""The `tokens` table's columns after `sample_id`, in the order a reader needs them."""
+LEVEL = 1
+_HEADER = struct.Struct("<6I")  # named (0/1), then the lengths of pack_strings' five parts
+
+
+def _shuffle(items: np.ndarray) -> bytes:
+    """4-byte little-endian items as four planes: every item's byte 0, then every byte 1, ..."""
+    return np.ascontiguousarray(items).view(np.uint8).reshape(-1, 4).T.tobytes()
+
+
+def _unshuffle(blob: bytes, count: int) -> np.ndarray:
+    return np.frombuffer(blob, np.uint8).reshape(4, count).T.copy().view("<u4").reshape(count)
+
+
+def pack_detail(ids: np.ndarray, logprobs: np.ndarray, top_ids: np.ndarray, top_logprobs: np.ndarray) -> bytes:
+    """The top-k ids and the chosen logprobs, packed against the ids and top-k logprobs stored raw."""
+    n, k = top_ids.shape
+    top = top_ids.astype("<i4").view("<u4").copy()
+    chosen = logprobs.astype("<f4").view("<u4").copy()
+    if k:
+        top[:, 0] ^= ids.astype("<i4").view("<u4")
+        chosen ^= top_logprobs[:, 0].astype("<f4").view("<u4")
+    return zlib.compress(_shuffle(np.concatenate([top.reshape(-1), chosen])), LEVEL)
+
+
+def unpack_detail(blob: bytes, ids: np.ndarray, top_logprobs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(top_ids int64 [n, k], logprobs float32 [n]) from `pack_detail`'s bytes."""
+    n, k = top_logprobs.shape
+    items = _unshuffle(zlib.decompress(blob), n * k + n)
+    top = items[: n * k].reshape(n, k).copy()
+    chosen = items[n * k :].copy()
+    if k:
+        top[:, 0] ^= ids.astype("<i4").view("<u4")
+        chosen ^= top_logprobs[:, 0].astype("<f4").view("<u4")
+    return top.view("<i4").astype(np.int64), chosen.view("<f4").astype(np.float32)
+
+
+_ASCII_ENCODER = json.JSONEncoder(separators=(",", ":"))  # escapes what UTF-8 cannot hold (lone surrogates)
+
+
+def dumps_strings(value: list[str] | list[list[str]]) -> str:
+    """Token strings as compact JSON, ~10x faster than json: orjson for text UTF-8 can hold.
+
+    A lone surrogate (half of a character split across byte-level tokens) is not UTF-8: orjson refuses
+    it and SQLite could not store it, so such lists are written with \\u escapes, which read back the same.
+    """
+    try:
+        return orjson.dumps(value).decode("utf-8")
+    except TypeError:  # orjson.JSONEncodeError is a TypeError
+        return _ASCII_ENCODER.encode(value)
+
+
+def _names_by_id(top_ids: np.ndarray, top_pieces: list[list[str]]) -> tuple[np.ndarray, list[str]] | None:
+    """(ids, their one name each) when every top-k entry's string is its id's, the same wherever it appears.
+
+    Then the top-k strings need no storing beyond one name per distinct id: the
+    top-k ids say which. An engine that names alternatives without ids (-1
+    standing for many strings), or rows shorter than k, keep the strings as they are.
+    """
+    n, k = top_ids.shape
+    if not n or not k or len(top_pieces) != n or set(map(len, top_pieces)) != {k}:
+        return None
+    flat = list(chain.from_iterable(top_pieces))
+    keys = top_ids.reshape(-1).tolist()
+    name_of = dict(zip(keys, flat))  # the last string seen for each id...
+    if list(map(name_of.__getitem__, keys)) != flat:  # ...is every string seen for it
+        return None
+    ids = np.fromiter(name_of, np.int64, len(name_of))
+    order = np.argsort(ids, kind="stable")  # ids in order pack tighter
+    names = list(name_of.values())
+    return ids[order], [names[i] for i in order.tolist()]
+
+
+def _raw_apart(pieces: list[str], raw: list[bytes | None]) -> tuple[bytes, np.ndarray]:
+    """The exact bytes of the tokens whose bytes are not their piece's UTF-8 (length -2 marks the others)."""
+    if len(raw) != len(pieces):  # bytes without pieces to compare with: all kept
+        return b"".join(b for b in raw if b is not None), np.array([-1 if b is None else len(b) for b in raw], "<i4")
+    lens = np.empty(len(raw), "<i4")
+    kept = []
+    for i, (piece, chunk) in enumerate(zip(pieces, raw)):
+        if chunk is None:
+            lens[i] = -1
+            continue
+        try:
+            same = piece.encode("utf-8") == chunk
+        except UnicodeEncodeError:  # a lone surrogate: the bytes say what the piece cannot
+            same = False
+        if same:
+            lens[i] = -2
+        else:
+            lens[i] = len(chunk)
+            kept.append(chunk)
+    return b"".join(kept), lens
+
+
+def pack_strings(trace: TokenTrace) -> bytes:
+    """Every token string of a trace, packed: pieces as JSON, top-k strings as one name per distinct id where
+    that holds them exactly (else as JSON), and only the exact bytes that differ from their piece's UTF-8."""
+    named = _names_by_id(trace.top_ids, trace.top_pieces)
+    name_ids, top = (
+        (b"", dumps_strings(trace.top_pieces))
+        if named is None
+        else (
+            named[0].astype("<i4").tobytes(),
+            dumps_strings(named[1]),
+        )
+    )
+    raw, lens = _raw_apart(trace.pieces, trace.raw)
+    parts = (dumps_strings(trace.pieces).encode("utf-8"), top.encode("utf-8"), name_ids, raw, lens.tobytes())
+    header = _HEADER.pack(int(named is not None), *map(len, parts))
+    return zlib.compress(header + b"".join(parts), LEVEL)
+
+
+def unpack_strings(
+    blob: bytes, top_ids: np.ndarray, *, top: bool = True
+) -> tuple[list[str], list[bytes | None], list[list[str]]]:
+    """(pieces, raw, top_pieces) from `pack_strings`' bytes; `top=False` skips the top-k strings and raw bytes."""
+    data = zlib.decompress(blob)
+    named, *lengths = _HEADER.unpack_from(data)
+    parts, offset = [], _HEADER.size
+    for length in lengths:
+        parts.append(data[offset : offset + length])
+        offset += length
+    pieces_json, top_json, name_ids, raw_blob, lens_bytes = parts
+    pieces: list[str] = json.loads(pieces_json)
+    if not top:
+        return pieces, [], []
+    raw = _raw_back(pieces, raw_blob, np.frombuffer(lens_bytes, "<i4"))
+    if not named:
+        return pieces, raw, json.loads(top_json)
+    names = np.empty(len(name_ids) // 4, dtype=object)
+    names[:] = json.loads(top_json)
+    return pieces, raw, names[np.searchsorted(np.frombuffer(name_ids, "<i4"), top_ids)].tolist()
+
+
+def _raw_back(pieces: list[str], blob: bytes, lens: np.ndarray) -> list[bytes | None]:
+    """`_raw_apart` undone: each piece's UTF-8 where marked -2, None where -1, else the next bytes kept."""
+    if len(lens) == len(pieces) and (lens == -2).all():
+        return [piece.encode("utf-8") for piece in pieces]
+    raw: list[bytes | None] = []
+    at = 0
+    for i, length in enumerate(lens.tolist()):
+        if length == -2:
+            raw.append(pieces[i].encode("utf-8"))
+        elif length < 0:
+            raw.append(None)
+        else:
+            raw.append(blob[at : at + length])
+            at += length
+    return raw
+
+
+class StoredTrace(TokenTrace):
+    """A token trace read with its ids only; its other columns are read from the store when first used.
+
+    What a comparison reads of most samples is their ids; a sample's top-k
+    logprobs are read for the baseline's resolution, and its packed detail
+    (top-k ids, chosen logprobs) only where it diverges.  `fetch(column)`
+    reads one `tokens` column of this sample.
+    """
+
+    def __init__(self, ids: np.ndarray, k: int, fetch: Callable[[str], bytes]):
+        self.ids = ids
+        self._k = k
+        self._fetch = fetch
+        self._top_logprobs: np.ndarray | None = None
+        self._detail: tuple[np.ndarray, np.ndarray] | None = None
+
+    def _unpacked(self) -> tuple[np.ndarray, np.ndarray]:
+        if self._detail is None:
+            self._detail = unpack_detail(self._fetch("detail"), self.ids, self.top_logprobs)
+        return self._detail
+
+    @property
+    def top_logprobs(self) -> np.ndarray:
+        if self._top_logprobs is None:
+            self._top_logprobs = (
+                np.frombuffer(self._fetch("top_logprobs"), "<f4").reshape(len(self.ids), self._k).copy()
+            )
+        return self._top_logprobs
+
+    @top_logprobs.setter
+    def top_logprobs(self, value: np.ndarray) -> None:
+        self._top_logprobs = value
+
+    @property
+    def top_ids(self) -> np.ndarray:
+        return self._unpacked()[0]
+
+    @top_ids.setter
+    def top_ids(self, value: np.ndarray) -> None:
+        self._detail = (value, self._unpacked()[1])
+
+    @property
+    def logprobs(self) -> np.ndarray:
+        return self._unpacked()[1]
+
+    @logprobs.setter
+    def logprobs(self, value: np.ndarray) -> None:
+        self._detail = (self._unpacked()[0], value)
+
+    @property
+    def pieces(self) -> list[str]:
+        return []  # read without strings: ids suffice (as `strings="none"` reads any store)
+
+    @pieces.setter
+    def pieces(self, value: list[str]) -> None:
+        raise AttributeError("a StoredTrace is read without strings")
+
+    @property
+    def raw(self) -> list[bytes | None]:
+        return []
+
+    @raw.setter
+    def raw(self, value: list[bytes | None]) -> None:
+        raise AttributeError("a StoredTrace is read without strings")
+
+    @property
+    def top_pieces(self) -> list[list[str]]:
+        return []
+
+    @top_pieces.setter
+    def top_pieces(self, value: list[list[str]]) -> None:
+        raise AttributeError("a StoredTrace is read without strings")

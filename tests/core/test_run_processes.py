@@ -41,6 +41,12 @@ def _wait_for(condition: Callable[[], bool], proc: subprocess.Popen, timeout: fl
         time.sleep(0.01)
 
 
+def _slow_down(fake_server: FakeServer, delay_s: float = 0.5) -> None:
+    """Once the run is under way, keep it under way: the step that follows must meet a live run, whatever
+    the machine's load (at 0.02 s per answer the whole run takes about 2.4 s)."""
+    fake_server.state.delay_s = delay_s
+
+
 def _folder(tmp_path: Path) -> Path:
     return next((tmp_path / "runs" / "base" / "echo").iterdir())
 
@@ -56,8 +62,10 @@ def test_a_second_run_of_the_same_target_and_task_is_refused_naming_the_first_an
 ) -> None:
     first = subprocess.Popen(_cli(slow_project), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     _wait_for(lambda: fake_server.state.total >= 10, first)
+    _slow_down(fake_server)
     second = subprocess.run(_cli(slow_project), capture_output=True, text=True, timeout=60)
     assert first.poll() is None, "the first run ended before the second was tried"
+    _slow_down(fake_server, 0.0)
     assert second.returncode == 5, second.stderr
     assert f"is being written by process {first.pid} (" in second.stderr
     assert "-m evalsuite run base" in second.stderr and "Traceback" not in second.stderr
@@ -75,6 +83,7 @@ def test_grading_a_run_while_it_is_being_generated_is_refused(
 ) -> None:
     first = subprocess.Popen(_cli(slow_project), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     _wait_for(lambda: fake_server.state.total >= 10, first)
+    _slow_down(fake_server)
     grade = subprocess.run(_cli(slow_project, str(_folder(tmp_path)), command="grade"), capture_output=True, text=True)
     first.send_signal(signal.SIGTERM)
     first.communicate(timeout=60)
@@ -136,6 +145,7 @@ def test_a_signal_mid_run_keeps_every_finished_sample_and_the_rerun_asks_only_th
 ) -> None:
     proc = subprocess.Popen(_cli(slow_project), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     _wait_for(lambda: fake_server.state.total >= 40, proc)
+    _slow_down(fake_server)
     proc.send_signal(sig)
     sent = time.time()
     _, err = proc.communicate(timeout=30)
@@ -153,6 +163,7 @@ def test_a_signal_mid_run_keeps_every_finished_sample_and_the_rerun_asks_only_th
     assert len(asked_before) - len(stored) <= 2, "more samples were in flight than the concurrency allows"
     fake_server.state.requests.clear()
 
+    _slow_down(fake_server, 0.0)
     done = subprocess.run(_cli(slow_project), capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     asked_after = fake_server.state.requests

@@ -8,8 +8,12 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from evalsuite.errors import EvalsuiteError
+
+if TYPE_CHECKING:
+    from evalsuite.rig.dflash_graph import Acceptance
 
 DESCRIPTION = """\
 The reference rig: a real llama-server, built from the llama.cpp sources vendored
@@ -45,6 +49,8 @@ def _cmd_models(args: argparse.Namespace) -> int:
 
     if args.train_dflash:
         return _train_dflash(args)
+    if args.train_smollm2_dflash:
+        return _train_smollm2_dflash(args)
     if args.retrain:
         out = Path(args.out) if args.out else rig_paths().models_dir / "rig-learned.rebuilt.gguf"
         digest = retrain(out, _print)
@@ -77,21 +83,47 @@ def _train_dflash(args: argparse.Namespace) -> int:
 
     out = Path(args.out) if args.out else rig_paths().models_dir / "rig-learned-dflash.rebuilt.gguf"
     digest, acc = retrain_learned_dflash(out, _print)
+    return _install_drafter(args, out, digest, acc, LEARNED_DFLASH, "Replayed server loop")
+
+
+def _install_drafter(
+    args: argparse.Namespace, out: Path, digest: str, acc: Acceptance, committed: Path, what: str
+) -> int:
+    """Say what a trained drafter accepts; with --update-checksum make it the committed file, else
+    compare it with the committed one (exit 1 when it differs)."""
     rate = acc.accepted / max(acc.drafted, 1)
     _print(
-        f"Replayed server loop: {acc.accepted}/{acc.drafted} drafted tokens accepted ({rate:.1%}), "
+        f"{what}: {acc.accepted}/{acc.drafted} drafted tokens accepted ({rate:.1%}), "
         f"{(acc.accepted + acc.steps) / max(acc.steps, 1):.2f} tokens per verification."
     )
-    sidecar = LEARNED_DFLASH.with_name(LEARNED_DFLASH.name + ".sha256")
+    sidecar = committed.with_name(committed.name + ".sha256")
     if args.update_checksum:
-        out.replace(LEARNED_DFLASH)
-        sidecar.write_text(f"{digest}  {LEARNED_DFLASH.name}\n")
-        _print(f"Wrote {LEARNED_DFLASH} and its checksum {digest}.")
+        out.replace(committed)
+        sidecar.write_text(f"{digest}  {committed.name}\n")
+        _print(f"Wrote {committed} and its checksum {digest}.")
         return 0
     expected = sidecar.read_text().split()[0] if sidecar.is_file() else None
     same = "matches" if digest == expected else f"differs from the committed {expected}"
     _print(f"Trained {out}: sha256 {digest} {same} (use --update-checksum to replace the committed drafter).")
     return 0 if digest == expected else 1
+
+
+def _train_smollm2_dflash(args: argparse.Namespace) -> int:
+    from evalsuite.rig.build import rig_paths
+    from evalsuite.errors import DatasetError
+    from evalsuite.rig.learned import sha256_of
+    from evalsuite.rig.smollm2 import SMOLLM2_DFLASH
+    from evalsuite.rig.smollm2_dflash import train_smollm2_dflash
+
+    data = Path(args.gsm8k_train)
+    if not data.is_file():
+        raise DatasetError(
+            f"GSM8K's train split is not at {data}: pass --gsm8k-train FILE, a JSONL file with one "
+            "{'question', 'answer'} object per line (openai/gsm8k, config main, split train)."
+        )
+    out = Path(args.out) if args.out else rig_paths().models_dir / "smollm2-dflash.rebuilt.gguf"
+    acc = train_smollm2_dflash(out, rig_paths().home / "smollm2-dflash-data", data, progress=_print)
+    return _install_drafter(args, out, sha256_of(out), acc, SMOLLM2_DFLASH, "Held-out questions, replayed server loop")
 
 
 def _cmd_vllm(args: argparse.Namespace) -> int:
@@ -186,7 +218,8 @@ def build_parser() -> argparse.ArgumentParser:
         "model's checksum.\n\nexamples:\n  evalsuite rig models\n"
         "  evalsuite rig models --retrain          # minutes; needs torch (CPU)\n"
         "  evalsuite rig models --retrain --update-checksum\n"
-        "  evalsuite rig models --train-dflash --update-checksum",
+        "  evalsuite rig models --train-dflash --update-checksum\n"
+        "  evalsuite rig models --train-smollm2-dflash   # about an hour on two cores; needs torch",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--retrain", action="store_true", help="retrain the learned model and compare its checksum")
@@ -197,9 +230,20 @@ def build_parser() -> argparse.ArgumentParser:
         help="train the DFlash drafter against the learned model (minutes; needs torch)",
     )
     p.add_argument(
+        "--train-smollm2-dflash",
+        action="store_true",
+        help="generate SmolLM2's answers to GSM8K train questions and train its DFlash drafter on them "
+        "(resumable; needs torch)",
+    )
+    p.add_argument(
+        "--gsm8k-train",
+        default="../shared/data/gsm8k/train.jsonl",
+        help="GSM8K's train split as JSONL, for --train-smollm2-dflash (default: %(default)s)",
+    )
+    p.add_argument(
         "--update-checksum",
         action="store_true",
-        help="with --retrain or --train-dflash: replace the committed file and its recorded checksum",
+        help="with --retrain or a --train-* option: replace the committed file and its recorded checksum",
     )
     p.set_defaults(func=_cmd_models)
     p = sub.add_parser(

@@ -57,7 +57,7 @@ class DraftExample:
     start: int
 
 
-def _init(dshape: DrafterShape, n_inp: int, gen: object) -> dict[str, Any]:  # torch tensors (torch is optional)
+def init_drafter(dshape: DrafterShape, n_inp: int, gen: object) -> dict[str, Any]:  # torch (optional) tensors
     torch = require_torch()
     d, hd, ff = dshape.n_embd, dshape.head_dim, dshape.n_ff
 
@@ -131,7 +131,7 @@ def train_drafter(
         n_draft=config.n_draft,
         target_layers=tuple(config.target_layers),
     )
-    params = _init(dshape, int(features[0].shape[1]), gen)
+    params = init_drafter(dshape, int(features[0].shape[1]), gen)
     optim = torch.optim.Adam(params.values(), lr=config.lr)
 
     batches = []

@@ -1,0 +1,330 @@
+"""A DFlash drafter for SmolLM2-135M-Instruct, trained on prompts the evaluated tasks never contain.
+
+The data are SmolLM2's own greedy answers to GSM8K *train* questions (never
+in GSM8K test, MATH-500 or LiveCodeBench), each asked twice: with the gsm8k
+prompt and with the math500 prompt (the question as the problem), so the
+drafter sees both answer styles the evals ask for.  Prompts are built by the
+suite's own task templates and tokenized by llama-server, exactly as `eval`
+sends them; the answers and the target features come from one batched torch
+pass over the GGUF's weights (`llama_torch`).  Generation is stored in
+chunks, so an interrupted build resumes where it stopped.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from evalsuite.rig.dflash_graph import Acceptance, DrafterShape, block_logits, require_torch, simulate_acceptance
+from evalsuite.rig.dflash_train import init_drafter
+
+TARGET_LAYERS = (1, 8, 15, 22, 29)
+"""Inputs of five SmolLM2 blocks, evenly spread from the first to the last (DFlash's recipe)."""
+MAX_TOKENS = 256
+"""The SmolLM2 targets' cap in evalsuite.toml: drafts past it are never verified."""
+PROMPT_TASKS = ("gsm8k", "math500")
+EOG_IDS = frozenset({0, 2})  # <|endoftext|>, <|im_end|>
+MASK_TOKEN, MASK_ID = "<|im_start|>", 1
+"""Opens every turn of a prompt and never appears inside an answer, so it is never an anchor."""
+
+
+def train_questions(path: Path, start: int, count: int) -> list[dict[str, Any]]:
+    """GSM8K train rows `start .. start + count` (file order), as rows both prompt templates can render."""
+    with path.open(encoding="utf-8") as fh:
+        rows = [json.loads(line) for line in fh][start : start + count]
+    return [
+        dict(row, problem=row["question"], unique_id=f"gsm8k-train-{start + i}", subject="train", level=0)
+        for i, row in enumerate(rows)
+    ]
+
+
+def prompt_messages(rows: Sequence[dict[str, Any]]) -> list[list[dict[str, str]]]:
+    """Each row's chat messages under every prompt template of `PROMPT_TASKS`, rows first."""
+    from evalsuite.tasks.build import build_samples
+    from evalsuite.tasks.packaged import packaged_tasks
+    from evalsuite.tasks.spec import load_task_spec
+
+    per_task = [
+        build_samples(load_task_spec(packaged_tasks() / f"{task}.yaml"), list(rows), source="gsm8k train")
+        for task in PROMPT_TASKS
+    ]
+    return [list(samples[i].messages) for i in range(len(rows)) for samples in per_task]
+
+
+def tokenize(base_url: str, messages: Sequence[list[dict[str, str]]]) -> list[list[int]]:
+    """Prompt ids as llama-server's chat endpoint builds them (its template, special tokens parsed)."""
+    import httpx
+
+    out = []
+    with httpx.Client(base_url=base_url, timeout=120.0) as client:
+        for msgs in messages:
+            prompt = client.post("/apply-template", json={"messages": msgs}).json()["prompt"]
+            reply = client.post("/tokenize", json={"content": prompt, "add_special": True, "parse_special": True})
+            out.append(list(reply.json()["tokens"]))
+    return out
+
+
+def generate_chunks(
+    target_path: Path,
+    prompts: Sequence[list[int]],
+    out_dir: Path,
+    chunk: int = 256,
+    slots: int = 64,
+    progress: Callable[[str], None] = print,
+) -> list[Path]:
+    """Greedy answers and features for `prompts`, one file per `chunk` of them (kept between runs)."""
+    torch = require_torch()
+    from evalsuite.rig.llama_torch import LlamaTarget, read_llama
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    target: LlamaTarget | None = None
+    paths = []
+    for first in range(0, len(prompts), chunk):
+        last = min(first + chunk, len(prompts))
+        path = out_dir / f"chunk-{first:06d}-{last:06d}.pt"
+        paths.append(path)
+        if path.is_file():
+            continue
+        if target is None:
+            target = LlamaTarget(*read_llama(target_path))
+        progress(f"  generating answers to prompts {first}..{last - 1} of {len(prompts)}")
+        seqs = target.greedy(prompts[first:last], TARGET_LAYERS, MAX_TOKENS, EOG_IDS, slots, progress)
+        partial = path.with_suffix(".partial")
+        torch.save([(s.tokens, s.start, s.features) for s in seqs], partial)
+        partial.replace(path)
+    return paths
+
+
+@dataclass(frozen=True)
+class SmolDFlashConfig:
+    """The drafter's size and its optimisation; the committed checksum depends on them."""
+
+    n_layer: int = 2
+    n_head: int = 9
+    n_ff: int = 768
+    n_draft: int = 4
+    epochs: int = 6
+    anchors: int = 48
+    """Anchors sampled per sequence and step (DFlash trains on random anchors, not every position)."""
+    negatives: int = 4096
+    """Tokens absent from the data scored per step (a fresh sample each time)."""
+    lr: float = 1e-3
+    warmup: float = 0.05
+    """Share of the steps over which the learning rate ramps up."""
+    decay: float = 4.0
+    """Position k of a block weighs exp(-(k-1)/decay) in the loss: early drafts decide acceptance."""
+    held_out: int = 20
+    """Every `held_out`-th question (both its prompts) is kept out of training to judge the drafter."""
+    seed: int = 0
+    threads: int = 2
+
+
+@dataclass
+class Sequences:
+    """Greedy target sequences with their features (float16), as `generate_chunks` stores them."""
+
+    tokens: list[list[int]]
+    starts: list[int]
+    features: list[Any]
+
+    @classmethod
+    def load(cls, paths: Sequence[Path]) -> Sequences:
+        torch = require_torch()
+        out = cls([], [], [])
+        for path in paths:
+            for tokens, start, feats in torch.load(path):
+                out.tokens.append(tokens)
+                out.starts.append(start)
+                out.features.append(feats)
+        return out
+
+    def split(self, every: int) -> tuple[Sequences, Sequences]:
+        """(train, held out): question q (prompts 2q and 2q + 1) is held out when q % every == every - 1."""
+        parts: tuple[Sequences, Sequences] = (Sequences([], [], []), Sequences([], [], []))
+        for i, (t, s, f) in enumerate(zip(self.tokens, self.starts, self.features)):
+            part = parts[int((i // len(PROMPT_TASKS)) % every == every - 1)]
+            part.tokens.append(t)
+            part.starts.append(s)
+            part.features.append(f)
+        return parts
+
+
+def replay(params: dict[str, Any], dshape: Any, data: Sequences, embd: Any) -> Acceptance:
+    """llama-server's greedy draft/verify loop over `data`, drafting with the full vocabulary."""
+    runs = [
+        simulate_acceptance(params, dshape, f.float(), t, s, MASK_ID, embd, embd, None, EOG_IDS)
+        for t, s, f in zip(data.tokens, data.starts, data.features)
+    ]
+    return Acceptance(sum(r.steps for r in runs), sum(r.drafted for r in runs), sum(r.accepted for r in runs))
+
+
+def train_smol_drafter(
+    train: Sequences,
+    held: Sequences,
+    embd_array: Any,
+    output_norm: Any,
+    config: SmolDFlashConfig = SmolDFlashConfig(),
+    progress: Callable[[str], None] = print,
+) -> tuple[dict[str, Any], Acceptance]:
+    """Fit the drafter on `train`; return its float32 tensors and its replayed acceptance on `held`.
+
+    The head during training scores the tokens the data contain and a fresh
+    random sample of the others (their logits weighted up to stand for all of
+    them, as in sampled softmax): far cheaper than the whole vocabulary, while
+    every token the server may draft is pushed down now and then.  The replay
+    drafts over the whole vocabulary, as the server does.
+    """
+    torch = require_torch()
+    torch.manual_seed(config.seed)
+    torch.set_num_threads(config.threads)
+    gen = torch.Generator().manual_seed(config.seed)
+    rng = np.random.default_rng(config.seed)
+    embd = torch.from_numpy(np.ascontiguousarray(embd_array, dtype=np.float32))
+    mask_id = MASK_ID
+    used = torch.tensor(sorted({t for seq in train.tokens for t in seq} | {mask_id}))
+    local = torch.full((embd.shape[0],), -100, dtype=torch.long)
+    local[used] = torch.arange(len(used))
+    unused = torch.nonzero(local < 0).flatten()
+    n_neg = min(config.negatives, len(unused))
+    neg_weight = math.log(len(unused) / max(n_neg, 1))
+    dshape = DrafterShape(
+        n_embd=embd.shape[1],
+        n_layer=config.n_layer,
+        n_head=config.n_head,
+        n_ff=config.n_ff,
+        n_draft=config.n_draft,
+        target_layers=TARGET_LAYERS,
+    )
+    params = init_drafter(dshape, int(train.features[0].shape[1]), gen)
+    with torch.no_grad():  # start from the scale the shared head was trained for
+        params["output_norm.weight"].copy_(torch.from_numpy(np.asarray(output_norm, dtype=np.float32)))
+    optim = torch.optim.Adam(params.values(), lr=config.lr)
+    weights = torch.exp(-torch.arange(config.n_draft, dtype=torch.float32) / config.decay)
+    total_steps, step = config.epochs * len(train.tokens), 0
+    best: tuple[float, dict[str, Any], Acceptance] | None = None
+    for epoch in range(1, config.epochs + 1):
+        losses = []
+        for i in rng.permutation(len(train.tokens)):
+            step += 1
+            frac = step / total_steps
+            lr = config.lr * min(1.0, frac / config.warmup) * (0.55 + 0.45 * math.cos(math.pi * frac))
+            for group in optim.param_groups:
+                group["lr"] = lr
+            ids = torch.tensor(train.tokens[i])
+            all_anchors = np.arange(train.starts[i], len(ids) - 1)
+            pick = rng.choice(all_anchors, size=min(config.anchors, len(all_anchors)), replace=False)
+            anchors = torch.from_numpy(np.sort(pick))
+            block = torch.full((len(anchors), dshape.block_size), mask_id)
+            block[:, 0] = ids[anchors]
+            where = anchors[:, None] + torch.arange(1, dshape.block_size)[None, :]
+            target = torch.full(where.shape, -100)
+            ok = where < len(ids)
+            target[ok] = local[ids[where[ok]]]
+            rows = torch.cat([used, unused[torch.randint(len(unused), (n_neg,), generator=gen)]])
+            logits = block_logits(params, dshape, train.features[i].float(), block, anchors, embd, embd[rows])[:, 1:]
+            logits = torch.cat([logits[..., : len(used)], logits[..., len(used) :] + neg_weight], dim=-1)
+            nll = torch.nn.functional.cross_entropy(
+                logits.reshape(-1, logits.shape[-1]), target.reshape(-1), reduction="none"
+            ).view(target.shape)
+            w = weights[None, :] * (target >= 0)
+            loss = (nll * w).sum() / w.sum()
+            optim.zero_grad()
+            loss.backward()
+            optim.step()
+            losses.append(float(loss.detach()))
+        result = replay(params, dshape, held, embd)
+        rate = result.accepted / max(result.drafted, 1)
+        tau = (result.accepted + result.steps) / max(result.steps, 1)
+        progress(
+            f"  epoch {epoch}: loss {np.mean(losses):.3f}, held-out replayed acceptance {rate:.1%}, "
+            f"tokens per verification {tau:.2f}"
+        )
+        if best is None or rate > best[0]:
+            best = (rate, {k: p.detach().clone() for k, p in params.items()}, result)
+    assert best is not None
+    return {k: v.numpy().astype(np.float32) for k, v in best[1].items()}, best[2]
+
+
+def write_smol_drafter(
+    out: Path, arrays: dict[str, np.ndarray], config: SmolDFlashConfig, target: Path, n_vocab: int
+) -> None:
+    """The drafter as `src/models/dflash.cpp` loads it: f16 matrices, SmolLM2's tokenizer, no embeddings or head."""
+    from evalsuite.rig.gguf_file import Shape, Tensors, write_gguf
+
+    tensors = Tensors()
+    for name, array in arrays.items():
+        tensors.add(name, array, "F16" if array.ndim == 2 else "F32")
+    shape = Shape(
+        n_vocab=n_vocab,
+        n_embd=arrays["fc.weight"].shape[0],
+        n_layer=config.n_layer,
+        n_head=config.n_head,
+        n_head_kv=config.n_head,
+        n_ff=config.n_ff,
+        n_ctx=8192,
+    )
+    write_gguf(
+        out,
+        arch="dflash",
+        name="smollm2-135m-instruct-dflash",
+        shape=shape,
+        tensors=tensors,
+        vocab=target,
+        extra={
+            "dflash.block_size": config.n_draft + 1,
+            "dflash.target_layers": [int(x) for x in TARGET_LAYERS],
+            "tokenizer.ggml.mask_token_id": MASK_ID,
+        },
+    )
+
+
+GSM8K_TRAIN_QUESTIONS = 768
+"""Questions used (file order), 1,536 prompts: what they cost and give is in docs/rig.md."""
+
+
+def train_smollm2_dflash(
+    out: Path,
+    work: Path,
+    gsm8k_train: Path,
+    questions: int = GSM8K_TRAIN_QUESTIONS,
+    config: SmolDFlashConfig = SmolDFlashConfig(),
+    progress: Callable[[str], None] = print,
+) -> Acceptance:
+    """Generate the data into `work` (resumable), train, and write the drafter to `out`.
+
+    Returns the replayed acceptance on the held-out questions.
+    """
+    torch = require_torch()
+    from evalsuite.rig.assets import ensure_assets
+    from evalsuite.rig.launcher import serve_with_assets
+    from evalsuite.rig.llama_torch import read_llama
+
+    torch.set_num_threads(config.threads)
+    assets = ensure_assets(progress, include_learned=False, include_smollm2=True)
+    target = assets.models["smollm2"]
+    prompts_file = work / f"prompts-{questions}.json"
+    if not prompts_file.is_file():
+        messages = prompt_messages(train_questions(gsm8k_train, 0, questions))
+        progress(f"Tokenizing {len(messages)} prompts with llama-server.")
+        with serve_with_assets(["smollm2-baseline"], assets, threads=1) as servers:
+            ids = tokenize(servers["smollm2-baseline"].base_url, messages)
+        work.mkdir(parents=True, exist_ok=True)
+        prompts_file.write_text(json.dumps(ids))
+    prompts = json.loads(prompts_file.read_text())
+    progress(f"Generating SmolLM2's greedy answers to {len(prompts)} prompts (resumable, in {work}).")
+    chunks = generate_chunks(target, prompts, work / "chunks", progress=progress)
+    train, held = Sequences.load(chunks).split(config.held_out)
+    n_tokens = sum(len(t) - s for t, s in zip(train.tokens, train.starts))
+    progress(f"Training on {len(train.tokens)} sequences ({n_tokens} generated tokens); {len(held.tokens)} held out.")
+    shape, arrays = read_llama(target)
+    weights, acceptance = train_smol_drafter(
+        train, held, arrays["token_embd.weight"], arrays["output_norm.weight"], config, progress
+    )
+    write_smol_drafter(out, weights, config, target, shape.n_vocab)
+    return acceptance

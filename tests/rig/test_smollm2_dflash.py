@@ -1,0 +1,102 @@
+"""SmolLM2's DFlash drafter: its training data never touch an evaluated prompt, and the torch target
+it is trained against is SmolLM2 as llama-server runs it."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from projects import shared_data_dir
+
+from evalsuite.rig.smollm2_dflash import (
+    PROMPT_TASKS,
+    TARGET_LAYERS,
+    Sequences,
+    prompt_messages,
+    train_questions,
+)
+from evalsuite.tasks.build import packaged_fixture
+
+
+def _rows(tmp_path: Path, n: int) -> Path:
+    path = tmp_path / "train.jsonl"
+    path.write_text("".join(json.dumps({"question": f"q{i}?", "answer": f"#### {i}"}) + "\n" for i in range(n)))
+    return path
+
+
+def test_each_question_is_asked_with_every_prompt_template_in_order(tmp_path: Path) -> None:
+    rows = train_questions(_rows(tmp_path, 5), 1, 3)
+    assert [r["question"] for r in rows] == ["q1?", "q2?", "q3?"]
+    messages = prompt_messages(rows)
+    assert len(messages) == 3 * len(PROMPT_TASKS)
+    fixtures = {task: packaged_fixture(task)[1][0].messages[-1]["content"] for task in PROMPT_TASKS}
+    for i, msgs in enumerate(messages):
+        question, task = rows[i // len(PROMPT_TASKS)]["question"], PROMPT_TASKS[i % len(PROMPT_TASKS)]
+        text = msgs[-1]["content"]
+        assert text.endswith(question)
+        # the task's own instructions, exactly as `eval` sends them
+        assert text[: -len(question)] == fixtures[task][: len(text) - len(question)]
+
+
+def test_held_out_questions_keep_both_their_prompts_out_of_training() -> None:
+    n = 2 * 10
+    data = Sequences([[i] for i in range(n)], [0] * n, [None] * n)
+    train, held = data.split(5)
+    assert [t[0] for t in held.tokens] == [8, 9, 18, 19]  # questions 4 and 9, both prompts each
+    assert sorted(t[0] for t in train.tokens + held.tokens) == list(range(n))
+
+
+def test_training_questions_are_not_evaluated_prompts() -> None:
+    shared = shared_data_dir()
+    if not (shared / "gsm8k" / "train.jsonl").is_file():
+        pytest.skip(f"GSM8K's train split is not in {shared}")
+    train = {json.loads(line)["question"] for line in (shared / "gsm8k" / "train.jsonl").open()}
+    for task in ("gsm8k", "math500", "livecodebench"):
+        for sample in packaged_fixture(task)[1]:
+            assert not any(q in sample.messages[-1]["content"] for q in train if len(q) > 40), sample.id
+    test = {json.loads(line)["question"] for line in (shared / "gsm8k" / "test.jsonl").open()}
+    assert not train & test
+
+
+@pytest.mark.rig
+def test_torch_target_decodes_what_llama_server_decodes(
+    rig_chat: Callable[..., dict[str, Any]], tmp_path: Path
+) -> None:
+    """The features a drafter learns from come from this forward pass, so its greedy tokens must be
+    llama-server's (a few near-ties aside: llama.cpp rounds activations to 8 bits for Q4_1 products)."""
+    torch = pytest.importorskip("torch")
+    from evalsuite.rig.assets import ensure_assets
+    from evalsuite.rig.launcher import serve_with_assets
+    from evalsuite.rig.llama_torch import LlamaTarget, read_llama
+    from evalsuite.rig.smollm2_dflash import EOG_IDS, tokenize
+
+    torch.set_num_threads(1)
+    assets = ensure_assets(lambda _m: None, include_smollm2=True)
+    messages = [list(s.messages) for s in packaged_fixture("gsm8k")[1][:3]]
+    with serve_with_assets(["smollm2-baseline"], assets, log_dir=tmp_path, threads=1) as servers:
+        url = servers["smollm2-baseline"].base_url
+        prompts = tokenize(url, messages)
+        served = [
+            [t["id"] for t in rig_chat(url, m[-1]["content"], 24)["choices"][0]["logprobs"]["content"]]
+            for m in messages
+        ]
+    target = LlamaTarget(*read_llama(assets.models["smollm2"]))
+    seqs = target.greedy(prompts, TARGET_LAYERS, 24, EOG_IDS, slots=2)
+    same = [s.tokens[s.start :][:8] == ids[:8] for s, ids in zip(seqs, served)]
+    assert sum(same) >= 2, [(s.tokens[s.start :], ids) for s, ids in zip(seqs, served)]
+    for s in seqs:
+        assert s.features.shape == (len(s.tokens) - 1, len(TARGET_LAYERS) * target.shape.n_embd)
+
+
+def test_training_without_the_train_split_says_where_it_looked(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from evalsuite.cli import main
+
+    missing = tmp_path / "nowhere" / "train.jsonl"
+    assert main(["rig", "models", "--train-smollm2-dflash", "--gsm8k-train", str(missing)]) == 2
+    err = capsys.readouterr().err
+    assert str(missing) in err and "--gsm8k-train" in err and "Traceback" not in err

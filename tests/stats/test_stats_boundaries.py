@@ -1,0 +1,61 @@
+"""The statistics exactly at their boundaries: a margin equal to an interval end, a capped Holm p, n = 1 and 2.
+
+References: the recipe's open interval (-delta, +delta), statsmodels' Holm,
+and arithmetic by hand.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy.stats import norm
+from statsmodels.stats.multitest import multipletests
+
+from evalsuite.stats import (
+    PairedCounts,
+    holm_adjust,
+    item_means,
+    miller_se,
+    min_detectable_difference,
+    tango_interval,
+    tost_tango,
+)
+
+
+def test_tost_needs_the_interval_strictly_inside_the_margin() -> None:
+    # More items only the baseline got right: the 90 % interval reaches down to about -1.9 points.
+    lower = PairedCounts(400, 5, 1, 94)
+    iv = tango_interval(lower, 0.90)
+    assert iv.low == pytest.approx(-0.0186, abs=1e-4) and 0 < iv.high < 0.001
+    assert not tost_tango(lower, -iv.low).equivalent  # the end on the margin: not inside (-delta, delta)
+    assert tost_tango(lower, -iv.low * (1 + 1e-9)).equivalent
+    upper = lower.swapped()
+    iv = tango_interval(upper, 0.90)
+    assert not tost_tango(upper, iv.high).equivalent
+    assert tost_tango(upper, iv.high * (1 + 1e-9)).equivalent
+    assert tost_tango(upper, 0.03).delta == 0.03
+
+
+def test_holm_caps_adjusted_p_values_at_one() -> None:
+    p = [0.6, 0.7, 0.02]  # unadjusted 3 * 0.02 = 0.06, 2 * 0.6 = 1.2 -> 1
+    assert holm_adjust(p) == pytest.approx([1.0, 1.0, 0.06]) == list(multipletests(p, method="holm")[1])
+
+
+def test_min_detectable_difference_at_one_item() -> None:
+    # One item, discordant: (z_0.975 + z_0.80) * sqrt(1 / 1).
+    assert min_detectable_difference(1.0, 1) == pytest.approx(norm.ppf(0.975) + norm.ppf(0.80), rel=1e-12)
+    assert min_detectable_difference(1.0, 0) == math.inf
+
+
+def test_miller_se_needs_two_items() -> None:
+    # d = (1, -1): sd with ddof 1 is sqrt(2), over sqrt(2) items -> 1.
+    assert miller_se(np.array([1.0, -1.0])) == pytest.approx(1.0)
+    assert math.isnan(miller_se(np.array([1.0])))
+
+
+def test_item_means_of_boolean_grades_are_numbers() -> None:
+    # Boolean grades must come back as floats, so that arms can be subtracted item by item.
+    a, b = item_means(np.array([True, False, True])), item_means(np.array([True, True, False]))
+    assert (a - b).tolist() == [0.0, -1.0, 1.0]

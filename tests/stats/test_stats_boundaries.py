@@ -19,9 +19,13 @@ from evalsuite.stats import (
     item_means,
     miller_se,
     min_detectable_difference,
+    min_equivalence_margin,
+    n_for_equivalence,
+    perfect_agreement_halfwidth,
     tango_interval,
     tost_tango,
 )
+from evalsuite.stats.power import TOST_FACTOR
 
 
 def test_tost_needs_the_interval_strictly_inside_the_margin() -> None:
@@ -59,3 +63,35 @@ def test_item_means_of_boolean_grades_are_numbers() -> None:
     # Boolean grades must come back as floats, so that arms can be subtracted item by item.
     a, b = item_means(np.array([True, False, True])), item_means(np.array([True, True, False]))
     assert (a - b).tolist() == [0.0, -1.0, 1.0]
+
+
+def _perfect_halfwidth(n: int) -> float:
+    """Upper 90 % Tango limit with all n items agreeing, solved by hand: z^2 / (n + z^2).
+
+    With b = c = 0 the restricted MLE of p_b is 0 and the statistic is
+    -sqrt(n d / (1 - d)); setting it to -z gives d = z^2 / (n + z^2).
+    """
+    z2 = norm.ppf(0.95) ** 2
+    return z2 / (n + z2)
+
+
+def test_perfect_agreement_floor_matches_the_closed_form() -> None:
+    for n in (1, 38, 1319):
+        assert min_equivalence_margin(0.0, n) == pytest.approx(_perfect_halfwidth(n), rel=1e-9)
+    # r = 5 % at n = 500: the power term sqrt(8.564 * 0.05 / 500) = 2.9 points beats the 0.54-point floor.
+    assert min_equivalence_margin(0.05, 500) == pytest.approx(math.sqrt(TOST_FACTOR * 0.05 / 500))
+    assert min_equivalence_margin(0.05, 0) == math.inf
+
+
+def test_n_for_equivalence_when_the_margin_equals_a_floor_exactly() -> None:
+    # delta = the half-width at n = 128 exactly: 128 items only reach the margin, 129 are needed.
+    delta = perfect_agreement_halfwidth(128)
+    assert delta == pytest.approx(_perfect_halfwidth(128), rel=1e-9)
+    assert n_for_equivalence(0.0, delta) == 129
+    assert not tost_tango(PairedCounts(128, 0, 0, 0), delta).equivalent
+    assert tost_tango(PairedCounts(129, 0, 0, 0), delta).equivalent
+
+
+def test_n_for_equivalence_refuses_a_zero_margin() -> None:
+    with pytest.raises(ValueError, match="the equivalence margin must be positive, got 0.0"):
+        n_for_equivalence(0.01, 0.0)

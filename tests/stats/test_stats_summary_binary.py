@@ -40,6 +40,13 @@ def test_binary_scores_give_the_published_tango_interval_and_exact_mcnemar() -> 
     # The 90 % interval decides TOST: narrower than the 95 % one, and it excludes 0 here.
     assert s.interval90.level == 0.90 and s.interval95.low < s.interval90.low < s.interval90.high < -0.0054
     assert not s.equivalence.equivalent and s.equivalence.delta == 0.05
+    # Power, by hand with r = 22/161, n = 161, delta = 0.05 (docs/statistics.md, step 6):
+    r, z_tost = 22 / 161, stats.norm.ppf(0.95) + stats.norm.ppf(0.90)
+    assert s.n_to_settle == math.ceil(z_tost**2 * r / 0.05**2) == 469
+    assert s.min_detectable_difference == pytest.approx(
+        (stats.norm.ppf(0.975) + stats.norm.ppf(0.80)) * math.sqrt(r / 161)
+    )
+    assert s.min_equivalence_margin == pytest.approx(z_tost * math.sqrt(r / 161))  # above the 1.7-point floor
 
 
 def test_counts_from_boolean_outcomes_are_the_2x2_table() -> None:

@@ -24,7 +24,9 @@ from evalsuite.stats import (
     perfect_agreement_halfwidth,
     tango_interval,
     tost_tango,
+    wilson_interval,
 )
+from evalsuite.stats.paired import _tango_statistic
 from evalsuite.stats.power import TOST_FACTOR
 
 
@@ -95,3 +97,42 @@ def test_n_for_equivalence_when_the_margin_equals_a_floor_exactly() -> None:
 def test_n_for_equivalence_refuses_a_zero_margin() -> None:
     with pytest.raises(ValueError, match="the equivalence margin must be positive, got 0.0"):
         n_for_equivalence(0.01, 0.0)
+
+
+def test_n_for_equivalence_when_the_margin_equals_a_bisection_step() -> None:
+    # 129 is a midpoint of the search between 128 and 256: at exactly its half-width, 130 items are needed.
+    delta = perfect_agreement_halfwidth(129)
+    assert n_for_equivalence(0.0, delta) == 130
+    assert perfect_agreement_halfwidth(0) == math.inf and perfect_agreement_halfwidth(-3) == math.inf
+
+
+def test_tango_statistic_with_all_items_agreeing_matches_the_closed_form() -> None:
+    # b = c = 0: p_b = 0 and the statistic is -sqrt(n d / (1 - d)), also close to d = 0 where the
+    # discriminant of the p_b quadratic, (2 n d)^2, is below 1.
+    for d in (0.001, 0.004, 0.3):
+        assert _tango_statistic(d, 0, 0, 100) == pytest.approx(-math.sqrt(100 * d / (1 - d)), rel=1e-12)
+
+
+def test_tango_statistic_at_the_ends_of_the_scale() -> None:
+    # At d = +-1 the variance is 0 (by hand: p_b = 0 at d = 1 and p_b = 1 at d = -1), so any other
+    # observed difference is infinitely far away, and data sitting exactly there scores 0.
+    assert _tango_statistic(1.0, 3, 1, 10) == -math.inf
+    assert _tango_statistic(-1.0, 3, 1, 10) == math.inf
+    assert _tango_statistic(1.0, 10, 0, 10) == 0.0
+
+
+def test_tango_interval_defaults_to_95_percent() -> None:
+    # Cavo et al. 2012 (Fagerland, Lydersen & Laake 2017, ch. 8): Tango 95 % CI -0.1240 to -0.0054.
+    iv = tango_interval(PairedCounts(59, 16, 6, 80))
+    assert iv.level == 0.95 and iv.method == "tango-score"
+    assert (iv.low, iv.high) == pytest.approx((-0.1240, -0.0054), abs=5e-5)
+
+
+def test_wilson_stays_inside_zero_and_one_where_rounding_would_leave() -> None:
+    # At 14/14 and 90 % the formula's upper end rounds to 1 + 2**-52 in floating point; an accuracy
+    # interval is clipped to [0, 1].
+    z = norm.ppf(0.95)
+    raw_high = (1 + z * z / 28) / (1 + z * z / 14) + z * math.sqrt(z * z / (4 * 14 * 14)) / (1 + z * z / 14)
+    assert raw_high > 1.0
+    assert wilson_interval(14, 14, 0.90).high == 1.0
+    assert wilson_interval(0, 14, 0.90).low == 0.0

@@ -23,6 +23,11 @@ def test_paired_summary_of_no_items_is_undefined_not_an_error() -> None:
     for iv in (s.interval95, s.interval90, s.bootstrap, s.candidate.wilson, s.baseline.bootstrap):
         assert math.isnan(iv.low) and math.isnan(iv.high) and iv.degenerate
     assert math.isnan(s.candidate.accuracy) and s.candidate.n == 0
+    # Each undefined interval still names its method and level and says why in a sentence.
+    assert (s.interval95.method, s.interval95.level, s.interval95.note) == ("tango", 0.95, "No paired items.")
+    assert (s.interval90.method, s.interval90.level) == ("tango", 0.90)
+    wilson = s.candidate.wilson
+    assert (wilson.method, wilson.level, wilson.note) == ("wilson", 0.95, "No items: accuracy is undefined.")
     assert not s.equivalence.equivalent
     assert s.p_value == 1.0  # no discordant pair: no evidence of a difference
     # Nothing was observed, so no discordance rate to plan from and no n to name.

@@ -11,8 +11,16 @@ import math
 
 import numpy as np
 import pytest
+from statsmodels.stats.proportion import proportion_confint
 
-from evalsuite.stats import n_for_equivalence, paired_summary
+from evalsuite.stats import (
+    PairedCounts,
+    bootstrap_mean_interval,
+    n_for_equivalence,
+    paired_summary,
+    tango_interval,
+    wilson_interval,
+)
 
 
 def test_paired_summary_of_no_items_is_undefined_not_an_error() -> None:
@@ -45,3 +53,21 @@ def test_n_for_equivalence_refuses_an_unknown_discordance() -> None:
     # The ends of [0, 1] are rates: 8.564 * 1 / 0.1**2 = 856.4 -> 857; at 0 the perfect-agreement floor, 133.
     assert n_for_equivalence(1.0, 0.1) == 857
     assert n_for_equivalence(0.0, 0.02) == 133
+
+
+def test_each_interval_of_no_items_says_so() -> None:
+    wilson = wilson_interval(0, 0)
+    assert math.isnan(wilson.low) and math.isnan(wilson.high)
+    assert (wilson.level, wilson.method, wilson.degenerate) == (0.95, "wilson", True)
+    assert wilson.note == "No items: accuracy is undefined."
+    tango = tango_interval(PairedCounts(0, 0, 0, 0), 0.90)
+    assert math.isnan(tango.low) and math.isnan(tango.high)
+    assert (tango.level, tango.method, tango.degenerate, tango.note) == (0.90, "tango", True, "No paired items.")
+    boot = bootstrap_mean_interval(np.array([]), method="percentile")
+    assert math.isnan(boot.low) and boot.degenerate is True and boot.method == "bootstrap-percentile"
+
+
+def test_wilson_defaults_to_95_percent() -> None:
+    # statsmodels' Wilson interval for 37/38 at 95 %.
+    lo, hi = proportion_confint(37, 38, alpha=0.05, method="wilson")
+    assert (wilson_interval(37, 38).low, wilson_interval(37, 38).high) == pytest.approx((lo, hi), rel=1e-12)

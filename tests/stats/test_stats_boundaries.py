@@ -102,7 +102,8 @@ def test_n_for_equivalence_refuses_a_zero_margin() -> None:
 def test_n_for_equivalence_when_the_margin_equals_a_bisection_step() -> None:
     # 129 is a midpoint of the search between 128 and 256: at exactly its half-width, 130 items are needed.
     delta = perfect_agreement_halfwidth(129)
-    assert n_for_equivalence(0.0, delta) == 130
+    n = n_for_equivalence(0.0, delta)
+    assert n == 130 and f"{n:,}" == "130"  # a count of items, printed as such in verdicts
     assert perfect_agreement_halfwidth(0) == math.inf and perfect_agreement_halfwidth(-3) == math.inf
 
 

@@ -28,10 +28,16 @@ def perfect_agreement_halfwidth(n: int, level: float = 0.90) -> float:
 
 
 def n_for_equivalence(discordance: float, delta: float) -> int:
-    """Items needed to show equivalence within +-delta at 80 % power (true difference 0)."""
+    """Items needed to show equivalence within +-delta at 80 % power (true difference 0).
+
+    The discordance rate must be known: with no items it is NaN, and no n can
+    be planned from it (the caller says "no item" instead).
+    """
     if not delta > 0:
         raise ValueError(f"the equivalence margin must be positive, got {delta!r}")
-    power_n = math.ceil(TOST_FACTOR * max(discordance, 0.0) / delta**2)
+    if not 0.0 <= discordance <= 1.0:
+        raise ValueError(f"the discordance rate must be a number in [0, 1], got {discordance!r}")
+    power_n = math.ceil(TOST_FACTOR * discordance / delta**2)
     lo, hi = 1, 2
     while perfect_agreement_halfwidth(hi) >= delta:
         lo, hi = hi, hi * 2

@@ -53,7 +53,7 @@ class PairedSummary:
     equivalence: Equivalence
     min_detectable_difference: float
     min_equivalence_margin: float
-    n_to_settle: int
+    n_to_settle: int | None  # None with no items: no discordance rate to plan from
     p_adjusted: float = math.nan
     adjust_method: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
@@ -140,5 +140,5 @@ def paired_summary(
         equivalence=equivalence,
         min_detectable_difference=min_detectable_difference(r, n),
         min_equivalence_margin=min_equivalence_margin(r, n),
-        n_to_settle=n_for_equivalence(r, delta),
+        n_to_settle=n_for_equivalence(r, delta) if n else None,
     )

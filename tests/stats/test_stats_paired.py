@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from scipy import stats
 from statsmodels.stats.contingency_tables import mcnemar
 
 from evalsuite.stats import PairedCounts, miller_se, paired_bootstrap_interval, tango_interval
@@ -68,3 +69,20 @@ def test_paired_bootstrap_resamples_items_jointly() -> None:
     y[:4] = 1 - y[:4]
     joint = paired_bootstrap_interval(y, x, seed=1)
     assert joint.width < 0.1
+
+
+def test_paired_bootstrap_defaults_match_scipy_and_refuse_unpaired_arms() -> None:
+    # Item means (continuous), so a different seed or resample count would move the ends.
+    rng = np.random.default_rng(9)
+    base = rng.random(60)
+    cand = base + rng.normal(0, 0.1, 60)
+    iv = paired_bootstrap_interval(cand, base)
+    ref = stats.bootstrap(
+        (cand - base,), np.mean, method="percentile", n_resamples=10_000, rng=np.random.default_rng(0)
+    )
+    assert (iv.low, iv.high) == pytest.approx((ref.confidence_interval.low, ref.confidence_interval.high), rel=1e-12)
+    assert (iv.level, iv.method, iv.degenerate, iv.note) == (0.95, "paired-bootstrap-percentile", False, "")
+    same = paired_bootstrap_interval(base, base)
+    assert same.degenerate and same.note.startswith("Every item has the same score (0)")
+    with pytest.raises(ValueError, match=r"arms differ in length: candidate \(60,\), baseline \(59,\)"):
+        paired_bootstrap_interval(cand, base[:-1])

@@ -109,8 +109,8 @@ def _install_drafter(
 
 
 def _train_smollm2_dflash(args: argparse.Namespace) -> int:
-    from evalsuite.rig.build import rig_paths
     from evalsuite.errors import DatasetError
+    from evalsuite.rig.build import rig_paths
     from evalsuite.rig.learned import sha256_of
     from evalsuite.rig.smollm2 import SMOLLM2_DFLASH
     from evalsuite.rig.smollm2_dflash import train_smollm2_dflash

@@ -256,7 +256,8 @@ def rig_command(config: RigConfig, assets: RigAssets, threads: int) -> ServerCom
     if missing:
         raise RigError(
             f"Rig configuration '{config.name}' needs the model file(s) {', '.join(missing)}, which this "
-            f"installation lacks (a checkout carries them in fixtures/models/; see docs/rig.md)."
+            f"installation lacks. The table of models in docs/rig.md says how each is made "
+            f"(smollm2-dflash: `evalsuite rig models --train-smollm2-dflash --update-checksum`)."
         )
     return ServerCommand(
         config.name, tuple(server_args(config, assets, "{port}", threads)), startup_timeout_s=HEALTH_TIMEOUT_S

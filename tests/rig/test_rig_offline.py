@@ -173,6 +173,18 @@ def test_server_args_name_the_spec_type_and_draft(tmp_path: Path) -> None:
     assert "--spec-synth-rates" in server_args(RIG_CONFIGS["synthetic"], assets, 1, 1)
 
 
+def test_a_configuration_whose_drafter_file_is_absent_is_refused_by_name(tmp_path: Path) -> None:
+    from evalsuite.rig.errors import RigError
+    from evalsuite.rig.launcher import rig_command
+
+    assets = RigAssets(tmp_path, tmp_path / "llama-server", {"smollm2": tmp_path / "smollm2.gguf"})
+    assert rig_command(RIG_CONFIGS["smollm2-baseline"], assets, 1).name == "smollm2-baseline"
+    with pytest.raises(RigError) as refused:
+        rig_command(RIG_CONFIGS["smollm2-dflash"], assets, 1)
+    message = str(refused.value)
+    assert "'smollm2-dflash'" in message and "--train-smollm2-dflash" in message
+
+
 def test_free_port_is_bindable() -> None:
     import socket
 

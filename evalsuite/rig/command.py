@@ -91,10 +91,9 @@ def _install_drafter(
 ) -> int:
     """Say what a trained drafter accepts; with --update-checksum make it the committed file, else
     compare it with the committed one (exit 1 when it differs)."""
-    rate = acc.accepted / max(acc.drafted, 1)
     _print(
-        f"{what}: {acc.accepted}/{acc.drafted} drafted tokens accepted ({rate:.1%}), "
-        f"{(acc.accepted + acc.steps) / max(acc.steps, 1):.2f} tokens per verification."
+        f"{what}: {acc.accepted}/{acc.drafted} drafted tokens accepted ({acc.rate:.1%}), "
+        f"{acc.tau:.2f} tokens per verification."
     )
     sidecar = committed.with_name(committed.name + ".sha256")
     if args.update_checksum:

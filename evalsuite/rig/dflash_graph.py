@@ -24,7 +24,7 @@ K and V pass through f16 as in llama.cpp's default KV cache.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -216,6 +216,22 @@ class Acceptance:
     steps: int  # target verifications that carried a draft
     drafted: int
     accepted: int
+
+    @classmethod
+    def total(cls, runs: Iterable[Acceptance]) -> Acceptance:
+        """The loop over several sequences: their counts added."""
+        runs = list(runs)
+        return cls(sum(r.steps for r in runs), sum(r.drafted for r in runs), sum(r.accepted for r in runs))
+
+    @property
+    def rate(self) -> float:
+        """Share of drafted tokens accepted."""
+        return self.accepted / max(self.drafted, 1)
+
+    @property
+    def tau(self) -> float:
+        """Tokens per verification: the accepted drafts plus the target's own token."""
+        return (self.accepted + self.steps) / max(self.steps, 1)
 
 
 def simulate_acceptance(

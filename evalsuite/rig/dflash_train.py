@@ -147,11 +147,10 @@ def train_drafter(
         batches.append((feats, block, anchors, target))
 
     def replay() -> Acceptance:
-        runs = [
+        return Acceptance.total(
             simulate_acceptance(params, dshape, f, ex.tokens, ex.start, mask_id, full, head, rows, eog)
             for ex, f in zip(examples, features)
-        ]
-        return Acceptance(sum(r.steps for r in runs), sum(r.drafted for r in runs), sum(r.accepted for r in runs))
+        )
 
     rng = np.random.default_rng(config.seed)
     result = Acceptance(0, 0, 0)
@@ -171,13 +170,11 @@ def train_drafter(
             total += float(loss.detach())
         if epoch % config.eval_every == 0 or epoch == config.max_epochs:
             result = replay()
-            rate = result.accepted / max(result.drafted, 1)
-            tau = (result.accepted + result.steps) / max(result.steps, 1)
             progress(
-                f"  epoch {epoch}: loss {total / len(batches):.4f}, replayed acceptance {rate:.1%}, "
-                f"tokens per verification {tau:.2f}"
+                f"  epoch {epoch}: loss {total / len(batches):.4f}, replayed acceptance {result.rate:.1%}, "
+                f"tokens per verification {result.tau:.2f}"
             )
-            if rate >= config.stop_acceptance:
+            if result.rate >= config.stop_acceptance:
                 break
     arrays = {name: p.detach().numpy().astype(np.float32) for name, p in params.items()}
     return arrays, result

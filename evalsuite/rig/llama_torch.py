@@ -20,56 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from evalsuite.rig.dflash_graph import f16, require_torch, rms
-from evalsuite.rig.gguf_file import require_gguf
-
-
-@dataclass(frozen=True)
-class LlamaShape:
-    """The hyperparameters of a llama-architecture GGUF."""
-
-    n_vocab: int
-    n_embd: int
-    n_layer: int
-    n_head: int
-    n_head_kv: int
-    n_ff: int
-    rope_base: float
-    rms_eps: float
-
-    @property
-    def head_dim(self) -> int:
-        return self.n_embd // self.n_head
-
-
-def read_llama(path: Path) -> tuple[LlamaShape, dict[str, np.ndarray]]:
-    """Shape and float32 weights of a llama GGUF (rows, cols as `torch.nn.Linear.weight`)."""
-    gguf = require_gguf()
-    reader = gguf.GGUFReader(path)
-
-    def key(name: str) -> Any:
-        return reader.fields[f"llama.{name}"].contents()
-
-    arrays = {
-        t.name: np.ascontiguousarray(
-            gguf.quants.dequantize(t.data, t.tensor_type).reshape(tuple(int(x) for x in reversed(t.shape))),
-            dtype=np.float32,
-        )
-        for t in reader.tensors
-    }
-    shape = LlamaShape(
-        n_vocab=arrays["token_embd.weight"].shape[0],
-        n_embd=int(key("embedding_length")),
-        n_layer=int(key("block_count")),
-        n_head=int(key("attention.head_count")),
-        n_head_kv=int(key("attention.head_count_kv")),
-        n_ff=int(key("feed_forward_length")),
-        rope_base=float(key("rope.freq_base")),
-        rms_eps=float(key("attention.layer_norm_rms_epsilon")),
-    )
-    return shape, arrays
+from evalsuite.rig.gguf_file import read_model
 
 
 def rope_norm(x: Any, pos: Any, base: float) -> Any:
@@ -95,9 +47,10 @@ class GreedySequence:
 class LlamaTarget:
     """The target's forward pass over a padded batch with a KV cache per layer."""
 
-    def __init__(self, shape: LlamaShape, arrays: dict[str, np.ndarray]) -> None:
+    def __init__(self, path: Path) -> None:
+        """The llama GGUF at `path`, its weights in float32 (`gguf_file.read_model` dequantizes them)."""
         torch = require_torch()
-        self.shape = shape
+        _, self.shape, arrays = read_model(path)
         self.w = {k: torch.from_numpy(v) for k, v in arrays.items()}
         self.embd = self.w["token_embd.weight"]
         self.head = self.w.get("output.weight", self.embd)

@@ -80,7 +80,7 @@ def generate_chunks(
 ) -> list[Path]:
     """Greedy answers and features for `prompts`, one file per `chunk` of them (kept between runs)."""
     torch = require_torch()
-    from evalsuite.rig.llama_torch import LlamaTarget, read_llama
+    from evalsuite.rig.llama_torch import LlamaTarget
 
     out_dir.mkdir(parents=True, exist_ok=True)
     target: LlamaTarget | None = None
@@ -92,7 +92,7 @@ def generate_chunks(
         if path.is_file():
             continue
         if target is None:
-            target = LlamaTarget(*read_llama(target_path))
+            target = LlamaTarget(target_path)
         progress(f"  generating answers to prompts {first}..{last - 1} of {len(prompts)}")
         seqs = target.greedy(prompts[first:last], TARGET_LAYERS, MAX_TOKENS, EOG_IDS, slots, progress)
         partial = path.with_suffix(".partial")
@@ -157,11 +157,10 @@ class Sequences:
 
 def replay(params: dict[str, Any], dshape: Any, data: Sequences, embd: Any) -> Acceptance:
     """llama-server's greedy draft/verify loop over `data`, drafting with the full vocabulary."""
-    runs = [
+    return Acceptance.total(
         simulate_acceptance(params, dshape, f.float(), t, s, MASK_ID, embd, embd, None, EOG_IDS)
         for t, s, f in zip(data.tokens, data.starts, data.features)
-    ]
-    return Acceptance(sum(r.steps for r in runs), sum(r.drafted for r in runs), sum(r.accepted for r in runs))
+    )
 
 
 def train_smol_drafter(
@@ -207,7 +206,7 @@ def train_smol_drafter(
     optim = torch.optim.Adam(params.values(), lr=config.lr)
     weights = torch.exp(-torch.arange(config.n_draft, dtype=torch.float32) / config.decay)
     total_steps, step = config.epochs * len(train.tokens), 0
-    best: tuple[float, dict[str, Any], Acceptance] | None = None
+    best: tuple[dict[str, Any], Acceptance] | None = None
     for epoch in range(1, config.epochs + 1):
         losses = []
         for i in rng.permutation(len(train.tokens)):
@@ -239,16 +238,14 @@ def train_smol_drafter(
             optim.step()
             losses.append(float(loss.detach()))
         result = replay(params, dshape, held, embd)
-        rate = result.accepted / max(result.drafted, 1)
-        tau = (result.accepted + result.steps) / max(result.steps, 1)
         progress(
-            f"  epoch {epoch}: loss {np.mean(losses):.3f}, held-out replayed acceptance {rate:.1%}, "
-            f"tokens per verification {tau:.2f}"
+            f"  epoch {epoch}: loss {np.mean(losses):.3f}, held-out replayed acceptance {result.rate:.1%}, "
+            f"tokens per verification {result.tau:.2f}"
         )
-        if best is None or rate > best[0]:
-            best = (rate, {k: p.detach().clone() for k, p in params.items()}, result)
+        if best is None or result.rate > best[1].rate:
+            best = ({k: p.detach().clone() for k, p in params.items()}, result)
     assert best is not None
-    return {k: v.numpy().astype(np.float32) for k, v in best[1].items()}, best[2]
+    return {k: v.numpy().astype(np.float32) for k, v in best[0].items()}, best[1]
 
 
 def write_smol_drafter(
@@ -302,8 +299,8 @@ def train_smollm2_dflash(
     """
     torch = require_torch()
     from evalsuite.rig.assets import ensure_assets
+    from evalsuite.rig.gguf_file import read_model
     from evalsuite.rig.launcher import serve_with_assets
-    from evalsuite.rig.llama_torch import read_llama
 
     torch.set_num_threads(config.threads)
     assets = ensure_assets(progress, include_learned=False, include_smollm2=True)
@@ -322,7 +319,7 @@ def train_smollm2_dflash(
     train, held = Sequences.load(chunks).split(config.held_out)
     n_tokens = sum(len(t) - s for t, s in zip(train.tokens, train.starts))
     progress(f"Training on {len(train.tokens)} sequences ({n_tokens} generated tokens); {len(held.tokens)} held out.")
-    shape, arrays = read_llama(target)
+    _, shape, arrays = read_model(target)
     weights, acceptance = train_smol_drafter(
         train, held, arrays["token_embd.weight"], arrays["output_norm.weight"], config, progress
     )

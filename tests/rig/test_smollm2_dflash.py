@@ -70,7 +70,7 @@ def test_torch_target_decodes_what_llama_server_decodes(
     torch = pytest.importorskip("torch")
     from evalsuite.rig.assets import ensure_assets
     from evalsuite.rig.launcher import serve_with_assets
-    from evalsuite.rig.llama_torch import LlamaTarget, read_llama
+    from evalsuite.rig.llama_torch import LlamaTarget
     from evalsuite.rig.smollm2_dflash import EOG_IDS, tokenize
 
     torch.set_num_threads(1)
@@ -83,7 +83,7 @@ def test_torch_target_decodes_what_llama_server_decodes(
             [t["id"] for t in rig_chat(url, m[-1]["content"], 24)["choices"][0]["logprobs"]["content"]]
             for m in messages
         ]
-    target = LlamaTarget(*read_llama(assets.models["smollm2"]))
+    target = LlamaTarget(assets.models["smollm2"])
     seqs = target.greedy(prompts, TARGET_LAYERS, 24, EOG_IDS, slots=2)
     same = [s.tokens[s.start :][:8] == ids[:8] for s, ids in zip(seqs, served)]
     assert sum(same) >= 2, [(s.tokens[s.start :], ids) for s, ids in zip(seqs, served)]

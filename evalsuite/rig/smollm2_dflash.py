@@ -105,16 +105,16 @@ def generate_chunks(
 class SmolDFlashConfig:
     """The drafter's size and its optimisation; the committed checksum depends on them."""
 
-    n_layer: int = 2
+    n_layer: int = 1
     n_head: int = 9
-    n_ff: int = 768
+    n_ff: int = 1536
     n_draft: int = 4
     epochs: int = 6
     anchors: int = 48
     """Anchors sampled per sequence and step (DFlash trains on random anchors, not every position)."""
     negatives: int = 4096
     """Tokens absent from the data scored per step (a fresh sample each time)."""
-    lr: float = 1e-3
+    lr: float = 2e-3
     warmup: float = 0.05
     """Share of the steps over which the learning rate ramps up."""
     decay: float = 4.0
@@ -122,7 +122,7 @@ class SmolDFlashConfig:
     held_out: int = 20
     """Every `held_out`-th question (both its prompts) is kept out of training to judge the drafter."""
     seed: int = 0
-    threads: int = 2
+    threads: int = 1
 
 
 @dataclass

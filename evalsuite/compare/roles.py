@@ -89,8 +89,9 @@ def assign_roles(
             )
         once.add(key)
         by_task.setdefault(run.task, []).append(run)
+    given = [run for runs in (explicit or {}).values() for run in runs]
     for task, runs in by_task.items():
-        _infer(folders.setdefault(task, {}), runs, seen, task)
+        _infer(folders.setdefault(task, {}), runs, seen, task, given)
     for task, roles in folders.items():
         missing = [r for r in ("candidate", "baseline") if r not in roles]
         if missing:
@@ -112,14 +113,16 @@ def _place(folders: dict[str, dict[str, Path]], seen: dict[Path, str], run: Stor
     seen[key] = role
 
 
-def _infer(roles: dict[str, Path], runs: list[StoredRun], seen: dict[Path, str], task: str) -> None:
-    """Place one task's positional runs by the recorded target relations."""
+def _infer(
+    roles: dict[str, Path], runs: list[StoredRun], seen: dict[Path, str], task: str, given: list[StoredRun]
+) -> None:
+    """Place one task's positional runs by the recorded target relations (`given`: the runs placed explicitly)."""
     folders = {task: roles}
     repeats = [r for r in runs if r.repeat]
     plain = [r for r in runs if not r.repeat]
     targets = {r.target for r in plain}
     taken = {role: folder for role, folder in roles.items()}
-    base_target = _target_of(taken.get("baseline"), runs)
+    base_target = _target_of(taken.get("baseline"), given)
     if "candidate" not in roles:
         cand = _pick_candidate(plain, targets | ({base_target} if base_target else set()), task)
         _place(folders, seen, cand, "candidate")

@@ -1,0 +1,206 @@
+"""comparison.json, the frames and the speed block: what a report reads, key by key."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from evalsuite.compare import compare_roles, compare_runs
+from evalsuite.compare.speed import comparison_speed
+from evalsuite.engines.parse import trace_from_entries
+from evalsuite.records import Completion, Grade, SampleResult
+from evalsuite.serialize import dumps
+from evalsuite.store import MemoryRun
+
+FIELDS = {
+    "task": "gsm8k",
+    "prompt_template": "t1",
+    "params": {"max_tokens": 64, "temperature": 0.0},
+    "dataset": {"revision": "main"},
+    "server": {"model": "qwen", "build_info": "b1"},
+}
+
+
+def _completion(ids: list[int], latency: float, finish: str = "stop") -> Completion:
+    entries = [
+        {
+            "id": i,
+            "token": f"t{i}",
+            "logprob": -0.1,
+            "top_logprobs": [
+                {"id": i, "token": f"t{i}", "logprob": -0.1},
+                {"id": i + 1000, "token": f"u{i}", "logprob": -0.1 - 0.0137 * (i % 7 + 1)},
+            ],
+        }
+        for i in ids
+    ]
+    return Completion(
+        text="",
+        finish_reason=finish,
+        tokens=trace_from_entries(entries),
+        usage={"completion_tokens": len(ids)},
+        latency_s=latency,
+    )
+
+
+def _run(target: str, n: int, *, diverge: set[int] = frozenset(), slow: float = 1.0, build: str = "b1") -> MemoryRun:
+    """`n` samples of four tokens; samples in `diverge` pick another third token; latencies vary per sample."""
+    fields: dict[str, Any] = copy.deepcopy(FIELDS)
+    fields["target"] = target
+    fields["server"]["build_info"] = build
+    results, grades = {}, {}
+    for i in range(n):
+        sid = f"g{i:02d}"
+        ids = [1, 2, 1003, 4] if i in diverge else [1, 2, 3, 4]
+        finish = "length" if i == 0 else "stop"
+        results[sid] = SampleResult(sid, "gsm8k", {"level": str(i % 2)}, _completion(ids, slow * (1 + i / 10), finish))
+        grades[sid] = Grade(sid, "correct" if i % 3 else "incorrect", "1", "")
+    manifest = {"fingerprint": f"fp-{target}", "fingerprint_fields": fields, "target": target, "task": "gsm8k"}
+    return MemoryRun(manifest, results, grades)
+
+
+def test_comparison_json_lists_every_part_a_report_reads(tmp_path: Path) -> None:
+    cand = _run("spéc", 12, diverge={3, 7}, slow=0.5, build="b2")
+    base = _run("base", 12)
+    del base.stored_results["g11"]
+    repeat = _run("base-again", 12, slow=1.02)
+    cmp = compare_runs(cand, base, controls={"repeat": repeat}, n_resamples=200, seed=4, delta=0.1)
+    text = cmp.to_json(tmp_path / "comparison.json")
+    assert (tmp_path / "comparison.json").read_text(encoding="utf-8") == text + "\n"
+    assert text.startswith('{\n  "schema_version": 3,\n  "summary": ')
+    assert '"target": "spéc"' in text  # written as UTF-8, not \u escapes
+    doc = json.loads(text)
+    assert list(doc) == [
+        "schema_version",
+        "summary",
+        "candidate",
+        "baseline",
+        "settings",
+        "differences",
+        "waived",
+        "missing",
+        "token",
+        "controls",
+        "accuracy",
+        "holm_family",
+        "divergences",
+        "speed",
+        "truncation",
+    ]
+    assert doc["summary"] == cmp.summary
+    assert doc["candidate"] == {"fingerprint": "fp-spéc", "target": "spéc", "task": "gsm8k"}
+    assert doc["baseline"] == {"fingerprint": "fp-base", "target": "base", "task": "gsm8k"}
+    assert doc["settings"] == {
+        "delta": 0.1,
+        "seed": 4,
+        "bootstrap_method": "bca",
+        "n_resamples": 200,
+        "near_tie_nats": cmp.settings["near_tie_nats"],
+        "control_slack": cmp.settings["control_slack"],
+        "must_match": ["task", "prompt_template", "params", "dataset", "server.model", "server.model_meta"],
+    }
+    assert [d["path"] for d in doc["differences"]] == ["server.build_info", "target"]
+    assert doc["waived"] == []
+    assert doc["missing"] == {"candidate_only": 1, "baseline_only": 0}
+    assert doc["token"]["label"] == cmp.token.label
+    (control,) = doc["controls"]
+    assert control["name"] == "repeat:base-again"
+    assert [d["path"] for d in control["differences"]] == ["target"]
+    assert [d["sample_id"] for d in doc["divergences"]] == ["g03", "g07"]
+    assert all(d["identical"] is False and d["first_divergence"] == 2 for d in doc["divergences"])
+    assert [r["stratum"] for r in doc["accuracy"]] == ["overall", "level", "level"]
+    assert doc["holm_family"]["size"] == 3
+    assert set(doc["speed"]) == {"speedup", "repeat_speedup", "warnings", "arms"}
+    assert list(doc["speed"]["arms"]) == ["baseline", "repeat", "candidate"]
+    assert list(doc["truncation"]) == ["baseline", "repeat", "candidate"]
+    assert doc["truncation"]["candidate"] == {"target": "spéc", "n": 12, "truncated": 1, "in_reasoning": 0}
+    assert doc["truncation"]["baseline"]["n"] == 11
+
+
+def test_a_comparison_by_role_passes_its_options_on() -> None:
+    roles = {"candidate": _run("spec", 10, diverge={2}), "baseline": _run("base", 10), "repeat": _run("r", 10)}
+    cmp = compare_roles(roles, delta=0.25, seed=9, n_resamples=100)
+    assert cmp.settings["delta"] == 0.25 and cmp.settings["seed"] == 9 and cmp.settings["n_resamples"] == 100
+    assert [c.name for c in cmp.controls] == ["repeat:r"]
+    assert cmp.overall()[0].verdict.delta == 0.25
+
+
+def test_a_speed_from_whole_runs_is_the_speed_a_comparison_reports() -> None:
+    """comparison_speed over fully loaded results gives the figures compare_runs measured one sample at a time,
+    paired by sample id (the candidate is twice as fast on every sample, so the paired ratio is exactly 2)."""
+    runs = {"candidate": _run("spec", 16, slow=0.5), "baseline": _run("base", 16), "repeat": _run("r", 16, slow=1.3)}
+    cmp = compare_roles(runs, seed=5, n_resamples=100)
+    whole = comparison_speed(runs, {role: run.results() for role, run in runs.items()}, seed=5)
+    assert dumps(whole) == dumps(cmp.speed)
+    assert whole.speedup is not None and whole.speedup.geometric_mean == pytest.approx(2.0)
+    assert whole.speedup.n == 16
+    default = comparison_speed(runs, {role: run.results() for role, run in runs.items()})
+    assert dumps(default) == dumps(compare_roles(runs, n_resamples=100).speed)  # both seed 0 unless told
+    assert whole.repeat_speedup is not None and whole.repeat_speedup.geometric_mean == pytest.approx(1 / 1.3)
+    assert any("differ in decode speed by 0.77x" in w for w in whole.warnings)
+
+
+def test_the_accuracy_frame_is_the_accuracy_rows_column_by_column() -> None:
+    cmp = compare_runs(_run("spec", 20, diverge={1, 2}), _run("base", 20), n_resamples=100)
+    frame = cmp.accuracy_frame()
+    assert list(frame.columns) == [
+        "task",
+        "stratum",
+        "value",
+        "n",
+        "candidate",
+        "baseline",
+        "difference",
+        "low95",
+        "high95",
+        "low90",
+        "high90",
+        "discordance",
+        "p",
+        "p_holm",
+        "verdict",
+        "reason",
+        "n_to_settle",
+        "ungraded_excluded",
+    ]
+    for row, (_, got) in zip(cmp.accuracy, frame.iterrows(), strict=True):
+        s, v = row.summary, row.verdict
+        expected = [
+            row.task,
+            row.stratum,
+            row.value,
+            s.n,
+            s.candidate.accuracy,
+            s.baseline.accuracy,
+            s.difference,
+            s.interval95.low,
+            s.interval95.high,
+            s.interval90.low,
+            s.interval90.high,
+            s.discordance,
+            s.p_value,
+            s.p_adjusted,
+            v.label,
+            v.reason,
+            v.n_to_settle,
+            row.ungraded,
+        ]
+        assert [None if isinstance(x, float) and np.isnan(x) else x for x in got.tolist()] == [
+            None if isinstance(x, float) and np.isnan(x) else x for x in expected
+        ]
+
+
+def test_the_samples_frame_is_indexed_by_sample_and_empty_without_samples() -> None:
+    from evalsuite.compare.frames import DIFF_FIELDS, samples_frame
+
+    cmp = compare_runs(_run("spec", 6, diverge={4}), _run("base", 6), n_resamples=100)
+    frame = cmp.samples_frame()
+    assert frame.index.name == "sample_id" and list(frame.index) == [f"g{i:02d}" for i in range(6)]
+    assert list(frame.columns) == list(DIFF_FIELDS[1:])
+    assert frame.loc["g04", "first_divergence"] == 2 and not frame.loc["g04", "identical"]
+    assert samples_frame([]).empty

@@ -68,6 +68,15 @@ def test_the_same_folder_in_two_roles_is_refused_through_a_symlink(tmp_path: Pat
     assert f"the candidate run (spec, {tmp_path / 'run'}) and the baseline run are the same run folder" in msg
 
 
+def test_a_role_outside_the_four_is_named_by_its_key(tmp_path: Path) -> None:
+    runs = {**_distinct_endpoints(), "draft": _run("d", folder=tmp_path)}
+    runs["baseline"].folder = tmp_path
+    assert "the baseline run (base, " in _refusal(dict(runs))
+    assert "and draft are the same run folder" in _refusal(dict(runs))
+    msg = _refusal({"draft": _run("d", folder=tmp_path), "candidate": _run("spec", folder=tmp_path)})
+    assert f"draft (d, {tmp_path}) and the candidate run are the same run folder" in msg
+
+
 def test_runs_without_folders_are_not_the_same_folder() -> None:
     runs = _distinct_endpoints()
     runs["candidate"].folder = runs["baseline"].folder = None
@@ -146,6 +155,7 @@ def test_normal_url() -> None:
     assert normal_url("http://0.0.0.0:1//") == "http://127.0.0.1:1"
     assert normal_url("http://[::1]:2") == "http://127.0.0.1:2"
     assert normal_url("http://example.org/localhost") == "http://example.org/localhost"
+    assert normal_url("http://h/APIX") == "http://h/apix"
     assert normal_url(None) is None
 
 

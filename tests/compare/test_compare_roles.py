@@ -77,6 +77,31 @@ def test_a_given_candidate_takes_the_one_other_run_as_its_baseline() -> None:
     assert _roles([BASE], candidate=[SPEC]) == {"candidate": "spec", "baseline": "base"}
 
 
+def test_the_configured_control_is_placed_before_the_leftovers() -> None:
+    msg = _refusal([SPEC, BASE, SELF, _run("other")])
+    assert "cannot tell which role /runs/other-0 (other) plays in this comparison" in msg
+
+
+def test_given_candidate_and_baseline_leave_one_run_to_the_control() -> None:
+    assert _roles([SELF], candidate=[SPEC], baseline=[BASE]) == {
+        "candidate": "spec",
+        "baseline": "base",
+        "control": "self",
+    }
+    msg = _refusal([BASE, _run("other")], candidate=[SPEC])
+    assert "cannot tell which role /runs/base-0 (base), /runs/other-0 (other) plays" in msg
+
+
+def test_a_given_repeat_leaves_a_second_repeat_unplaced() -> None:
+    msg = _refusal([SPEC, BASE, _run("base", repeat=2)], repeat=[REPEAT])
+    assert "Task 'math500': cannot tell which role /runs/base-2 (base) plays" in msg
+
+
+def test_a_given_repeat_does_not_stand_in_for_the_baseline() -> None:
+    msg = _refusal([SPEC, SELF], repeat=[REPEAT])
+    assert "Task 'math500': cannot tell the candidate among /runs/spec-0 (spec), /runs/self-0 (self): none" in msg
+
+
 def test_one_unrelated_run_left_over_is_the_control() -> None:
     plain = _run("spec", "base")  # no control configured
     assert _roles([plain, BASE, _run("other")]) == {"candidate": "spec", "baseline": "base", "control": "other"}
@@ -93,7 +118,10 @@ def test_runs_left_without_a_role_are_named() -> None:
 
 def test_the_candidate_must_be_the_one_run_whose_baseline_was_given() -> None:
     msg = _refusal([_run("x"), _run("y")])
-    assert "cannot tell the candidate among /runs/x-0 (x), /runs/y-0 (y): none of them is a target whose" in msg
+    assert (
+        "Task 'math500': cannot tell the candidate among /runs/x-0 (x), /runs/y-0 (y): none of them is a target whose"
+        in msg
+    )
     twin = StoredRun(ROOT / "twin", "twin", "math500", 0, "base", None)
     msg = _refusal([SPEC, twin, BASE])
     assert "cannot tell the candidate among /runs/spec-0 (spec), /runs/twin (twin), /runs/base-0 (base): " in msg
@@ -121,9 +149,15 @@ def test_a_task_without_candidate_or_baseline_is_refused() -> None:
 
 def test_a_folder_given_twice_is_refused(tmp_path: Path) -> None:
     msg = _refusal([SPEC, SPEC, BASE])
-    assert "/runs/spec-0 is given twice; a run compared with itself always looks lossless" in msg
+    assert (
+        msg
+        == "/runs/spec-0 is given twice; a run compared with itself always looks lossless, so give each role its own run."
+    )
     msg = _refusal([SPEC, BASE], baseline=[BASE])
-    assert "/runs/base-0 is given twice (as baseline and as control)" in msg
+    assert msg == (
+        "/runs/base-0 is given twice (as baseline and as control); a run compared with itself always looks "
+        "lossless, so give each role its own run."
+    )
     (tmp_path / "run").mkdir()
     (tmp_path / "link").symlink_to(tmp_path / "run")
     same = [

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import copy
 import json
+import math
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -11,10 +13,11 @@ import numpy as np
 import pytest
 
 from evalsuite.compare import compare_roles, compare_runs
-from evalsuite.compare.speed import comparison_speed
+from evalsuite.compare.speed import REPEAT_LIMIT, comparison_speed, repeat_warnings
 from evalsuite.engines.parse import trace_from_entries
 from evalsuite.records import Completion, Grade, SampleResult
 from evalsuite.serialize import dumps
+from evalsuite.speed import paired_speedup
 from evalsuite.store import MemoryRun
 
 FIELDS = {
@@ -204,3 +207,39 @@ def test_the_samples_frame_is_indexed_by_sample_and_empty_without_samples() -> N
     assert list(frame.columns) == list(DIFF_FIELDS[1:])
     assert frame.loc["g04", "first_divergence"] == 2 and not frame.loc["g04", "identical"]
     assert samples_frame([]).empty
+
+
+def _varied(target: str, factors: list[float]) -> MemoryRun:
+    """A run whose sample i took factors[i] seconds (tokens fixed), so the paired ratios differ per sample."""
+    run = _run(target, len(factors))
+    for (sid, result), factor in zip(sorted(run.stored_results.items()), factors, strict=True):
+        run.stored_results[sid] = replace(result, completion=replace(result.completion, latency_s=factor))
+    return run
+
+
+def test_the_speedup_is_paired_with_the_comparisons_seed() -> None:
+    """The interval is paired_speedup's, computed on the comparison's seed (not the default), by sample id."""
+    rng = np.random.default_rng(3)
+    base = _varied("base", list(rng.uniform(1.0, 2.0, 30)))
+    cand = _varied("spec", list(rng.uniform(0.4, 1.2, 30)))
+    cmp = compare_runs(cand, base, n_resamples=100, seed=7)
+    assert cmp.speed is not None and cmp.speed.speedup is not None
+    arms = cmp.speed.arms
+    assert dumps(cmp.speed.speedup) == dumps(paired_speedup(arms["candidate"], arms["baseline"], seed=7))
+    assert dumps(cmp.speed.speedup) != dumps(paired_speedup(arms["candidate"], arms["baseline"], seed=0))
+    assert cmp.speed.repeat_speedup is None and cmp.speed.timed
+
+
+def test_a_repeat_warns_only_beyond_the_repeat_limit() -> None:
+    runs = {"candidate": _run("spec", 8, slow=0.5), "baseline": _run("base", 8), "repeat": _run("r", 8)}
+    speed = comparison_speed(runs, {role: run.results() for role, run in runs.items()})
+    assert speed.repeat_speedup is not None
+    at = replace(speed.repeat_speedup, geometric_mean=REPEAT_LIMIT)
+    assert REPEAT_LIMIT == 1.10 and repeat_warnings(at) == [] and repeat_warnings(None) == []
+    assert repeat_warnings(replace(at, geometric_mean=math.nan)) == []
+    (slower,) = repeat_warnings(replace(at, geometric_mean=1 / 1.2))
+    assert slower == (
+        "The two runs of the baseline differ in decode speed by 0.83x (paired over 8 samples): speed differences "
+        "smaller than that are noise on this machine; measure speed on its own with `evalsuite speed`."
+    )
+    assert len(repeat_warnings(replace(at, geometric_mean=1.1001))) == 1

@@ -102,6 +102,16 @@ def test_a_given_repeat_does_not_stand_in_for_the_baseline() -> None:
     assert "Task 'math500': cannot tell the candidate among /runs/spec-0 (spec), /runs/self-0 (self): none" in msg
 
 
+def test_the_baseline_target_is_read_from_the_given_baseline_only() -> None:
+    odd = _run("x", repeat=1)  # a repeat of another target, given before the baseline
+    assert _roles([SPEC, SELF], repeat=[odd], baseline=[BASE]) == {
+        "repeat": "x+",
+        "baseline": "base",
+        "candidate": "spec",
+        "control": "self",
+    }
+
+
 def test_one_unrelated_run_left_over_is_the_control() -> None:
     plain = _run("spec", "base")  # no control configured
     assert _roles([plain, BASE, _run("other")]) == {"candidate": "spec", "baseline": "base", "control": "other"}

@@ -166,3 +166,7 @@ def test_endpoint_identity_names_a_rig_by_its_flags() -> None:
     )
     assert endpoint_identity(rig) != endpoint_identity(_run("y", endpoint={"rig": "qwen", "server_args": ["-fa"]}))
     assert endpoint_identity(_run("z", endpoint={})) is None
+    # only the URL is normalised: a rig's name is a name
+    assert endpoint_identity(_run("a", endpoint={"rig": "Qwen/"})) != endpoint_identity(
+        _run("b", endpoint={"rig": "qwen"})
+    )

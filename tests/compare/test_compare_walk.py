@@ -64,7 +64,7 @@ def test_a_candidate_that_runs_past_the_baselines_end_diverges_there() -> None:
 
 def test_the_pass_keeps_shells_in_each_runs_order_and_diffs_in_sample_order() -> None:
     base = _run("base", {"s3": [1, 2], "s1": [1, 2], "s2": [1, 2]}, s1=2.0)
-    cand = _run("spec", {"s2": [1, 3], "s1": [1, 2], "s4": [1]})
+    cand = _run("spec", {"s2": [1, 3], "s1": [1, 2], "s4": [1], "s0": [5]})  # s0, s4: no baseline answer
     cand.stored_grades["s2"] = Grade("s2", "incorrect", "2", "")
     ctl = _run("self", {"s1": [1, 2], "s2": [1, 2]})
     runs: dict[str, Any] = {"candidate": cand, "baseline": base, "control": ctl}
@@ -74,7 +74,7 @@ def test_the_pass_keeps_shells_in_each_runs_order_and_diffs_in_sample_order() ->
     assert [d.sample_id for d in walk.control_diffs["control"]] == ["s1", "s2"]
     assert list(walk.control_diffs) == ["control"]
     assert [list(walk.shells[r]) for r in ("candidate", "baseline", "control")] == [
-        ["s2", "s1", "s4"],
+        ["s2", "s1", "s4", "s0"],
         ["s3", "s1", "s2"],
         ["s1", "s2"],
     ]

@@ -10,10 +10,12 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pytest
 
 from evalsuite.compare import compare_roles, compare_runs
 from evalsuite.compare.speed import REPEAT_LIMIT, comparison_speed, repeat_warnings
 from evalsuite.engines.parse import trace_from_entries
+from evalsuite.errors import NotComparableError
 from evalsuite.records import Completion, Grade, SampleResult
 from evalsuite.serialize import dumps
 from evalsuite.speed import paired_speedup
@@ -50,11 +52,14 @@ def _completion(ids: list[int], latency: float, finish: str = "stop") -> Complet
     )
 
 
-def _run(target: str, n: int, *, diverge: set[int] = frozenset(), slow: float = 1.0, build: str = "b1") -> MemoryRun:
+def _run(
+    target: str, n: int, *, diverge: set[int] = frozenset(), slow: float = 1.0, build: str = "b1", max_tokens: int = 64
+) -> MemoryRun:
     """`n` samples of four tokens; samples in `diverge` pick another third token; latencies vary per sample."""
     fields: dict[str, Any] = copy.deepcopy(FIELDS)
     fields["target"] = target
     fields["server"]["build_info"] = build
+    fields["params"]["max_tokens"] = max_tokens
     results, grades = {}, {}
     for i in range(n):
         sid = f"g{i:02d}"
@@ -134,22 +139,40 @@ def test_a_comparison_by_role_passes_its_options_on() -> None:
 
 def test_a_speed_from_whole_runs_is_the_speed_a_comparison_reports() -> None:
     """comparison_speed over fully loaded results gives the figures compare_runs measured one sample at a time:
-    the same seed unless told (0), requests paired and outliers named by sample id."""
+    the same seed unless told (0), requests paired and outliers named by sample id, every warning kept."""
     rng = np.random.default_rng(8)
     cand_s = list(rng.uniform(0.4, 1.2, 24))
     cand_s[5] = 40.0  # one request 40x slower than the rest: an outlier of its arm, left out by its id
+    base_s = list(rng.uniform(1.0, 2.0, 24))
     runs = {
         "candidate": _varied("spec", cand_s),
-        "baseline": _varied("base", list(rng.uniform(1.0, 2.0, 24))),
-        "repeat": _varied("r", list(rng.uniform(1.0, 2.0, 24))),
+        "baseline": _varied("base", base_s),
+        "repeat": _varied("r", [1.3 * x * rng.uniform(0.99, 1.01) for x in base_s]),  # the baseline again, slower
     }
     loaded = {role: run.results() for role, run in runs.items()}
     whole = comparison_speed(runs, loaded, seed=5)
     assert dumps(whole) == dumps(compare_roles(runs, seed=5, n_resamples=100).speed)
     assert dumps(comparison_speed(runs, loaded)) == dumps(compare_roles(runs, n_resamples=100).speed)
     assert dumps(comparison_speed(runs, loaded)) != dumps(whole)  # the seed reaches the intervals
+    arms = whole.arms
+    assert [arms[r].target for r in ("candidate", "baseline", "repeat")] == ["spec", "base", "r"]
     assert whole.speedup is not None and whole.speedup.excluded == ("g05",) and whole.speedup.n == 23
+    assert dumps(whole.repeat_speedup) == dumps(paired_speedup(arms["repeat"], arms["baseline"], seed=5))
     assert whole.repeat_speedup is not None and whole.repeat_speedup.n == 24
+    left_out = "1 of 24 samples left out of the speedup because a request in them is an outlier of its arm: g05."
+    assert whole.speedup.warnings[0] == left_out
+    assert left_out in whole.warnings and whole.warnings[-1].startswith("The two runs of the baseline differ")
+    assert whole.warnings == [w for s in arms.values() for w in s.warnings] + whole.speedup.warnings + [
+        whole.warnings[-1]
+    ]
+
+
+def test_a_baseline_and_its_repeat_alone_give_the_repeats_speed() -> None:
+    runs = {"baseline": _run("base", 6), "repeat": _run("r", 6, slow=1.5)}
+    speed = comparison_speed(runs, {role: run.results() for role, run in runs.items()})
+    assert speed.speedup is None and speed.repeat_speedup is not None
+    assert speed.repeat_speedup.geometric_mean == 1 / 1.5
+    assert len(speed.warnings) == 1 and "by 0.67x (paired over 6 samples)" in speed.warnings[0]
 
 
 def test_the_accuracy_frame_is_the_accuracy_rows_column_by_column() -> None:
@@ -247,3 +270,33 @@ def test_a_repeat_warns_only_beyond_the_repeat_limit() -> None:
         "smaller than that are noise on this machine; measure speed on its own with `evalsuite speed`."
     )
     assert len(repeat_warnings(replace(at, geometric_mean=1.1001))) == 1
+
+
+def test_runs_without_a_sample_in_common_are_refused() -> None:
+    cand, base = _run("spec", 3), _run("base", 3)
+    cand.stored_results = {f"x{sid}": r for sid, r in cand.stored_results.items()}
+    with pytest.raises(NotComparableError) as err:
+        compare_runs(cand, base)
+    assert str(err.value) == (
+        "The candidate run (spec, 3 samples) and the baseline run (base, 3 samples) have no sample in common, so "
+        "there is nothing to compare (a 0/0 verdict would mean nothing). Run both on the same samples."
+    )
+
+
+def test_the_must_match_fields_reach_the_candidates_check() -> None:
+    cand, base = _run("spec", 4, max_tokens=128), _run("base", 4)
+    with pytest.raises(NotComparableError, match="params.max_tokens"):
+        compare_runs(cand, base, n_resamples=50)
+    cmp = compare_runs(cand, base, must_match=("task",), n_resamples=50)
+    assert [d.path for d in cmp.differences] == ["params.max_tokens", "target"]
+
+
+def test_the_default_comparison_bootstraps_as_the_statistics_doc_says() -> None:
+    """docs/statistics.md: BCa, 10,000 resamples; delta 0.02 and seed 0 unless given."""
+    settings = compare_runs(_run("spec", 6), _run("base", 6)).settings
+    assert (settings["bootstrap_method"], settings["n_resamples"], settings["delta"], settings["seed"]) == (
+        "bca",
+        10_000,
+        0.02,
+        0,
+    )

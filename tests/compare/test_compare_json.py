@@ -300,3 +300,43 @@ def test_the_default_comparison_bootstraps_as_the_statistics_doc_says() -> None:
         0.02,
         0,
     )
+
+
+def test_the_callers_near_tie_and_control_slack_set_the_threshold() -> None:
+    """The repeat diverges where the baseline's top two are 0.0137 x 4 nats apart: slack x that margin is the
+    threshold when it exceeds the near-tie default, and the near-tie default when that is larger."""
+    cand, base, rep = _run("spec", 8, diverge={3}), _run("base", 8), _run("again", 8, diverge={3})
+    margin = 0.0137 * 4
+    loose = compare_runs(cand, base, controls={"repeat": rep}, control_slack=3.0, n_resamples=50)
+    assert (loose.thresholds.slack, loose.thresholds.effective) == (3.0, pytest.approx(3 * margin, rel=1e-4))
+    wide = compare_runs(cand, base, controls={"repeat": rep}, near_tie=0.3, control_slack=3.0, n_resamples=50)
+    assert (wide.thresholds.near_tie, wide.thresholds.effective) == (0.3, 0.3)
+
+
+def test_a_control_is_checked_for_comparability_under_the_callers_rules() -> None:
+    cand, base = _run("spec", 4), _run("base", 4)
+    odd = _run("self", 4, max_tokens=128)
+    with pytest.raises(NotComparableError) as err:
+        compare_runs(cand, base, controls={"control": odd}, n_resamples=50)
+    assert str(err.value).startswith("The control run (self/gsm8k fp-self) and the baseline run")
+    assert "  - params.max_tokens: baseline 64, control 128\n" in str(err.value)
+    for options in ({"allow": ["params"]}, {"must_match": ("task",)}):
+        cmp = compare_runs(cand, base, controls={"control": odd}, n_resamples=50, **options)  # type: ignore[arg-type]
+        assert [d.path for d in cmp.control_differences["control:self"]] == ["params.max_tokens", "target"]
+
+
+def test_an_unknown_control_role_is_refused() -> None:
+    with pytest.raises(NotComparableError) as err:
+        compare_runs(_run("spec", 4), _run("base", 4), controls={"draft": _run("d", 4)})  # type: ignore[dict-item]
+    assert str(err.value) == "Unknown control role 'draft'; use one of repeat, control."
+
+
+def test_grades_given_by_the_caller_replace_the_stored_ones() -> None:
+    cand, base = _run("spec", 12), _run("base", 12)
+    wrong = {sid: Grade(sid, "incorrect", "0", "") for sid in cand.stored_grades}
+    right = {sid: Grade(sid, "correct", "1", "") for sid in cand.stored_grades}
+    cmp = compare_runs(cand, base, grades={"candidate": wrong, "baseline": right}, n_resamples=50)
+    overall = cmp.overall()[0].summary
+    assert (overall.candidate.accuracy, overall.baseline.accuracy) == (0.0, 1.0)
+    stored = compare_runs(cand, base, n_resamples=50).overall()[0].summary
+    assert stored.candidate.accuracy == stored.baseline.accuracy == 8 / 12  # every third sample is stored wrong

@@ -48,6 +48,7 @@ def test_the_refusal_names_each_field_and_the_waivers_to_paste() -> None:
         "  - params.max_tokens: baseline 2048, candidate 4096\n"
         "  - server.model_meta.ftype: baseline '<absent>', candidate 'Q4_0'\n"
     )
+    assert "Re-run one of them with matching settings, or, if the difference is deliberate, waive the field" in msg
     assert msg.endswith(
         "waive the field with `--allow params.max_tokens --allow server.model_meta` on `evalsuite compare`/`report`, "
         'or allow_differences = ["params.max_tokens", "server.model_meta"] in the candidate target\'s config.'
@@ -85,8 +86,12 @@ def test_only_the_must_match_fields_refuse() -> None:
 
 def test_a_manifest_without_fingerprint_fields_cannot_be_checked() -> None:
     bare = RunManifest.load({"fingerprint": "f" * 20, "target": "old", "task": "math500"})
-    with pytest.raises(NotComparableError, match="The baseline run's manifest has no 'fingerprint_fields' mapping"):
+    with pytest.raises(NotComparableError) as err:
         check_comparable(bare, BASE)
+    assert str(err.value) == (
+        "The baseline run's manifest has no 'fingerprint_fields' mapping, so it cannot be checked for "
+        "comparability; it was not written by `evalsuite run`."
+    )
     with pytest.raises(NotComparableError, match="The repeat run's manifest has no 'fingerprint_fields' mapping"):
         check_comparable(BASE, bare, other_name="repeat")
 
@@ -97,3 +102,12 @@ def test_field_differences_leaf_by_leaf() -> None:
     assert [(d.path, d.baseline, d.other) for d in diffs] == [("extra", {}, "<absent>")]
     diffs = field_differences({"a": {"b": {"c": 1, "d": 2}}}, {"a": {"b": {"c": 1, "d": 3}}})
     assert [str(d) for d in diffs] == ["a.b.d: baseline 2, other 3"]
+    # a field recorded as null is not an absent field, on either side
+    assert [(d.baseline, d.other) for d in field_differences({"seed": None}, {"top_k": 1})] == [
+        (None, "<absent>"),
+        ("<absent>", 1),
+    ]
+    assert [(d.baseline, d.other) for d in field_differences({"top_k": 1}, {"seed": None})] == [
+        ("<absent>", None),
+        (1, "<absent>"),
+    ]

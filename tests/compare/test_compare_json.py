@@ -340,3 +340,20 @@ def test_grades_given_by_the_caller_replace_the_stored_ones() -> None:
     assert (overall.candidate.accuracy, overall.baseline.accuracy) == (0.0, 1.0)
     stored = compare_runs(cand, base, n_resamples=50).overall()[0].summary
     assert stored.candidate.accuracy == stored.baseline.accuracy == 8 / 12  # every third sample is stored wrong
+
+
+def test_the_summary_line_speaks_of_the_overall_accuracy_only() -> None:
+    """13 of 20 right in both runs overall (65 %); the strata (levels 0 and 1) are not summarised."""
+    cmp = compare_runs(_run("spec", 20, diverge={1, 2}), _run("base", 20), n_resamples=100)
+    assert [(r.stratum, r.value) for r in cmp.accuracy] == [("overall", "all"), ("level", "0"), ("level", "1")]
+    assert cmp.summary == (
+        "LOSSLESS within numerics: 18/20 token-identical, 2 divergences all at near-ties; accuracy 65.0 % vs "
+        "65.0 %, inconclusive at ±2 points (about 133 items would settle it)"
+    )
+
+
+def test_a_run_without_grades_gets_no_accuracy_rows() -> None:
+    cand, base = _run("spec", 6), _run("base", 6)
+    cand.stored_grades = {}
+    cmp = compare_runs(cand, base, n_resamples=50)
+    assert cmp.accuracy == [] and cmp.summary == "LOSSLESS: 6/6 token-identical; accuracy not graded"

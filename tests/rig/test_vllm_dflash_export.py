@@ -1,4 +1,4 @@
-"""The llama.cpp DFlash drafter exported for vLLM, without vLLM: names, shapes, values, config, refusals.
+"""The llama.cpp DFlash drafter exported for vLLM, without vLLM: names, shapes, values, config, refusal, caching.
 
 A tiny drafter GGUF is written the way the rig writes SmolLM2's
 (`write_gguf`, architecture `dflash`, f16 matrices and f32 norms) with
@@ -17,7 +17,9 @@ import pytest
 
 from evalsuite.rig.errors import RigError
 from evalsuite.rig.gguf_file import Shape, Tensors, Vocab, write_gguf
+from evalsuite.rig.vllm import configs, models
 from evalsuite.rig.vllm.dflash_export import (
+    EXPORT_FORMAT,
     dflash_config,
     export_dflash,
     read_drafter,
@@ -138,3 +140,53 @@ def test_a_drafter_that_does_not_fit_the_target_is_refused(tmp_path: Path) -> No
     write_gguf(tmp_path / "q.gguf", arch="qwen3", name="q", shape=SHAPE, tensors=Tensors(), vocab=_vocab())
     with pytest.raises(RigError, match="not a llama.cpp DFlash drafter"):
         read_drafter(tmp_path / "q.gguf")
+
+
+def test_vllm_dflash_serves_the_exported_folder_with_four_tokens(tmp_path: Path) -> None:
+    config = configs.VLLM_CONFIGS["vllm-dflash"]
+    assert config.lossless and config.compare_to == "vllm-baseline"
+    folders = {"smollm2": tmp_path / "smollm2", "smollm2-dflash": tmp_path / "dflash"}
+    args = configs.vllm_args(config, Path("python"), folders, 1234)
+    spec = json.loads(args[args.index("--speculative-config") + 1])
+    assert spec == {"method": "dflash", "model": str(tmp_path / "dflash"), "num_speculative_tokens": 4}
+    assert args[args.index("--model") + 1] == str(tmp_path / "smollm2")
+
+
+def test_vllm_dflash_without_its_drafter_file_is_refused_by_name_before_any_install(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    absent = tmp_path / "smollm2-dflash.gguf"
+    monkeypatch.setitem(models.DRAFTERS, "smollm2-dflash", (absent, *models.DRAFTERS["smollm2-dflash"][1:]))
+
+    def no_install(*_a: object) -> Path:
+        raise AssertionError("vLLM must not be installed for a refused configuration")
+
+    monkeypatch.setattr("evalsuite.rig.vllm.env.ensure_vllm_env", no_install)
+    with pytest.raises(RigError) as refused:
+        configs.vllm_commands(["vllm-baseline", "vllm-dflash"])
+    message = str(refused.value)
+    assert "'vllm-dflash'" in message and "--train-smollm2-dflash" in message and "docs/rig.md" in message
+
+
+def test_the_exported_folder_is_redone_when_the_committed_drafter_changes(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("EVALSUITE_CACHE", str(tmp_path / "cache"))
+    gguf, target = tmp_path / "fixtures" / "smollm2-dflash.gguf", _target(tmp_path / "target")
+    _drafter(gguf, seed=0)
+    rebuild = "evalsuite rig models --train-smollm2-dflash --update-checksum"
+    say: list[str] = []
+    folder = models._ensure_drafter("smollm2-dflash", gguf, target, rebuild, say.append)
+    first = read_safetensors(folder / "model.safetensors")["fc.weight"].copy()
+    stamp = f"gguf {models.sha256_of(gguf)} export {EXPORT_FORMAT}"
+    assert (folder / ".evalsuite-source").read_text().strip() == stamp
+    models._ensure_drafter("smollm2-dflash", gguf, target, rebuild, say.append)
+    assert len(say) == 1  # the same GGUF: the folder is reused
+    _drafter(gguf, seed=1)  # a retrained drafter lands
+    models._ensure_drafter("smollm2-dflash", gguf, target, rebuild, say.append)
+    assert len(say) == 2
+    again = read_safetensors(folder / "model.safetensors")["fc.weight"]
+    assert not np.array_equal(first, again)
+    gguf.with_name(gguf.name + ".sha256").write_text("0" * 64 + "\n")  # a file that is not the committed one
+    with pytest.raises(RigError, match="--train-smollm2-dflash"):
+        models._ensure_drafter("smollm2-dflash", gguf, target, rebuild, say.append)

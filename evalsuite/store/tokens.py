@@ -108,6 +108,8 @@ def _raw_apart(pieces: list[str], raw: list[bytes | None]) -> tuple[bytes, np.nd
     """The exact bytes of the tokens whose bytes are not their piece's UTF-8 (length -2 marks the others)."""
     if len(raw) != len(pieces):  # bytes without pieces to compare with: all kept
         return b"".join(b for b in raw if b is not None), np.array([-1 if b is None else len(b) for b in raw], "<i4")
+    if _all_utf8(pieces, raw):  # the usual case, compared in C: nothing to keep
+        return b"", np.full(len(raw), -2, "<i4")
     lens = np.empty(len(raw), "<i4")
     kept = []
     for i, (piece, chunk) in enumerate(zip(pieces, raw)):
@@ -124,6 +126,14 @@ def _raw_apart(pieces: list[str], raw: list[bytes | None]) -> tuple[bytes, np.nd
             lens[i] = len(chunk)
             kept.append(chunk)
     return b"".join(kept), lens
+
+
+def _all_utf8(pieces: list[str], raw: list[bytes | None]) -> bool:
+    """Whether every token's bytes are its piece's UTF-8 (a lone surrogate in a piece: not all)."""
+    try:
+        return list(map(str.encode, pieces)) == raw
+    except UnicodeEncodeError:
+        return False
 
 
 def pack_strings(trace: TokenTrace) -> bytes:

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from test_response_fuzz import JSON_VALUES, _mutate, _paths
 
 from evalsuite.engines.agree import token_text
-from evalsuite.engines.columns import gather
+from evalsuite.engines.columns import _ids_ok, _logprobs_ok, _tokens_ok, gather
 from evalsuite.engines.parse import _walk, trace_from_entries
 from evalsuite.engines.retry import RequestFailed
 from evalsuite.engines.validate import MAX_TOKEN_ID, ResponseSchema
@@ -128,6 +128,20 @@ def test_every_real_shape_takes_the_fast_path() -> None:
         assert _agrees(entries), entries
     assert math.isnan(gather(drafts, LIMIT).trace().logprobs[1])  # type: ignore[union-attr]  # accepted above
     assert gather(no_text, LIMIT).text() is None  # type: ignore[union-attr]  # accepted above
+
+
+@given(
+    ids=st.lists(st.one_of(st.none(), st.integers(-(2**70), 2**70)), max_size=6),
+    tokens=st.lists(st.one_of(st.none(), st.text(max_size=12), st.from_regex(r"token_id:\d{1,5}", fullmatch=True))),
+    logprobs=st.lists(st.one_of(st.none(), st.floats(), st.floats(-1e308, 1e-3)), max_size=6),
+)
+def test_values_known_to_be_typed_are_checked_as_any_values_are(
+    ids: list[Any], tokens: list[Any], logprobs: list[Any]
+) -> None:
+    """The typed reading (typed.py) skips the type checks, never the checks of the values, absent ones included."""
+    assert _ids_ok(ids, LIMIT, typed=True) == _ids_ok(ids, LIMIT)
+    assert _tokens_ok(tokens, LIMIT, typed=True) == _tokens_ok(tokens, LIMIT)
+    assert _logprobs_ok(logprobs, typed=True) == _logprobs_ok(logprobs)
 
 
 def test_the_vocabulary_bounds_ids_and_token_id_renderings() -> None:

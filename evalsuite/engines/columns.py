@@ -81,20 +81,64 @@ class Columns:
         top_ids, top_lp, top_tokens = self.top_ids, self.top_logprobs, self.top_tokens
         if self.counts.count(k) != n:  # ragged: pad every row to k
             top_ids, top_lp, top_tokens = _pad(self.counts, k, top_ids, top_lp, top_tokens)
-        names = _strings(top_tokens)
-        if k and self.counts.count(k) == n:  # every row full: rows cut by zip (slicing each row costs ~5x more)
-            top_pieces = list(map(list, zip(*[iter(names)] * k)))
-        else:
-            top_pieces = [names[i * k : i * k + c] for i, c in enumerate(self.counts)]
-        return TokenTrace(
+        full = self.counts.count(k) == n
+        return ColumnTrace(
             ids=id_array(self.ids, self.tokens),
             pieces=_strings(self.tokens),
             raw=self.raw,
             logprobs=logprob_array(logprobs),
             top_ids=id_array(top_ids, top_tokens).reshape(n, k),
             top_logprobs=logprob_array(top_lp).reshape(n, k),
-            top_pieces=top_pieces,
+            names=_strings(top_tokens),
+            counts=None if full else self.counts,
         )
+
+
+class ColumnTrace(TokenTrace):
+    """A TokenTrace whose top-k strings stay one flat list until their rows are read.
+
+    Storing a trace reads them flat (`top_names`); only a reader of `top_pieces` (reports, divergence
+    explanations) needs a list per token, n lists the collector would otherwise track from the moment
+    a response is read until it is stored.
+    """
+
+    def __init__(
+        self,
+        ids: np.ndarray,
+        pieces: list[str],
+        raw: list[bytes | None],
+        logprobs: np.ndarray,
+        top_ids: np.ndarray,
+        top_logprobs: np.ndarray,
+        *,
+        names: list[str],
+        counts: list[int] | None,
+    ):
+        self.ids, self.pieces, self.raw, self.logprobs = ids, pieces, raw, logprobs
+        self.top_ids, self.top_logprobs = top_ids, top_logprobs
+        self._names = names  # every row padded to k
+        self._counts = counts  # alternatives per row; None: k in every row
+        self._rows: list[list[str]] | None = None
+
+    @property
+    def top_pieces(self) -> list[list[str]]:
+        if self._rows is None:
+            names, k = self._names, self.top_ids.shape[1]
+            if self._counts is None and k:  # rows cut by zip (slicing each row costs ~5x more)
+                self._rows = list(map(list, zip(*[iter(names)] * k)))
+            else:
+                self._rows = [names[i * k : i * k + c] for i, c in enumerate(self._counts or [0] * len(self.ids))]
+        return self._rows
+
+    @top_pieces.setter
+    def top_pieces(self, value: list[list[str]]) -> None:
+        self._rows = value
+
+    def top_names(self) -> list[str] | None:
+        if self._rows is not None:
+            return super().top_names()
+        n, k = self.top_ids.shape
+        return self._names if n and k and self._counts is None else None
 
 
 def _strings(tokens: list[Any]) -> list[str]:

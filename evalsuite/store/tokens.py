@@ -23,7 +23,6 @@ import json
 import struct
 import zlib
 from collections.abc import Callable
-from itertools import chain
 
 import numpy as np
 import orjson
@@ -83,17 +82,16 @@ def dumps_strings(value: list[str] | list[list[str]]) -> str:
         return _ASCII_ENCODER.encode(value)
 
 
-def _names_by_id(top_ids: np.ndarray, top_pieces: list[list[str]]) -> tuple[np.ndarray, list[str]] | None:
+def _names_by_id(top_ids: np.ndarray, flat: list[str] | None) -> tuple[np.ndarray, list[str]] | None:
     """(ids, their one name each) when every top-k entry's string is its id's, the same wherever it appears.
 
-    Then the top-k strings need no storing beyond one name per distinct id: the
-    top-k ids say which. An engine that names alternatives without ids (-1
-    standing for many strings), or rows shorter than k, keep the strings as they are.
+    `flat` is every top-k string, row after row (`TokenTrace.top_names`; None where rows are shorter
+    than k).  Then the top-k strings need no storing beyond one name per distinct id: the top-k ids
+    say which.  An engine that names alternatives without ids (-1 standing for many strings), or rows
+    shorter than k, keep the strings as they are.
     """
-    n, k = top_ids.shape
-    if not n or not k or len(top_pieces) != n or set(map(len, top_pieces)) != {k}:
+    if flat is None:
         return None
-    flat = list(chain.from_iterable(top_pieces))
     keys = top_ids.reshape(-1).tolist()
     name_of = dict(zip(keys, flat))  # the last string seen for each id...
     if list(map(name_of.__getitem__, keys)) != flat:  # ...is every string seen for it
@@ -139,7 +137,7 @@ def _all_utf8(pieces: list[str], raw: list[bytes | None]) -> bool:
 def pack_strings(trace: TokenTrace) -> bytes:
     """Every token string of a trace, packed: pieces as JSON, top-k strings as one name per distinct id where
     that holds them exactly (else as JSON), and only the exact bytes that differ from their piece's UTF-8."""
-    named = _names_by_id(trace.top_ids, trace.top_pieces)
+    named = _names_by_id(trace.top_ids, trace.top_names())
     name_ids, top = (
         (b"", dumps_strings(trace.top_pieces))
         if named is None

@@ -96,14 +96,18 @@ class ChunkChoice(msgspec.Struct, gc=False):
 
 
 class Chunk(msgspec.Struct, gc=False):
-    """One stream event: the keys `stream.merge_chunks` reads."""
+    """One stream event: the keys `stream.merge_chunks` reads.
+
+    Its id, model and fingerprint are strings (or null) here, so that an event that repeats the last
+    one's is known to change nothing (typed_stream.py); other values are the generic reader's.
+    """
 
     choices: list[ChunkChoice] | None | UnsetType = UNSET
     usage: Any = UNSET
     timings: Any = UNSET
-    model: Any = UNSET
-    id: Any = UNSET
-    system_fingerprint: Any = UNSET
+    model: str | None | UnsetType = UNSET
+    id: str | None | UnsetType = UNSET
+    system_fingerprint: str | None | UnsetType = UNSET
     object: Any = UNSET
     error: Any = UNSET
 
@@ -188,20 +192,20 @@ class EntryColumns(TypedEntries):
         self.top_tokens: list[Any] = []
         self.top_logprobs: list[Any] = []
 
-    def add(self, entries: tuple[Entry, ...]) -> None:
-        for entry in entries:
-            self.ids.append(entry.id)
-            self.tokens.append(entry.token)
-            self.logprobs.append(entry.logprob)
-            self.raws.append(None if entry.bytes is None else bytes(entry.bytes))
-            alts = entry.top_logprobs
-            if alts:
-                self.counts.append(len(alts))
-                self.top_ids.extend(map(_ID, alts))
-                self.top_tokens.extend(map(_TOKEN, alts))
-                self.top_logprobs.extend(map(_LOGPROB, alts))
-            else:
-                self.counts.append(0)
+    def add(self, entries: Sequence[Entry]) -> None:
+        """Take entries (of one event or of many) into the columns, a field at a time."""
+        tops = list(map(_TOP, entries))
+        alts = list(chain.from_iterable(filter(None, tops)))
+        chosen, top = _fields(entries), _fields(alts)
+        self.ids += chosen.ids
+        self.tokens += chosen.tokens
+        self.logprobs += chosen.logprobs
+        raws = list(map(_BYTES, entries))
+        self.raws += [None if b is None else bytes(b) for b in raws] if None in raws else map(bytes, raws)
+        self.counts += [0 if t is None else len(t) for t in tops] if None in tops else map(len, tops)
+        self.top_ids += top.ids
+        self.top_tokens += top.tokens
+        self.top_logprobs += top.logprobs
 
     def __len__(self) -> int:
         return len(self.ids)

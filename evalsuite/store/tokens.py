@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 import struct
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import orjson
@@ -70,7 +70,7 @@ def unpack_detail(blob: bytes, ids: np.ndarray, top_logprobs: np.ndarray) -> tup
 _ASCII_ENCODER = json.JSONEncoder(separators=(",", ":"))  # escapes what UTF-8 cannot hold (lone surrogates)
 
 
-def dumps_strings(value: list[str] | list[list[str]]) -> str:
+def dumps_strings(value: Sequence[str] | Sequence[Sequence[str]]) -> str:
     """Token strings as compact JSON, ~10x faster than json: orjson for text UTF-8 can hold.
 
     A lone surrogate (half of a character split across byte-level tokens) is not UTF-8: orjson refuses
@@ -137,15 +137,14 @@ def _all_utf8(pieces: list[str], raw: list[bytes | None]) -> bool:
 def pack_strings(trace: TokenTrace) -> bytes:
     """Every token string of a trace, packed: pieces as JSON, top-k strings as one name per distinct id where
     that holds them exactly (else as JSON), and only the exact bytes that differ from their piece's UTF-8."""
-    named = _names_by_id(trace.top_ids, trace.top_names())
-    name_ids, top = (
-        (b"", dumps_strings(trace.top_pieces))
-        if named is None
-        else (
-            named[0].astype("<i4").tobytes(),
-            dumps_strings(named[1]),
-        )
-    )
+    flat = trace.top_names()
+    named = _names_by_id(trace.top_ids, flat)
+    if named is not None:
+        name_ids, top = named[0].astype("<i4").tobytes(), dumps_strings(named[1])
+    elif flat is not None:  # rows of k as tuples: the same JSON, without a list per token for the collector
+        name_ids, top = b"", dumps_strings(list(zip(*[iter(flat)] * trace.top_ids.shape[1])))
+    else:
+        name_ids, top = b"", dumps_strings(trace.top_pieces)
     raw, lens = _raw_apart(trace.pieces, trace.raw)
     parts = (dumps_strings(trace.pieces).encode("utf-8"), top.encode("utf-8"), name_ids, raw, lens.tobytes())
     header = _HEADER.pack(int(named is not None), *map(len, parts))

@@ -8,6 +8,7 @@ has to walk millions of tokens quickly.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from itertools import chain
 from typing import Any, Literal
 
 import numpy as np
@@ -83,6 +84,14 @@ class TokenTrace:
     @property
     def level(self) -> TokenLevel:
         return "ids" if self.has_ids else "strings"
+
+    def top_names(self) -> list[str] | None:
+        """Every alternative's string, row after row, when every row holds k of them (else None)."""
+        n, k = self.top_ids.shape
+        rows = self.top_pieces
+        if not n or not k or len(rows) != n or set(map(len, rows)) != {k}:
+            return None
+        return list(chain.from_iterable(rows))
 
 
 @dataclass

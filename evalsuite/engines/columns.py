@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from itertools import chain, repeat
-from typing import Any, cast
+from typing import Any, NamedTuple, cast
 
 import numpy as np
 
@@ -81,20 +81,64 @@ class Columns:
         top_ids, top_lp, top_tokens = self.top_ids, self.top_logprobs, self.top_tokens
         if self.counts.count(k) != n:  # ragged: pad every row to k
             top_ids, top_lp, top_tokens = _pad(self.counts, k, top_ids, top_lp, top_tokens)
-        names = _strings(top_tokens)
-        if k and self.counts.count(k) == n:  # every row full: rows cut by zip (slicing each row costs ~5x more)
-            top_pieces = list(map(list, zip(*[iter(names)] * k)))
-        else:
-            top_pieces = [names[i * k : i * k + c] for i, c in enumerate(self.counts)]
-        return TokenTrace(
+        full = self.counts.count(k) == n
+        return ColumnTrace(
             ids=id_array(self.ids, self.tokens),
             pieces=_strings(self.tokens),
             raw=self.raw,
             logprobs=logprob_array(logprobs),
             top_ids=id_array(top_ids, top_tokens).reshape(n, k),
             top_logprobs=logprob_array(top_lp).reshape(n, k),
-            top_pieces=top_pieces,
+            names=_strings(top_tokens),
+            counts=None if full else self.counts,
         )
+
+
+class ColumnTrace(TokenTrace):
+    """A TokenTrace whose top-k strings stay one flat list until their rows are read.
+
+    Storing a trace reads them flat (`top_names`); only a reader of `top_pieces` (reports, divergence
+    explanations) needs a list per token, n lists the collector would otherwise track from the moment
+    a response is read until it is stored.
+    """
+
+    def __init__(
+        self,
+        ids: np.ndarray,
+        pieces: list[str],
+        raw: list[bytes | None],
+        logprobs: np.ndarray,
+        top_ids: np.ndarray,
+        top_logprobs: np.ndarray,
+        *,
+        names: list[str],
+        counts: list[int] | None,
+    ):
+        self.ids, self.pieces, self.raw, self.logprobs = ids, pieces, raw, logprobs
+        self.top_ids, self.top_logprobs = top_ids, top_logprobs
+        self._names = names  # every row padded to k
+        self._counts = counts  # alternatives per row; None: k in every row
+        self._rows: list[list[str]] | None = None
+
+    @property
+    def top_pieces(self) -> list[list[str]]:
+        if self._rows is None:
+            names, k = self._names, self.top_ids.shape[1]
+            if self._counts is None and k:  # rows cut by zip (slicing each row costs ~5x more)
+                self._rows = list(map(list, zip(*[iter(names)] * k)))
+            else:
+                self._rows = [names[i * k : i * k + c] for i, c in enumerate(self._counts or [0] * len(self.ids))]
+        return self._rows
+
+    @top_pieces.setter
+    def top_pieces(self, value: list[list[str]]) -> None:
+        self._rows = value
+
+    def top_names(self) -> list[str] | None:
+        if self._rows is not None:
+            return super().top_names()
+        n, k = self.top_ids.shape
+        return self._names if n and k and self._counts is None else None
 
 
 def _strings(tokens: list[Any]) -> list[str]:
@@ -113,6 +157,14 @@ def _pad(counts: list[int], k: int, *columns: list[Any]) -> list[list[Any]]:
     return out
 
 
+class Fields(NamedTuple):
+    """One field per token of some entries (the chosen tokens, or every alternative in order); None where absent."""
+
+    ids: list[Any]
+    tokens: list[Any]
+    logprobs: list[Any]
+
+
 def gather(entries: list[Any], id_limit: int) -> Columns | None:
     """The checked columns of `logprobs.content`, or None when any entry breaks a rule (walk it to name it)."""
     if not set(map(type, entries)) <= {dict}:
@@ -128,37 +180,45 @@ def gather(entries: list[Any], id_limit: int) -> Columns | None:
     if not set(map(type, raws)) <= _LISTS:
         return None
     counts = [0 if t is None else len(t) for t in tops] if None in tops else list(map(len, tops))
-    fields = (_field(every, "id"), _field(every, "token"), _field(every, "logprob"), raws)
-    return checked(counts, *fields, id_limit=id_limit)
+    n = len(entries)
+    ids, tokens, logprobs = _field(every, "id"), _field(every, "token"), _field(every, "logprob")
+    chosen = Fields(ids[:n], tokens[:n], logprobs[:n])
+    return checked(counts, chosen, raws[:n], Fields(ids[n:], tokens[n:], logprobs[n:]), id_limit, alt_raws=raws[n:])
 
 
 def checked(
     counts: list[int],
-    ids: list[Any],
-    tokens: list[Any],
-    logprobs: list[Any],
+    chosen: Fields,
     raws: list[Any],
-    *,
+    alts: Fields,
     id_limit: int,
-    alt_bytes_checked: bool = False,
+    *,
+    alt_raws: list[Any] | None = None,
+    typed: bool = False,
 ) -> Columns | None:
-    """Columns from per-field lists (the chosen tokens first, then every alternative), or None when a value
-    breaks a rule.  `counts` is how many alternatives each chosen token has, and `raws` byte sequences or
-    None (`alt_bytes_checked`: the alternatives' are known to be byte values already, and `raws` may hold
-    the chosen tokens' only)."""
-    n = len(counts)
-    if not (_ids_ok(ids, id_limit) and _tokens_ok(tokens, id_limit) and _logprobs_ok(logprobs)):
-        return None
-    chosen = raws[:n]
+    """Columns from per-field lists, or None when a value breaks a rule.
+
+    `counts` is how many alternatives each chosen token has, `raws` the chosen tokens' byte sequences
+    (or None), `alt_raws` the alternatives' (checked, not kept; None: known to be byte values already).
+    `typed`: the values are known to be of their field's type or None (msgspec checked them while
+    decoding, typed.py), so only their values are checked.
+    """
+    for fields in (chosen, alts):
+        if not (
+            _ids_ok(fields.ids, id_limit, typed)
+            and _tokens_ok(fields.tokens, id_limit, typed)
+            and _logprobs_ok(fields.logprobs, typed)
+        ):
+            return None
     try:
         chosen_raw: list[bytes | None] = (
-            [None if b is None else bytes(b) for b in chosen] if None in chosen else list(map(bytes, chosen))
+            [None if b is None else bytes(b) for b in raws] if None in raws else list(map(bytes, raws))
         )
-        if not alt_bytes_checked:
-            bytes(chain.from_iterable(filter(None, raws[n:])))  # the alternatives' bytes: checked, not kept
+        if alt_raws is not None:
+            bytes(chain.from_iterable(filter(None, alt_raws)))  # the alternatives' bytes: checked, not kept
     except (TypeError, ValueError):
         return None
-    return Columns(ids[:n], tokens[:n], logprobs[:n], chosen_raw, counts, ids[n:], tokens[n:], logprobs[n:])
+    return Columns(chosen.ids, chosen.tokens, chosen.logprobs, chosen_raw, counts, alts.ids, alts.tokens, alts.logprobs)
 
 
 def _field(entries: list[dict[str, Any]], key: str) -> list[Any]:
@@ -166,28 +226,32 @@ def _field(entries: list[dict[str, Any]], key: str) -> list[Any]:
     return list(map(dict.get, entries, repeat(key)))
 
 
-def _present(values: list[Any], kinds: set[type]) -> list[Any]:
-    return [v for v in values if v is not None] if _NONE in kinds else values
+def _present(values: list[Any]) -> list[Any]:
+    return [v for v in values if v is not None]
 
 
-def _ids_ok(ids: list[Any], limit: int) -> bool:
-    """Token ids: integers (not booleans) in [0, limit), or absent."""
-    kinds = set(map(type, ids))
-    if not kinds <= _INTS:
+def _ids_ok(ids: list[Any], limit: int, typed: bool = False) -> bool:
+    """Token ids: integers (not booleans) in [0, limit), or absent (`typed`: known to be one or the other)."""
+    if not typed and not set(map(type, ids)) <= _INTS:
         return False
-    values = _present(ids, kinds)
-    return not values or (min(values) >= 0 and max(values) < limit)
+    try:
+        return min(ids, default=0) >= 0 and max(ids, default=0) < limit
+    except TypeError:  # some are absent: None does not compare (cheaper than looking for it first)
+        values = _present(ids)
+        return min(values, default=0) >= 0 and max(values, default=0) < limit
 
 
-def _tokens_ok(tokens: list[Any], limit: int) -> bool:
+def _tokens_ok(tokens: list[Any], limit: int, typed: bool = False) -> bool:
     """Token strings, or absent; a "token_id:N" rendering must name an id below the limit."""
-    kinds = set(map(type, tokens))
-    if not kinds <= _STRS:
+    if not typed and not set(map(type, tokens)) <= _STRS:
         return False
-    present = _present(tokens, kinds)
-    if TOKEN_ID_PREFIX not in "".join(present):
+    try:
+        joined = "".join(tokens)
+    except TypeError:  # some are absent
+        joined = "".join(_present(tokens))
+    if TOKEN_ID_PREFIX not in joined:
         return True
-    for token in present:
+    for token in _present(tokens):
         if token.startswith(TOKEN_ID_PREFIX):
             suffix = token[len(TOKEN_ID_PREFIX) :]
             if not suffix.isdigit() or int(suffix) >= limit:
@@ -195,19 +259,20 @@ def _tokens_ok(tokens: list[Any], limit: int) -> bool:
     return True
 
 
-def _logprobs_ok(logprobs: list[Any]) -> bool:
+def _logprobs_ok(logprobs: list[Any], typed: bool = False) -> bool:
     """Finite numbers <= LOGPROB_SLACK (booleans are not numbers), or absent."""
-    kinds = set(map(type, logprobs))
-    if not kinds <= _NUMBERS:
+    if not typed and not set(map(type, logprobs)) <= _NUMBERS:
         return False
-    values = _present(logprobs, kinds)
-    if not values:
-        return True
+    values = logprobs
     try:
-        total = sum(values, 0.0)  # NaN or infinite when any value is (or when finite ones overflow: stricter)
+        try:
+            total = sum(values, 0.0)  # NaN or infinite when any value is (or when finite ones overflow: stricter)
+        except TypeError:  # some are absent
+            values = _present(logprobs)
+            total = sum(values, 0.0)
     except OverflowError:  # an integer too large for a float
         return False
-    return math.isfinite(total) and max(values) <= LOGPROB_SLACK
+    return math.isfinite(total) and max(values, default=0.0) <= LOGPROB_SLACK
 
 
 def id_array(values: list[Any], tokens: list[Any]) -> np.ndarray:

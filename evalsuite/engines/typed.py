@@ -17,6 +17,7 @@ so that each rule is applied, and named, exactly as before.  Keys no consumer re
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from itertools import chain
 from operator import attrgetter
 from typing import Annotated, Any
@@ -24,7 +25,7 @@ from typing import Annotated, Any
 import msgspec
 from msgspec import UNSET, UnsetType
 
-from evalsuite.engines.columns import Columns, checked
+from evalsuite.engines.columns import Columns, Fields, checked
 
 Byte = Annotated[int, msgspec.Meta(ge=0, le=255)]
 
@@ -95,14 +96,18 @@ class ChunkChoice(msgspec.Struct, gc=False):
 
 
 class Chunk(msgspec.Struct, gc=False):
-    """One stream event: the keys `stream.merge_chunks` reads."""
+    """One stream event: the keys `stream.merge_chunks` reads.
+
+    Its id, model and fingerprint are strings (or null) here, so that an event that repeats the last
+    one's is known to change nothing (typed_stream.py); other values are the generic reader's.
+    """
 
     choices: list[ChunkChoice] | None | UnsetType = UNSET
     usage: Any = UNSET
     timings: Any = UNSET
-    model: Any = UNSET
-    id: Any = UNSET
-    system_fingerprint: Any = UNSET
+    model: str | None | UnsetType = UNSET
+    id: str | None | UnsetType = UNSET
+    system_fingerprint: str | None | UnsetType = UNSET
     object: Any = UNSET
     error: Any = UNSET
 
@@ -164,11 +169,14 @@ class EntryTuple(TypedEntries):
         entries = self.entries
         tops = list(map(_TOP, entries))
         alts = list(chain.from_iterable(filter(None, tops)))
-        every = [*entries, *alts]
         counts = [0 if t is None else len(t) for t in tops] if None in tops else list(map(len, tops))
-        ids, tokens, logprobs = list(map(_ID, every)), list(map(_TOKEN, every)), list(map(_LOGPROB, every))
         raws = list(map(_BYTES, entries))  # the alternatives' bytes were checked (0-255) while decoding
-        return checked(counts, ids, tokens, logprobs, raws, id_limit=id_limit, alt_bytes_checked=True)
+        return checked(counts, _fields(entries), raws, _fields(alts), id_limit, typed=True)
+
+
+def _fields(structs: Sequence[Entry | Alternative]) -> Fields:
+    """The id, token and logprob of each entry or alternative, a field at a time (attribute reads mapped in C)."""
+    return Fields(list(map(_ID, structs)), list(map(_TOKEN, structs)), list(map(_LOGPROB, structs)))
 
 
 class EntryColumns(TypedEntries):
@@ -184,31 +192,25 @@ class EntryColumns(TypedEntries):
         self.top_tokens: list[Any] = []
         self.top_logprobs: list[Any] = []
 
-    def add(self, entries: tuple[Entry, ...]) -> None:
-        for entry in entries:
-            self.ids.append(entry.id)
-            self.tokens.append(entry.token)
-            self.logprobs.append(entry.logprob)
-            self.raws.append(None if entry.bytes is None else bytes(entry.bytes))
-            alts = entry.top_logprobs
-            if alts:
-                self.counts.append(len(alts))
-                self.top_ids.extend(map(_ID, alts))
-                self.top_tokens.extend(map(_TOKEN, alts))
-                self.top_logprobs.extend(map(_LOGPROB, alts))
-            else:
-                self.counts.append(0)
+    def add(self, entries: Sequence[Entry]) -> None:
+        """Take entries (of one event or of many) into the columns, a field at a time."""
+        tops = list(map(_TOP, entries))
+        alts = list(chain.from_iterable(filter(None, tops)))
+        chosen, top = _fields(entries), _fields(alts)
+        self.ids += chosen.ids
+        self.tokens += chosen.tokens
+        self.logprobs += chosen.logprobs
+        raws = list(map(_BYTES, entries))
+        self.raws += [None if b is None else bytes(b) for b in raws] if None in raws else map(bytes, raws)
+        self.counts += [0 if t is None else len(t) for t in tops] if None in tops else map(len, tops)
+        self.top_ids += top.ids
+        self.top_tokens += top.tokens
+        self.top_logprobs += top.logprobs
 
     def __len__(self) -> int:
         return len(self.ids)
 
     def columns(self, id_limit: int) -> Columns | None:
-        return checked(
-            self.counts,
-            self.ids + self.top_ids,
-            self.tokens + self.top_tokens,
-            self.logprobs + self.top_logprobs,
-            self.raws,
-            id_limit=id_limit,
-            alt_bytes_checked=True,
-        )
+        chosen = Fields(self.ids, self.tokens, self.logprobs)
+        alts = Fields(self.top_ids, self.top_tokens, self.top_logprobs)
+        return checked(self.counts, chosen, self.raws, alts, id_limit, typed=True)

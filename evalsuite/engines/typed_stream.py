@@ -3,8 +3,11 @@
 A streamed answer is one event per token.  The generic reader (`stream.EventReader`, `merge_chunks`)
 parses each event into dicts and keeps them all until the stream ends, so a 16k-token stream held
 16k chunk trees for the garbage collector to walk again and again.  `TypedEvents` applies the same
-rules to the raw lines, decodes each event into untracked structs, and folds it at once into the
-merged answer's columns: only the token entries stay.
+rules to the raw lines, decodes each event into untracked structs, and folds it into the merged
+answer's columns with the other events of its piece of the body: only the token entries stay.  A
+piece in the usual framing (each event one `data:` line and a blank one) is split into its events
+without looking at each line in turn, and an event that repeats the last one's id, model and
+fingerprint skips their merging.
 
 Where it cannot vouch for an event (an error event or report, a field of an unusual type, text that
 is not JSON, the completions route's legacy columns), `read_stream` replays the body read so far
@@ -15,12 +18,13 @@ the generic reader gives, at the same event.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
+from itertools import chain, repeat
 from typing import Any
 
 from msgspec import DecodeError
 
 from evalsuite.engines.stream import EventReader, Lines, incomplete, merge_chunks, read_generic, take
-from evalsuite.engines.typed import CHUNK, UNSET, Chunk, EntryColumns, Logprobs
+from evalsuite.engines.typed import CHUNK, UNSET, Chunk, Entry, EntryColumns, Logprobs
 
 Generic = Callable[[], dict[str, Any]]
 
@@ -80,6 +84,8 @@ class TypedEvents:
         self._text: list[str] = []
         self._reasoning: list[str] = []
         self._entries = EntryColumns()
+        self._content: list[tuple[Entry, ...]] = []  # the entries of the events read since the last fold
+        self._head: tuple[Any, ...] = ()  # id, model and system_fingerprint of the last event
         self._token_ids: list[Any] = []
         self._completions = False
         self._finish: Any = None
@@ -108,22 +114,45 @@ class TypedEvents:
         return self._result()
 
     def _lines(self, block: bytes) -> bool:
+        lines = block.split(b"\n")
+        done = self._framed(lines)
+        if done is None:
+            done = self._each(lines, b"\r" in block)
+        self._fold()
+        return done
+
+    def _framed(self, lines: list[bytes]) -> bool | None:
+        """Lines in the usual framing (each event one `data:` line and a blank one): taken without looking at
+        each line in turn.  None where they are framed otherwise; `_each` reads them then."""
+        at = 1 if self._data else 0  # a data line read before, its blank line first here
+        if self._event or (at and lines[0]):
+            return None
+        data, blanks = lines[at::2], lines[at + 1 :: 2]
+        if any(blanks) or not all(map(bytes.startswith, data, repeat(b"data:"))):
+            return None
+        if at and self._take(self._payload()):
+            return True
+        take = self._take
+        for line in data[: len(blanks)]:
+            if take(line[5:]):  # the one space the generic reader drops is JSON whitespace
+                return True
+        if len(data) > len(blanks):  # the last event's blank line is still to come
+            self._data.append(data[-1][5:])
+        return False
+
+    def _each(self, lines: list[bytes], returns: bool) -> bool:
+        """The lines one at a time, as the generic reader takes them (`returns`: some end in a carriage return)."""
         data = self._data
-        returns = b"\r" in block  # carriage returns before line feeds: dropped, as the generic reader does
-        for line in block.split(b"\n"):
+        for line in lines:
             if returns:
-                line = line.rstrip(b"\r")
+                line = line.rstrip(b"\r")  # carriage returns before line feeds: dropped, as the generic reader does
             if line.startswith(b"data:"):
                 data.append(line[5:])  # the one space the generic reader drops is JSON whitespace
             elif not line:
                 name = self._event
                 if name:
                     self._event = b""
-                if not data:
-                    continue
-                payload = data[0] if len(data) == 1 else b"\n".join(data)
-                data.clear()
-                if self._take(payload, name):
+                if data and self._take(self._payload(), name):
                     return True
             else:
                 try:
@@ -133,6 +162,19 @@ class TypedEvents:
                 if text.startswith("event:"):
                     self._event = text[6:].strip().encode()
         return False
+
+    def _fold(self) -> None:
+        """Take the entries of the events read so far into the columns, all at once (the events are not kept)."""
+        if self._content:
+            self._entries.add(list(chain.from_iterable(self._content)))
+            self._content.clear()
+
+    def _payload(self) -> bytes:
+        """The data of the event whose blank line was read (its data lines joined), taken out of the buffer."""
+        data = self._data
+        payload = data[0] if len(data) == 1 else b"\n".join(data)
+        data.clear()
+        return payload
 
     def _take(self, payload: bytes, name: bytes = b"") -> bool:
         """One event's data; True when it is `[DONE]`."""
@@ -161,21 +203,10 @@ class TypedEvents:
             merged["usage"] = chunk.usage
         if chunk.timings is not UNSET and chunk.timings is not None:
             merged["timings"] = chunk.timings
-        if chunk.id is not UNSET and chunk.id is not None:
-            merged["id"] = chunk.id
-        model, fingerprint = chunk.model, chunk.system_fingerprint
-        if model is not UNSET and model is not None and model != merged.get("model", model):
-            raise _Untyped  # another server mid-stream: the generic merge says so
-        if (
-            fingerprint is not UNSET
-            and fingerprint is not None
-            and fingerprint != merged.get("system_fingerprint", fingerprint)
-        ):
-            raise _Untyped
-        if model is not UNSET and model is not None:
-            merged["model"] = model
-        if fingerprint is not UNSET and fingerprint is not None:
-            merged["system_fingerprint"] = fingerprint
+        head = (chunk.id, chunk.model, chunk.system_fingerprint)
+        if head != self._head:  # as every event of a stream usually repeats them: merged already
+            self._merge_head(*head)
+            self._head = head
         for choice in chunk.choices or ():
             finish = choice.finish_reason
             if finish:
@@ -205,11 +236,22 @@ class TypedEvents:
                 if type(logprobs.top_logprobs) is list:
                     raise _Untyped
                 if logprobs.content:
-                    self._entries.add(logprobs.content)
+                    self._content.append(logprobs.content)
             if type(choice.token_ids) is list:
                 self._token_ids.extend(choice.token_ids)
             if finish is not UNSET and finish:
                 self._finish = finish
+
+    def _merge_head(self, id_: Any, model: Any, fingerprint: Any) -> None:
+        """The event's id (the last one wins), model and system fingerprint (another one mid-stream: untyped)."""
+        merged = self._merged
+        if id_ is not UNSET and id_ is not None:
+            merged["id"] = id_
+        for key, value in (("model", model), ("system_fingerprint", fingerprint)):
+            if value is not UNSET and value is not None:
+                if value != merged.get(key, value):
+                    raise _Untyped  # another server mid-stream: the generic merge says so
+                merged[key] = value
 
     def _result(self) -> dict[str, Any]:
         choice: dict[str, Any] = {"index": 0, "finish_reason": self._finish}

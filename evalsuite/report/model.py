@@ -293,6 +293,7 @@ def speed_section(speed: ComparisonSpeed | None) -> dict[str, Any] | None:
             "aggregate": fmt.ratio(sp.aggregate),
             "wall_clock": fmt.ratio(sp.wall_clock),
             "faster_share": fmt.pct(sp.faster_share, 0),
+            "slower": sp.slower,
         }
     return {
         "rows": rows,

@@ -1,13 +1,15 @@
 """A DFlash drafter for SmolLM2-135M-Instruct, trained on prompts the evaluated tasks never contain.
 
-The data are SmolLM2's own greedy answers to GSM8K *train* questions (never
-in GSM8K test, MATH-500 or LiveCodeBench), each asked twice: with the gsm8k
-prompt and with the math500 prompt (the question as the problem), so the
-drafter sees both answer styles the evals ask for.  Prompts are built by the
-suite's own task templates and tokenized by llama-server, exactly as `eval`
-sends them; the answers and the target features come from one batched torch
-pass over the GGUF's weights (`llama_torch`).  Generation is stored in
-chunks, so an interrupted build resumes where it stopped.
+The data are SmolLM2's own greedy answers to two kinds of prompts: GSM8K
+*train* questions (never in GSM8K test, MATH-500 or LiveCodeBench), each
+asked twice, with the gsm8k prompt and with the math500 prompt (the question
+as the problem); and competition-style problems written from templates
+(`math_problems`), asked with the math500 prompt, so the drafter also sees
+how SmolLM2 answers in LaTeX.  Prompts are built by the suite's own task
+templates and tokenized by llama-server, exactly as `eval` sends them; the
+answers and the target features come from one batched torch pass over the
+GGUF's weights (`llama_torch`).  Generation is stored in chunks, so an
+interrupted build resumes where it stopped.
 """
 
 from __future__ import annotations
@@ -44,15 +46,16 @@ def train_questions(path: Path, start: int, count: int) -> list[dict[str, Any]]:
     ]
 
 
-def prompt_messages(rows: Sequence[dict[str, Any]]) -> list[list[dict[str, str]]]:
-    """Each row's chat messages under every prompt template of `PROMPT_TASKS`, rows first."""
+def prompt_messages(
+    rows: Sequence[dict[str, Any]], tasks: Sequence[str] = PROMPT_TASKS, source: str = "gsm8k train"
+) -> list[list[dict[str, str]]]:
+    """Each row's chat messages under every prompt template of `tasks`, rows first."""
     from evalsuite.tasks.build import build_samples
     from evalsuite.tasks.packaged import packaged_tasks
     from evalsuite.tasks.spec import load_task_spec
 
     per_task = [
-        build_samples(load_task_spec(packaged_tasks() / f"{task}.yaml"), list(rows), source="gsm8k train")
-        for task in PROMPT_TASKS
+        build_samples(load_task_spec(packaged_tasks() / f"{task}.yaml"), list(rows), source=source) for task in tasks
     ]
     return [list(samples[i].messages) for i in range(len(rows)) for samples in per_task]
 
@@ -145,7 +148,10 @@ class Sequences:
         return out
 
     def split(self, every: int) -> tuple[Sequences, Sequences]:
-        """(train, held out): question q (prompts 2q and 2q + 1) is held out when q % every == every - 1."""
+        """(train, held out): prompts 2q and 2q + 1 are held out together when q % every == every - 1.
+
+        Those are one GSM8K question's two prompts, or two written problems.
+        """
         parts: tuple[Sequences, Sequences] = (Sequences([], [], []), Sequences([], [], []))
         for i, (t, s, f) in enumerate(zip(self.tokens, self.starts, self.features)):
             part = parts[int((i // len(PROMPT_TASKS)) % every == every - 1)]
@@ -281,8 +287,23 @@ def write_smol_drafter(
     )
 
 
-GSM8K_TRAIN_QUESTIONS = 768
-"""Questions used (file order), 1,536 prompts: what they cost and give is in docs/rig.md."""
+GSM8K_TRAIN_QUESTIONS = 1024
+"""Questions used (file order), 2,048 prompts: what they cost and give is in docs/rig.md."""
+WRITTEN_PROBLEMS = 1024
+"""Template-written problems (`math_problems`, seed 0), one math500 prompt each."""
+
+
+def training_messages(gsm8k_train: Path, questions: int, written: int) -> list[list[dict[str, str]]]:
+    """The GSM8K train questions' prompts, then the written problems' (none of them a MATH-500 fixture problem)."""
+    from evalsuite.rig.math_problems import math_problems
+    from evalsuite.tasks.data import read_jsonl
+    from evalsuite.tasks.packaged import packaged_fixtures
+
+    fixture = frozenset(str(row["problem"]) for row in read_jsonl(packaged_fixtures() / "math500.jsonl"))
+    rows = math_problems(written, seed=0, exclude=fixture)
+    return prompt_messages(train_questions(gsm8k_train, 0, questions)) + prompt_messages(
+        rows, ("math500",), "written problems"
+    )
 
 
 def train_smollm2_dflash(
@@ -290,6 +311,7 @@ def train_smollm2_dflash(
     work: Path,
     gsm8k_train: Path,
     questions: int = GSM8K_TRAIN_QUESTIONS,
+    written: int = WRITTEN_PROBLEMS,
     config: SmolDFlashConfig = SmolDFlashConfig(),
     progress: Callable[[str], None] = print,
 ) -> Acceptance:
@@ -305,9 +327,9 @@ def train_smollm2_dflash(
     torch.set_num_threads(config.threads)
     assets = ensure_assets(progress, include_learned=False, include_smollm2=True)
     target = assets.models["smollm2"]
-    prompts_file = work / f"prompts-{questions}.json"
+    prompts_file = work / f"prompts-{questions}-{written}.json"
     if not prompts_file.is_file():
-        messages = prompt_messages(train_questions(gsm8k_train, 0, questions))
+        messages = training_messages(gsm8k_train, questions, written)
         progress(f"Tokenizing {len(messages)} prompts with llama-server.")
         with serve_with_assets(["smollm2-baseline"], assets, threads=1) as servers:
             ids = tokenize(servers["smollm2-baseline"].base_url, messages)

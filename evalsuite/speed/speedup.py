@@ -41,6 +41,8 @@ class Speedup:
     wall_clock_all: float = math.nan
     excluded: tuple[str, ...] = ()
     warnings: list[str] = field(default_factory=list)
+    slower: str | None = None
+    """Why a candidate reliably slower than its baseline can be (None unless the whole interval is below 1)."""
 
     def __json__(self) -> dict[str, Any]:
         """The ratio figures; the two runs' own speed summaries are written where the runs are described."""
@@ -102,6 +104,31 @@ def paired_speedup(candidate: SpeedSummary, baseline: SpeedSummary, *, seed: int
         wall_clock_all=wall_all,
         excluded=excluded,
         warnings=warnings,
+        slower=slower_note(candidate, est.geometric_mean, est.high95),
+    )
+
+
+def slower_note(candidate: SpeedSummary, geometric_mean: float, high95: float) -> str | None:
+    """What a speedup below 1 says about the drafting, in figures the candidate's own run measured.
+
+    Speculation pays back only when verifying a block of drafts costs about one
+    decoding step: true when decoding is bound by memory bandwidth (a large
+    model on a GPU), not when it is bound by compute (a small model, a CPU).
+    """
+    if not (math.isfinite(high95) and high95 < 1.0):
+        return None
+    head = f"The candidate decoded slower than its baseline ({geometric_mean:.2f}x, the whole interval below 1)."
+    tau, accepted, drafted = candidate.mean_accepted_length, candidate.accepted_tokens, candidate.drafted_tokens
+    if not (math.isfinite(tau) and tau > 1.0 and accepted and drafted):
+        return head + " The engine reported no drafting counts, so acceptance cannot say why."
+    per_step = drafted / (accepted / (tau - 1.0))
+    return (
+        f"{head} Each verification of the target kept {tau:.2f} tokens on average: {accepted / drafted:.0%} of "
+        f"about {per_step:.1f} drafted tokens, plus the target's own. Speculative decoding pays back only when "
+        f"the target verifies those {per_step + 1:.0f} tokens in about the time of one decoding step, plus the "
+        f"drafter's own time. That holds where decoding is bound by memory bandwidth (a large model on a GPU); "
+        f"where it is bound by compute (a small model, a CPU), verifying {per_step + 1:.0f} tokens costs "
+        f"several steps, and {tau:.2f} tokens per verification do not pay for them."
     )
 
 

@@ -22,8 +22,7 @@ from __future__ import annotations
 import json
 import struct
 import zlib
-from collections.abc import Callable
-from itertools import chain
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import orjson
@@ -71,7 +70,7 @@ def unpack_detail(blob: bytes, ids: np.ndarray, top_logprobs: np.ndarray) -> tup
 _ASCII_ENCODER = json.JSONEncoder(separators=(",", ":"))  # escapes what UTF-8 cannot hold (lone surrogates)
 
 
-def dumps_strings(value: list[str] | list[list[str]]) -> str:
+def dumps_strings(value: Sequence[str] | Sequence[Sequence[str]]) -> str:
     """Token strings as compact JSON, ~10x faster than json: orjson for text UTF-8 can hold.
 
     A lone surrogate (half of a character split across byte-level tokens) is not UTF-8: orjson refuses
@@ -83,17 +82,16 @@ def dumps_strings(value: list[str] | list[list[str]]) -> str:
         return _ASCII_ENCODER.encode(value)
 
 
-def _names_by_id(top_ids: np.ndarray, top_pieces: list[list[str]]) -> tuple[np.ndarray, list[str]] | None:
+def _names_by_id(top_ids: np.ndarray, flat: list[str] | None) -> tuple[np.ndarray, list[str]] | None:
     """(ids, their one name each) when every top-k entry's string is its id's, the same wherever it appears.
 
-    Then the top-k strings need no storing beyond one name per distinct id: the
-    top-k ids say which. An engine that names alternatives without ids (-1
-    standing for many strings), or rows shorter than k, keep the strings as they are.
+    `flat` is every top-k string, row after row (`TokenTrace.top_names`; None where rows are shorter
+    than k).  Then the top-k strings need no storing beyond one name per distinct id: the top-k ids
+    say which.  An engine that names alternatives without ids (-1 standing for many strings), or rows
+    shorter than k, keep the strings as they are.
     """
-    n, k = top_ids.shape
-    if not n or not k or len(top_pieces) != n or set(map(len, top_pieces)) != {k}:
+    if flat is None:
         return None
-    flat = list(chain.from_iterable(top_pieces))
     keys = top_ids.reshape(-1).tolist()
     name_of = dict(zip(keys, flat))  # the last string seen for each id...
     if list(map(name_of.__getitem__, keys)) != flat:  # ...is every string seen for it
@@ -108,6 +106,8 @@ def _raw_apart(pieces: list[str], raw: list[bytes | None]) -> tuple[bytes, np.nd
     """The exact bytes of the tokens whose bytes are not their piece's UTF-8 (length -2 marks the others)."""
     if len(raw) != len(pieces):  # bytes without pieces to compare with: all kept
         return b"".join(b for b in raw if b is not None), np.array([-1 if b is None else len(b) for b in raw], "<i4")
+    if _all_utf8(pieces, raw):  # the usual case, compared in C: nothing to keep
+        return b"", np.full(len(raw), -2, "<i4")
     lens = np.empty(len(raw), "<i4")
     kept = []
     for i, (piece, chunk) in enumerate(zip(pieces, raw)):
@@ -126,18 +126,25 @@ def _raw_apart(pieces: list[str], raw: list[bytes | None]) -> tuple[bytes, np.nd
     return b"".join(kept), lens
 
 
+def _all_utf8(pieces: list[str], raw: list[bytes | None]) -> bool:
+    """Whether every token's bytes are its piece's UTF-8 (a lone surrogate in a piece: not all)."""
+    try:
+        return list(map(str.encode, pieces)) == raw
+    except UnicodeEncodeError:
+        return False
+
+
 def pack_strings(trace: TokenTrace) -> bytes:
     """Every token string of a trace, packed: pieces as JSON, top-k strings as one name per distinct id where
     that holds them exactly (else as JSON), and only the exact bytes that differ from their piece's UTF-8."""
-    named = _names_by_id(trace.top_ids, trace.top_pieces)
-    name_ids, top = (
-        (b"", dumps_strings(trace.top_pieces))
-        if named is None
-        else (
-            named[0].astype("<i4").tobytes(),
-            dumps_strings(named[1]),
-        )
-    )
+    flat = trace.top_names()
+    named = _names_by_id(trace.top_ids, flat)
+    if named is not None:
+        name_ids, top = named[0].astype("<i4").tobytes(), dumps_strings(named[1])
+    elif flat is not None:  # rows of k as tuples: the same JSON, without a list per token for the collector
+        name_ids, top = b"", dumps_strings(list(zip(*[iter(flat)] * trace.top_ids.shape[1])))
+    else:
+        name_ids, top = b"", dumps_strings(trace.top_pieces)
     raw, lens = _raw_apart(trace.pieces, trace.raw)
     parts = (dumps_strings(trace.pieces).encode("utf-8"), top.encode("utf-8"), name_ids, raw, lens.tobytes())
     header = _HEADER.pack(int(named is not None), *map(len, parts))

@@ -12,6 +12,7 @@ from evalsuite.engines.parse import trace_from_entries
 from evalsuite.records import Completion, SampleResult
 from evalsuite.store import RunStore, open_run
 from evalsuite.store.codec import _dumps, _dumps_strings
+from evalsuite.store.tokens import pack_strings, unpack_strings
 
 ANY_CHAR = st.characters(codec=None, exclude_categories=())  # lone surrogates and control characters included
 pieces_lists = st.lists(st.text(ANY_CHAR, max_size=6), max_size=8)
@@ -48,3 +49,21 @@ def test_a_split_character_survives_the_store(tmp_path: Path) -> None:
     tokens = open_run(tmp_path / "run").results()["a"].completion.tokens
     assert tokens is not None
     assert tokens.pieces == [lone, "ok"] and tokens.top_pieces == [[lone], ["ok"]]
+
+
+def test_top_strings_that_do_not_follow_their_ids_are_stored_as_written() -> None:
+    lone = "\ud83d"
+    entries = [
+        {"token": "a", "logprob": -0.1, "id": 3, "top_logprobs": [{"token": "a", "logprob": -0.1, "id": 3}]},
+        {"token": lone, "logprob": -0.2, "id": 4, "top_logprobs": [{"token": "b", "logprob": -0.2, "id": 3}]},
+    ]  # id 3 named "a" and "b": kept as rows, one a lone surrogate
+    entries[1]["top_logprobs"].append({"token": lone, "logprob": -0.3, "id": 5})
+    entries[0]["top_logprobs"].append({"token": "c", "logprob": -0.4, "id": 6})
+    trace = trace_from_entries(entries)
+    assert trace.top_names() is not None  # full rows, read flat
+    pieces, raw, top = unpack_strings(pack_strings(trace), trace.top_ids)
+    assert (
+        (pieces, raw, top)
+        == (trace.pieces, trace.raw, trace.top_pieces)
+        == (["a", lone], [None, None], [["a", "c"], ["b", lone]])
+    )

@@ -18,11 +18,12 @@ from hypothesis import strategies as st
 from test_response_fuzz import JSON_VALUES, _mutate, _paths
 
 from evalsuite.engines.agree import token_text
-from evalsuite.engines.columns import gather
+from evalsuite.engines.columns import _ids_ok, _logprobs_ok, _tokens_ok, gather
 from evalsuite.engines.parse import _walk, trace_from_entries
 from evalsuite.engines.retry import RequestFailed
 from evalsuite.engines.validate import MAX_TOKEN_ID, ResponseSchema
 from evalsuite.records import TokenTrace
+from evalsuite.store.tokens import pack_strings, unpack_strings
 
 LIMIT = 2048
 
@@ -130,6 +131,20 @@ def test_every_real_shape_takes_the_fast_path() -> None:
     assert gather(no_text, LIMIT).text() is None  # type: ignore[union-attr]  # accepted above
 
 
+@given(
+    ids=st.lists(st.one_of(st.none(), st.integers(-(2**70), 2**70)), max_size=6),
+    tokens=st.lists(st.one_of(st.none(), st.text(max_size=12), st.from_regex(r"token_id:\d{1,5}", fullmatch=True))),
+    logprobs=st.lists(st.one_of(st.none(), st.floats(), st.floats(-1e308, 1e-3)), max_size=6),
+)
+def test_values_known_to_be_typed_are_checked_as_any_values_are(
+    ids: list[Any], tokens: list[Any], logprobs: list[Any]
+) -> None:
+    """The typed reading (typed.py) skips the type checks, never the checks of the values, absent ones included."""
+    assert _ids_ok(ids, LIMIT, typed=True) == _ids_ok(ids, LIMIT)
+    assert _tokens_ok(tokens, LIMIT, typed=True) == _tokens_ok(tokens, LIMIT)
+    assert _logprobs_ok(logprobs, typed=True) == _logprobs_ok(logprobs)
+
+
 def test_the_vocabulary_bounds_ids_and_token_id_renderings() -> None:
     entries = _entries(3, 2)
     top = max(max(e["id"], *(a["id"] for a in e["top_logprobs"])) for e in entries)
@@ -156,3 +171,20 @@ def test_logprob_arrays_keep_missing_values_and_clip_impossible_ones() -> None:
     assert np.isnan(out[0]) and np.isnan(out[6])
     np.testing.assert_array_equal(out[[1, 2, 3, 4, 5, 7]], np.float32([-1e30, -1e30, -1e30, -2.5, 0.0, -0.0]))
     assert np.isfinite(out[~np.isnan(out)]).all()
+
+
+def test_a_trace_keeps_its_top_strings_flat_until_its_rows_are_read_and_stores_what_they_say() -> None:
+    full = gather(_entries(4, 3), LIMIT)
+    ragged_entries = copy.deepcopy(_entries(4, 3))
+    ragged_entries[1]["top_logprobs"] = ragged_entries[1]["top_logprobs"][:1]
+    ragged = gather(ragged_entries, LIMIT)
+    assert full is not None and ragged is not None
+    trace = full.trace()
+    assert trace.top_names() == full.top_tokens  # no rows built to store it
+    assert trace.top_pieces == [full.top_tokens[i : i + 3] for i in range(0, 12, 3)]
+    assert ragged.trace().top_names() is None
+    assert [len(row) for row in ragged.trace().top_pieces] == [3, 1, 3, 3]
+    edited = full.trace()
+    edited.top_pieces[2] = ["x", "y", "z"]  # rows read and changed: the store keeps the change
+    for stored in (trace, edited):
+        assert unpack_strings(pack_strings(stored), stored.top_ids)[2] == stored.top_pieces

@@ -11,17 +11,21 @@ import errno
 import socket
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from typing import Any
 
 import httpcore
 import httpx
 import pytest
 from fake_server import FakeServer
+from httpcore._async.connection_pool import AsyncPoolRequest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from evalsuite.config import TargetConfig
 from evalsuite.engines import make_engine
 from evalsuite.engines.base import request_failure
 from evalsuite.engines.sockets import YIELD_EVERY, SocketBackend, SocketStream
-from evalsuite.engines.transport import PlainTransport, _as_httpx, client_transport
+from evalsuite.engines.transport import LinearPool, PlainTransport, _as_httpx, client_transport
 from evalsuite.records import GenerationParams, Sample
 
 LIMITS = httpx.Limits(max_connections=2, max_keepalive_connections=2)
@@ -308,3 +312,64 @@ async def test_an_engine_generates_through_it(fake_server: FakeServer) -> None:
         await engine.aclose()
     assert completions[0].text == completions[1].text != ""
     assert completions[0].tokens is not None and len(completions[0].tokens.ids) == 8
+
+
+class _Connection:
+    """A connection in some state, as the pool's bookkeeping sees it."""
+
+    def __init__(self, name: str, state: tuple[bool, bool, bool, bool, bool]):
+        self.name = name
+        self.closed, self.expired, self.idle, self.available, self.same_origin = state
+
+    def is_closed(self) -> bool:
+        return self.closed
+
+    def has_expired(self) -> bool:
+        return self.expired
+
+    def is_idle(self) -> bool:
+        return self.idle
+
+    def is_available(self) -> bool:
+        return self.available
+
+    def can_handle_request(self, origin: httpcore.Origin) -> bool:
+        return self.same_origin
+
+
+def _bookkeeping(pool_type: type[httpcore.AsyncConnectionPool], states: list[Any], queued: int, limits: Any) -> Any:
+    """What a pool decides for these connections and requests: who stays, who closes, who serves whom."""
+    pool = pool_type(max_connections=limits[0], max_keepalive_connections=limits[1])
+    made: list[str] = []
+
+    def create_connection(origin: httpcore.Origin) -> Any:
+        made.append(f"new{len(made)}")
+        return _Connection(made[-1], (False, False, False, False, True))
+
+    pool.create_connection = create_connection  # type: ignore[method-assign]
+    pool._connections = [_Connection(f"c{i}", state) for i, state in enumerate(states)]
+    served = AsyncPoolRequest(httpcore.Request("GET", "http://127.0.0.1:9/"))
+    served.connection = pool._connections[0] if pool._connections else None
+    pool._requests = [served] + [
+        AsyncPoolRequest(httpcore.Request("GET", "http://127.0.0.1:9/")) for _ in range(queued)
+    ]
+    closing = pool._assign_requests_to_connections()
+    return (
+        [c.name for c in pool._connections],  # type: ignore[attr-defined]
+        [c.name for c in closing],  # type: ignore[attr-defined]
+        [r.connection.name if r.connection else None for r in pool._requests],  # type: ignore[attr-defined]
+    )
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    states=st.lists(st.tuples(*[st.booleans()] * 5), max_size=6),
+    queued=st.integers(0, 4),
+    limits=st.tuples(st.integers(1, 6), st.integers(0, 6)),
+)
+async def test_the_linear_pool_decides_what_httpcores_own_pool_decides(
+    states: list[Any], queued: int, limits: tuple[int, int]
+) -> None:
+    assert _bookkeeping(LinearPool, states, queued, limits) == _bookkeeping(
+        httpcore.AsyncConnectionPool, states, queued, limits
+    )

@@ -173,6 +173,28 @@ def test_streamed_entries_are_read_typed() -> None:
         _same(_outcome(chat, _read_stream(pieces)), _outcome(chat, _generic_stream(pieces)))
 
 
+FRAMINGS = {
+    "plain": "data: {}\n\n",
+    "no space": "data:{}\n\n",
+    "comments": ": keep-alive\ndata: {}\n\n",
+    "named events": "event: message\ndata: {}\n\n",
+    "ids": "id: 7\ndata: {}\n\n",
+    "extra blank lines": "data: {}\n\n\n",
+}
+
+
+@pytest.mark.parametrize("framing", FRAMINGS)
+@pytest.mark.parametrize("chat", [True, False])
+def test_each_framing_cut_anywhere_reads_typed_as_generically(framing: str, chat: bool) -> None:
+    events = stream_events(_body(chat, tokens=3, k=2))
+    raw = "".join(FRAMINGS[framing].format(e if isinstance(e, str) else json.dumps(e)) for e in events).encode()
+    lines = [i + 1 for i, byte in enumerate(raw) if byte == ord("\n")]
+    for pieces in ([raw], _pieces(raw, lines), _pieces(raw, lines[1::2]), _pieces(raw, [n - 1 for n in lines])):
+        data, generic = asyncio.run(read_stream(_aiter(pieces)))
+        assert generic is not None  # read typed
+        _same(_outcome(chat, _read_stream(pieces)), _outcome(chat, _generic_stream(pieces)))
+
+
 @pytest.mark.parametrize(
     ("where", "value"),
     [

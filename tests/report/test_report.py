@@ -6,6 +6,7 @@ import json
 import re
 from pathlib import Path
 
+import markupsafe
 import numpy as np
 import pytest
 from stored_runs import Plan, manifest, synthetic_runs, write_run
@@ -198,3 +199,13 @@ def test_the_reproduce_line_limits_to_the_runs_size_when_they_keep_no_prompts() 
     )
     (line,) = reproduce(comparison, {"candidate": arm("spec"), "baseline": arm("base")})
     assert line.startswith("evalsuite eval spec --task gsm8k --limit 40 ")
+
+
+def test_a_slower_candidate_is_explained_in_both_reports(tmp_path: Path) -> None:
+    runs = synthetic_runs(tmp_path / "runs", Plan(n=30, tokens=60, speedup=0.6))
+    cmp = compare_runs(runs["candidate"], runs["baseline"], n_resamples=300)
+    paths = write_reports([cmp], tmp_path / "report", runs={"math500": runs})
+    note = cmp.speed.speedup.slower if cmp.speed and cmp.speed.speedup else None
+    assert note is not None and "kept 4.00 tokens on average: 75% of about 4.0 drafted tokens" in note
+    assert f"\n{note}\n" in paths.markdown.read_text()
+    assert f'<p class="note slower-note">{markupsafe.escape(note)}</p>' in paths.html.read_text()

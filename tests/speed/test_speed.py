@@ -56,6 +56,11 @@ def test_acceptance_and_speed_of_real_llamacpp_recordings(tmp_path: Path) -> Non
     slow = paired_speedup(q4, base)
     assert fast.n == 24 and 1.2 < fast.geometric_mean < 1.6 and fast.low95 < fast.geometric_mean < fast.high95
     assert slow.geometric_mean < 0.5 and slow.faster_share == 0.0
+    # a slower candidate is explained with its own acceptance figures; a faster one needs no explanation
+    assert fast.slower is None and slow.slower is not None
+    tau = q4.mean_accepted_length
+    steps = q4.predicted_n - q4.draft_accepted
+    assert f"kept {tau:.2f} tokens" in slow.slower and f"{2805 / 26009:.0%} of about {26009 / steps:.1f}" in slow.slower
 
 
 def test_vllm_counter_deltas_over_sessions(tmp_path: Path) -> None:
@@ -135,6 +140,17 @@ def test_sglang_accept_length_is_averaged() -> None:
 
 def _req(sid: str, tokens: int, decode: float) -> RequestSpeed:
     return RequestSpeed(sid, tokens, decode, "engine", math.nan, decode)
+
+
+def test_a_slower_candidate_without_drafting_counts_says_acceptance_cannot_explain_it() -> None:
+    base = summarize("b", {s: _req(s, 101, 1.0) for s in "abcdef"}, [])
+    slower = summarize("c", {s: _req(s, 101, 2.0 + 0.1 * i) for i, s in enumerate("abcdef")}, [])
+    note = paired_speedup(slower, base).slower
+    gm = math.exp(-sum(math.log(2.0 + 0.1 * i) for i in range(6)) / 6)
+    assert note is not None and note.startswith(f"The candidate decoded slower than its baseline ({gm:.2f}x")
+    assert "no drafting counts" in note
+    mixed = summarize("c", {s: _req(s, 101, 0.5 if i % 2 else 2.0) for i, s in enumerate("abcdef")}, [])
+    assert paired_speedup(mixed, base).slower is None  # the interval reaches above 1: nothing to explain
 
 
 def test_speedup_is_a_geometric_mean_of_paired_ratios() -> None:

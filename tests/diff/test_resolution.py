@@ -340,6 +340,7 @@ def _grid_trace_of(top_logprobs: np.ndarray) -> TokenTrace:
         [0.125] * 3 + [0.25] * 2,
         [0.125] * 2 + [0.25] * 2,  # even count: the mean of the two middle ones
         [0.0625, 0.125, 0.25, 0.25, 0.25, 0.25, 0.25],
+        [0.03125, 0.0625, 0.125, 0.25],  # four distinct steps: the two middle ones, not their neighbours
     ],
 )
 def test_the_tally_reads_the_same_median_and_cap_as_numpy(steps: list[float]) -> None:

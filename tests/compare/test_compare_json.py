@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from two_choices import token_entries
 
 from evalsuite.compare import compare_roles, compare_runs
 from evalsuite.compare.speed import REPEAT_LIMIT, comparison_speed, repeat_warnings
@@ -31,18 +32,7 @@ FIELDS = {
 
 
 def _completion(ids: list[int], latency: float, finish: str = "stop") -> Completion:
-    entries = [
-        {
-            "id": i,
-            "token": f"t{i}",
-            "logprob": -0.1,
-            "top_logprobs": [
-                {"id": i, "token": f"t{i}", "logprob": -0.1},
-                {"id": i + 1000, "token": f"u{i}", "logprob": -0.1 - 0.0137 * (i % 7 + 1)},
-            ],
-        }
-        for i in ids
-    ]
+    entries = token_entries(ids, -0.1, lambda i: (i + 1000, f"u{i}", -0.1 - 0.0137 * (i % 7 + 1)))
     return Completion(
         text="",
         finish_reason=finish,

@@ -7,6 +7,7 @@ import json
 
 import numpy as np
 import pytest
+from two_choices import token_entries
 
 from evalsuite.compare import compare_runs, field_differences
 from evalsuite.engines.parse import trace_from_entries
@@ -26,18 +27,7 @@ FIELDS = {
 
 
 def _completion(ids: list[int]) -> Completion:
-    entries = [
-        {
-            "id": i,
-            "token": f"t{i}",
-            "logprob": -0.1,
-            "top_logprobs": [
-                {"id": i, "token": f"t{i}", "logprob": -0.1},
-                {"id": i + 1000, "token": f"u{i}", "logprob": -0.11},
-            ],
-        }
-        for i in ids
-    ]
+    entries = token_entries(ids, -0.1, lambda i: (i + 1000, f"u{i}", -0.11))
     return Completion(text="", finish_reason="stop", tokens=trace_from_entries(entries))
 
 

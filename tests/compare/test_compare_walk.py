@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from two_choices import token_entries
+
 from evalsuite.compare import compare_runs
 from evalsuite.compare.walk import shell, walk_runs
 from evalsuite.engines.parse import trace_from_entries
@@ -14,18 +16,7 @@ FIELDS = {"task": "t", "prompt_template": "p", "params": {}, "dataset": {}, "ser
 
 
 def _completion(ids: list[int], latency: float = 1.0) -> Completion:
-    entries = [
-        {
-            "id": i,
-            "token": f"t{i}",
-            "logprob": -0.05,
-            "top_logprobs": [
-                {"id": i, "token": f"t{i}", "logprob": -0.05},
-                {"id": i + 1, "token": "u", "logprob": -3.1},
-            ],
-        }
-        for i in ids
-    ]
+    entries = token_entries(ids, -0.05, lambda i: (i + 1, "u", -3.1))
     return Completion(
         text=" ".join(f"t{i}" for i in ids),
         finish_reason="stop",

@@ -179,11 +179,16 @@ def gather(entries: list[Any], id_limit: int) -> Columns | None:
     raws = _field(every, "bytes")
     if not set(map(type, raws)) <= _LISTS:
         return None
-    counts = [0 if t is None else len(t) for t in tops] if None in tops else list(map(len, tops))
+    counts = alternative_counts(tops)
     n = len(entries)
     ids, tokens, logprobs = _field(every, "id"), _field(every, "token"), _field(every, "logprob")
     chosen = Fields(ids[:n], tokens[:n], logprobs[:n])
     return checked(counts, chosen, raws[:n], Fields(ids[n:], tokens[n:], logprobs[n:]), id_limit, alt_raws=raws[n:])
+
+
+def alternative_counts(tops: list[Any]) -> list[int]:
+    """How many alternatives each token has, from its `top_logprobs` (None where it has none)."""
+    return [0 if t is None else len(t) for t in tops] if None in tops else list(map(len, tops))
 
 
 def checked(
@@ -263,13 +268,15 @@ def _logprobs_ok(logprobs: list[Any], typed: bool = False) -> bool:
     """Finite numbers <= LOGPROB_SLACK (booleans are not numbers), or absent."""
     if not typed and not set(map(type, logprobs)) <= _NUMBERS:
         return False
-    values = logprobs
     try:
-        try:
-            total = sum(values, 0.0)  # NaN or infinite when any value is (or when finite ones overflow: stricter)
-        except TypeError:  # some are absent
-            values = _present(logprobs)
-            total = sum(values, 0.0)
+        return _finite_and_low(logprobs)
+    except TypeError:  # some are absent: None does not add up (cheaper than looking for it first)
+        return _finite_and_low(_present(logprobs))
+
+
+def _finite_and_low(values: list[Any]) -> bool:
+    try:
+        total = sum(values, 0.0)  # NaN or infinite when any value is (or when finite ones overflow: stricter)
     except OverflowError:  # an integer too large for a float
         return False
     return math.isfinite(total) and max(values, default=0.0) <= LOGPROB_SLACK

@@ -25,7 +25,7 @@ from typing import Annotated, Any
 import msgspec
 from msgspec import UNSET, UnsetType
 
-from evalsuite.engines.columns import Columns, Fields, checked
+from evalsuite.engines.columns import Columns, Fields, alternative_counts, checked
 
 Byte = Annotated[int, msgspec.Meta(ge=0, le=255)]
 
@@ -167,11 +167,15 @@ class EntryTuple(TypedEntries):
 
     def columns(self, id_limit: int) -> Columns | None:
         entries = self.entries
-        tops = list(map(_TOP, entries))
-        alts = list(chain.from_iterable(filter(None, tops)))
-        counts = [0 if t is None else len(t) for t in tops] if None in tops else list(map(len, tops))
+        counts, alts = _alternatives(entries)
         raws = list(map(_BYTES, entries))  # the alternatives' bytes were checked (0-255) while decoding
         return checked(counts, _fields(entries), raws, _fields(alts), id_limit, typed=True)
+
+
+def _alternatives(entries: Sequence[Entry]) -> tuple[list[int], list[Alternative]]:
+    """How many alternatives each entry has, and all of them in order."""
+    tops = list(map(_TOP, entries))
+    return alternative_counts(tops), list(chain.from_iterable(filter(None, tops)))
 
 
 def _fields(structs: Sequence[Entry | Alternative]) -> Fields:
@@ -194,15 +198,14 @@ class EntryColumns(TypedEntries):
 
     def add(self, entries: Sequence[Entry]) -> None:
         """Take entries (of one event or of many) into the columns, a field at a time."""
-        tops = list(map(_TOP, entries))
-        alts = list(chain.from_iterable(filter(None, tops)))
+        counts, alts = _alternatives(entries)
         chosen, top = _fields(entries), _fields(alts)
         self.ids += chosen.ids
         self.tokens += chosen.tokens
         self.logprobs += chosen.logprobs
         raws = list(map(_BYTES, entries))
         self.raws += [None if b is None else bytes(b) for b in raws] if None in raws else map(bytes, raws)
-        self.counts += [0 if t is None else len(t) for t in tops] if None in tops else map(len, tops)
+        self.counts += counts
         self.top_ids += top.ids
         self.top_tokens += top.tokens
         self.top_logprobs += top.logprobs

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from evalsuite.rig.assets import RigAssets, ensure_assets
-from evalsuite.rig.errors import RigError
+from evalsuite.rig.errors import RigError, missing_models
+from evalsuite.rig.smollm2 import SMOLLM2_DFLASH_REBUILD
 from evalsuite.serve.process import RunningServer, ServeError, ServerCommand, free_port, served, stop_server
 
 __all__ = [
@@ -250,15 +251,15 @@ def server_args(config: RigConfig, assets: RigAssets, port: int | str, threads: 
     return args + list(config.spec_args)
 
 
+REBUILD = {"smollm2-dflash": SMOLLM2_DFLASH_REBUILD}
+"""Model roles a checkout may lack -> the command that makes the file (docs/rig.md has the others)."""
+
+
 def rig_command(config: RigConfig, assets: RigAssets, threads: int) -> ServerCommand:
     """A rig configuration as an ordinary served command (`{port}` filled in at start)."""
     missing = [r for r in (config.model, config.draft) if r is not None and r not in assets.models]
     if missing:
-        raise RigError(
-            f"Rig configuration '{config.name}' needs the model file(s) {', '.join(missing)}, which this "
-            f"installation lacks. The table of models in docs/rig.md says how each is made "
-            f"(smollm2-dflash: `evalsuite rig models --train-smollm2-dflash --update-checksum`)."
-        )
+        raise missing_models(config.name, {role: REBUILD.get(role) for role in missing})
     return ServerCommand(
         config.name, tuple(server_args(config, assets, "{port}", threads)), startup_timeout_s=HEALTH_TIMEOUT_S
     )

@@ -31,6 +31,8 @@ GGUF_SHA256 = "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"
 DRAFT_LAYERS = 8
 SMOLLM2_DFLASH = MODELS / "smollm2-dflash.gguf"
 """The DFlash drafter trained against SmolLM2 (`evalsuite rig models --train-smollm2-dflash`; docs/rig.md)."""
+SMOLLM2_DFLASH_REBUILD = "evalsuite rig models --train-smollm2-dflash --update-checksum"
+"""The command that makes `SMOLLM2_DFLASH` again and records its checksum."""
 """Blocks kept in the derived draft model (of 30)."""
 
 
@@ -111,6 +113,6 @@ def ensure_smollm2_models(models_dir: Path, progress: Callable[[str], None] = pr
         truncate_layers(model, draft, DRAFT_LAYERS)
     models = {"smollm2": model, "smollm2-draft": draft}
     if SMOLLM2_DFLASH.is_file():
-        verify_learned_checksum(SMOLLM2_DFLASH, "evalsuite rig models --train-smollm2-dflash --update-checksum")
+        verify_learned_checksum(SMOLLM2_DFLASH, SMOLLM2_DFLASH_REBUILD)
         models["smollm2-dflash"] = SMOLLM2_DFLASH
     return models

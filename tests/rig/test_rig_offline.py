@@ -183,6 +183,9 @@ def test_a_configuration_whose_drafter_file_is_absent_is_refused_by_name(tmp_pat
         rig_command(RIG_CONFIGS["smollm2-dflash"], assets, 1)
     message = str(refused.value)
     assert "'smollm2-dflash'" in message and "--train-smollm2-dflash" in message
+    with pytest.raises(RigError) as refused:  # a model that command does not make: the docs' table only
+        rig_command(RIG_CONFIGS["dflash"], assets, 1)
+    assert str(refused.value).endswith("The table of models in docs/rig.md says how each is made.")
 
 
 def test_free_port_is_bindable() -> None:

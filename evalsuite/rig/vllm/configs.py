@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from evalsuite.rig.errors import RigError
+from evalsuite.rig.errors import missing_models
 from evalsuite.serve.process import ServerCommand
 
 MAX_MODEL_LEN = 2048
@@ -136,11 +136,7 @@ def refuse_missing_drafters(names: list[str]) -> None:
         config = VLLM_CONFIGS[name]
         missing = missing_drafters([config.model, config.draft])
         if missing:
-            raise RigError(
-                f"Rig configuration '{name}' needs the model file(s) {', '.join(missing)}, which this "
-                f"installation lacks. The table of models in docs/rig.md says how each is made "
-                f"({'; '.join(f'{role}: `{cmd}`' for role, cmd in missing.items())})."
-            )
+            raise missing_models(name, dict(missing))
 
 
 def vllm_commands(names: list[str], progress: Callable[[str], None] = lambda _m: None) -> list[ServerCommand]:

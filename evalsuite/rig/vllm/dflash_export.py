@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 
 from evalsuite.rig.errors import RigError
-from evalsuite.rig.gguf_file import require_gguf
+from evalsuite.rig.gguf_file import Shape, model_of, require_gguf
 
 WEIGHTS = "model.safetensors"
 CONFIG = "config.json"
@@ -78,43 +78,41 @@ def vllm_tensor_name(name: str) -> str:
 
 @dataclass(frozen=True)
 class Drafter:
-    """What the GGUF holds: its keys and its tensors as float32 arrays (torch layout: [out, in])."""
+    """What the GGUF holds: its shape (as `gguf_file.read_model` reads it, so the torch replay and vLLM see the
+    same numbers), its DFlash keys, and its tensors as float32 arrays (torch layout: [out, in])."""
 
-    fields: dict[str, Any]
+    shape: Shape
     arrays: dict[str, np.ndarray]
-
-    def key(self, name: str) -> Any:
-        return self.fields[f"dflash.{name}"]
+    block_size: int
+    target_layers: tuple[int, ...]  # llama.cpp's numbering: the input of block N is layer N
+    mask_id: int
 
 
 def read_drafter(path: Path) -> Drafter:
-    """One pass of `gguf`'s reader over a DFlash drafter (it parses the whole tokenizer: seconds, not free)."""
-    gguf = require_gguf()
-    reader = gguf.GGUFReader(path)
-    fields = {name: field.contents() for name, field in reader.fields.items()}
-    if fields.get("general.architecture") != "dflash":
-        raise RigError(f"{path} is a '{fields.get('general.architecture')}' GGUF, not a llama.cpp DFlash drafter.")
-    arrays = {
-        t.name: np.asarray(gguf.quants.dequantize(t.data, t.tensor_type), dtype=np.float32).reshape(
-            tuple(reversed(t.shape.tolist()))
-        )
-        for t in reader.tensors
-    }
-    return Drafter(fields, arrays)
+    """One pass of `gguf`'s reader over a DFlash drafter."""
+    reader = require_gguf().GGUFReader(path)
+    arch = reader.fields["general.architecture"].contents()
+    if arch != "dflash":
+        raise RigError(f"{path} is a '{arch}' GGUF, not a llama.cpp DFlash drafter.")
+    _, shape, arrays = model_of(reader)
+
+    def key(name: str) -> Any:
+        return reader.fields[name].contents()
+
+    layers = tuple(int(x) for x in key("dflash.target_layers"))
+    return Drafter(shape, arrays, int(key("dflash.block_size")), layers, int(key("tokenizer.ggml.mask_token_id")))
 
 
 def dflash_config(drafter: Drafter, target: dict[str, Any]) -> dict[str, Any]:
     """The `config.json` vLLM reads for `drafter`, next to the served target's Hugging Face config `target`.
 
     The drafter's shape, RoPE base, norm epsilon, mask token and target
-    layers come from its GGUF (numbers as `gguf_file.read_model` reads them,
-    so the torch replay and vLLM see the same); the block count comes from
+    layers come from its GGUF; the block count comes from
     the target, whose width and vocabulary must be the drafter's (it reads
     the target's hidden states and shares its embeddings and head).
     """
-    n_embd, n_head = int(drafter.key("embedding_length")), int(drafter.key("attention.head_count"))
-    n_vocab = int(drafter.key("vocab_size"))
-    layers = [int(x) for x in drafter.key("target_layers")]
+    shape, layers = drafter.shape, list(drafter.target_layers)
+    n_embd, n_vocab = shape.n_embd, shape.n_vocab
     target_blocks = int(target["num_hidden_layers"])
     if (n_embd, n_vocab) != (int(target["hidden_size"]), int(target["vocab_size"])):
         raise RigError(
@@ -131,25 +129,25 @@ def dflash_config(drafter: Drafter, target: dict[str, Any]) -> dict[str, Any]:
         "architectures": ["DFlashDraftModel"],
         "model_type": "qwen3",
         "hidden_size": n_embd,
-        "intermediate_size": int(drafter.key("feed_forward_length")),
-        "num_hidden_layers": int(drafter.key("block_count")),
-        "num_attention_heads": n_head,
-        "num_key_value_heads": int(drafter.key("attention.head_count_kv")),
-        "head_dim": n_embd // n_head,
+        "intermediate_size": shape.n_ff,
+        "num_hidden_layers": shape.n_layer,
+        "num_attention_heads": shape.n_head,
+        "num_key_value_heads": shape.n_head_kv,
+        "head_dim": shape.head_dim,
         "hidden_act": "silu",
-        "rms_norm_eps": round(float(drafter.key("attention.layer_norm_rms_epsilon")), 12),
-        "rope_parameters": {"rope_type": "default", "rope_theta": float(np.float32(drafter.key("rope.freq_base")))},
-        "max_position_embeddings": int(drafter.key("context_length")),
+        "rms_norm_eps": shape.rms_eps,
+        "rope_parameters": {"rope_type": "default", "rope_theta": shape.rope_base},
+        "max_position_embeddings": shape.n_ctx,
         "vocab_size": n_vocab,
         "attention_bias": False,
         "attention_dropout": 0.0,
         "use_sliding_window": False,
         "tie_word_embeddings": False,
         "dtype": "float32",
-        "block_size": int(drafter.key("block_size")),
+        "block_size": drafter.block_size,
         "num_target_layers": target_blocks,
         "dflash_config": {
-            "mask_token_id": int(drafter.fields["tokenizer.ggml.mask_token_id"]),
+            "mask_token_id": drafter.mask_id,
             "target_layer_ids": [layer - 1 for layer in layers],
         },
     }

@@ -12,6 +12,7 @@ target model's own answers to them.
 from __future__ import annotations
 
 import random
+from collections import Counter
 from collections.abc import Callable
 
 Template = Callable[[random.Random], tuple[str, str]]
@@ -199,7 +200,7 @@ def math_problems(count: int, seed: int = 0, exclude: frozenset[str] = frozenset
     rng = random.Random(seed)
     seen: set[str] = set(exclude)
     live = list(TEMPLATES)
-    misses = [0] * len(TEMPLATES)
+    misses: Counter[Template] = Counter()
     rows: list[dict[str, object]] = []
     turn = 0
     while len(rows) < count:
@@ -209,9 +210,8 @@ def math_problems(count: int, seed: int = 0, exclude: frozenset[str] = frozenset
         subject, problem = template(rng)
         turn += 1
         if problem in seen:
-            k = TEMPLATES.index(template)
-            misses[k] += 1
-            if misses[k] >= 50:
+            misses[template] += 1
+            if misses[template] >= 50:
                 live.remove(template)
             continue
         seen.add(problem)

@@ -218,7 +218,7 @@ def build_parser() -> argparse.ArgumentParser:
         "  evalsuite rig models --retrain          # minutes; needs torch (CPU)\n"
         "  evalsuite rig models --retrain --update-checksum\n"
         "  evalsuite rig models --train-dflash --update-checksum\n"
-        "  evalsuite rig models --train-smollm2-dflash   # about an hour on two cores; needs torch",
+        "  evalsuite rig models --train-smollm2-dflash   # hours of CPU (docs/rig.md); needs torch",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--retrain", action="store_true", help="retrain the learned model and compare its checksum")

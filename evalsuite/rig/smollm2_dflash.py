@@ -108,7 +108,7 @@ def generate_chunks(
 class SmolDFlashConfig:
     """The drafter's size and its optimisation; the committed checksum depends on them."""
 
-    n_layer: int = 1
+    n_layer: int = 2
     n_head: int = 9
     n_ff: int = 1536
     n_draft: int = 4

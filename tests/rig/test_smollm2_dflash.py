@@ -4,6 +4,7 @@ it is trained against is SmolLM2 as llama-server runs it."""
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,9 @@ from evalsuite.rig.smollm2_dflash import (
     train_questions,
 )
 from evalsuite.tasks.build import packaged_fixture
+
+NEAR_TIE = 0.25
+"""Nats between two tokens' logprobs that 8-bit activations can swap (seen on these prompts: 0.009-0.097)."""
 
 
 def _rows(tmp_path: Path, n: int) -> Path:
@@ -66,7 +70,9 @@ def test_torch_target_decodes_what_llama_server_decodes(
     rig_chat: Callable[..., dict[str, Any]], tmp_path: Path
 ) -> None:
     """The features a drafter learns from come from this forward pass, so its greedy tokens must be
-    llama-server's (a few near-ties aside: llama.cpp rounds activations to 8 bits for Q4_1 products)."""
+    llama-server's up to a near-tie: where they part, the server's own logprobs put the torch target's
+    token within NEAR_TIE of its choice (llama.cpp rounds activations to 8 bits for Q4_1 products; the
+    server's choice there moves with its own threads and batch size too)."""
     torch = pytest.importorskip("torch")
     from evalsuite.rig.assets import ensure_assets
     from evalsuite.rig.launcher import serve_with_assets
@@ -79,14 +85,20 @@ def test_torch_target_decodes_what_llama_server_decodes(
     with serve_with_assets(["smollm2-baseline"], assets, log_dir=tmp_path, threads=1) as servers:
         url = servers["smollm2-baseline"].base_url
         prompts = tokenize(url, messages)
-        served = [
-            [t["id"] for t in rig_chat(url, m[-1]["content"], 24)["choices"][0]["logprobs"]["content"]]
-            for m in messages
-        ]
+        served = [rig_chat(url, m[-1]["content"], 24)["choices"][0]["logprobs"]["content"] for m in messages]
     target = LlamaTarget(assets.models["smollm2"])
     seqs = target.greedy(prompts, TARGET_LAYERS, 24, EOG_IDS, slots=2)
-    same = [s.tokens[s.start :][:8] == ids[:8] for s, ids in zip(seqs, served)]
-    assert sum(same) >= 2, [(s.tokens[s.start :], ids) for s, ids in zip(seqs, served)]
+    for seq, entries in zip(seqs, served):
+        ours = seq.tokens[seq.start :]
+        at = next((i for i, (a, e) in enumerate(zip(ours, entries)) if a != e["id"]), None)
+        if at is None:
+            assert len(ours) == len(entries)
+            continue
+        top = {alt["id"]: alt["logprob"] for alt in entries[at]["top_logprobs"]}
+        gap = entries[at]["logprob"] - top.get(ours[at], -math.inf)
+        assert gap <= NEAR_TIE, (
+            f"token {at}: the server chose {entries[at]['id']}, torch {ours[at]} ({gap:.3f} nats below)"
+        )
     for s in seqs:
         assert s.features.shape == (len(s.tokens) - 1, len(TARGET_LAYERS) * target.shape.n_embd)
 

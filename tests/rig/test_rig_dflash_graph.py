@@ -24,11 +24,11 @@ def test_walk_with_useless_drafts_takes_one_step_per_token() -> None:
 def test_a_block_sees_only_context_before_its_anchor_and_is_non_causal() -> None:
     torch = pytest.importorskip("torch")
     from evalsuite.rig.dflash_graph import DrafterShape, block_logits
-    from evalsuite.rig.dflash_train import _init
+    from evalsuite.rig.dflash_train import init_drafter
 
     gen = torch.Generator().manual_seed(0)
     shape = DrafterShape(n_embd=32, n_layer=2, n_head=4, n_ff=64, n_draft=3, target_layers=(0, 1))
-    params = {k: v.detach() for k, v in _init(shape, 64, gen).items()}
+    params = {k: v.detach() for k, v in init_drafter(shape, 64, gen).items()}
     embd = torch.randn(50, 32, generator=gen)
     feats = torch.randn(20, 64, generator=gen)
     block = torch.tensor([[7, 3, 3, 3]])

@@ -195,8 +195,8 @@ def ingest(full: bool, repeat: int = 1) -> None:
     """The ingest table: client CPU per token against the parse floor, store size and peak RSS.
 
     With `repeat` > 1 each row runs that many times (each in a fresh client process against a fresh
-    server) and shows the run whose ratio to the floor is the median, with the lowest and highest
-    ratios: on a shared machine one run of a row can be a third off the next.
+    server) and shows the run whose ratio to the floor is the median (the higher middle one for an even
+    N), with the lowest and highest ratios: on a shared machine one run of a row can be a third off the next.
     """
     print("ingest: evalsuite.runner.execute against fixtures/fake_server.py, top-5 logprobs, one client process a run")
     spread = f"  {'x floor, lowest-highest':>23}" if repeat > 1 else ""
@@ -205,18 +205,22 @@ def ingest(full: bool, repeat: int = 1) -> None:
         f"{'floor us/token':>14} {'x floor':>7}  {'store B/token':>13} {'peak RSS MiB':>12}{spread}"
     )
     for case in ingest_cases(full):
-        runs = sorted((ingest_once(case) for _ in range(repeat)), key=lambda got: got["cpu_s"] / got["floor_s"])
+        runs = sorted(map(ingest_once, [case] * repeat), key=_ratio)
         got = runs[len(runs) // 2]
         per_token = got["cpu_s"] / got["tokens"] * 1e6
         floor = got["floor_s"] / got["tokens"] * 1e6
-        ratios = [run["cpu_s"] / run["floor_s"] for run in runs]
         print(
             f"{case.label:>18} {case.tokens:>7} {case.responses:>9} {min(case.concurrency, case.responses):>9}  "
-            f"{per_token:>12.2f} {got['tokens'] / got['cpu_s']:>12,.0f}  {floor:>14.2f} {per_token / floor:>6.2f}x  "
+            f"{per_token:>12.2f} {got['tokens'] / got['cpu_s']:>12,.0f}  {floor:>14.2f} {_ratio(got):>6.2f}x  "
             f"{got['store'] / got['tokens']:>13.1f} {got['peak_kib'] / 1024:>12.0f}"
-            + (f"  {ratios[0]:>11.2f}-{ratios[-1]:.2f}x" if repeat > 1 else ""),
+            + (f"  {_ratio(runs[0]):>11.2f}-{_ratio(runs[-1]):.2f}x" if repeat > 1 else ""),
             flush=True,
         )
+
+
+def _ratio(run: dict[str, Any]) -> float:
+    """A run's client CPU over its parse floor's."""
+    return float(run["cpu_s"] / run["floor_s"])
 
 
 def ingest_once(case: Case) -> dict[str, Any]:
@@ -234,12 +238,24 @@ SECTIONS: dict[str, Callable[[bool, int], None]] = {"ingest": ingest}
 """Each section prints its own table; `--sections` picks some (default: all, in this order)."""
 
 
+def positive(text: str) -> int:
+    """A positive whole number, for --repeat (argparse names the option when this raises)."""
+    value = int(text)
+    if value < 1:
+        raise ValueError(text)
+    return value
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--full", action="store_true", help="the full sizes (also SCALE=full)")
     parser.add_argument("--sections", default=",".join(SECTIONS), help=f"comma-separated, of {', '.join(SECTIONS)}")
     parser.add_argument(
-        "--repeat", type=int, default=1, metavar="N", help="run each row N times and show the median run (default 1)"
+        "--repeat",
+        type=positive,
+        default=1,
+        metavar="N",
+        help="run each row N times and show the median run (default 1)",
     )
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -250,7 +266,7 @@ def main() -> None:
     for name in args.sections.split(","):
         if name not in SECTIONS:
             parser.error(f"unknown section {name!r}; known: {', '.join(SECTIONS)}")
-        SECTIONS[name](full, max(1, args.repeat))
+        SECTIONS[name](full, args.repeat)
 
 
 if __name__ == "__main__":

@@ -15,9 +15,11 @@ llama-server unchanged and drafts what this code predicts:
   attention is *non-causal* over the injected context (positions `< n`) and the
   whole block; the final `output_norm` and the target's output head.  Block
   position i >= 1 predicts the token at position n + i (no shift).
-- The server reads the argmax at positions 1..n_draft as the draft, keeps
-  the longest prefix the target agrees with, and moves the anchor on by
-  accepted + 1 tokens (`simulate_acceptance` replays exactly that).
+- The server reads the argmax at positions 1..n_draft as the draft (cut
+  before the first position whose probability among the 10 best is under
+  `--spec-draft-p-min`), keeps the longest prefix the target agrees with, and
+  moves the anchor on by accepted + 1 tokens (`simulate_acceptance` replays
+  exactly that).
 
 K and V pass through f16 as in llama.cpp's default KV cache.
 """
@@ -34,6 +36,9 @@ from evalsuite.rig.gguf_file import Shape
 
 if TYPE_CHECKING:
     import torch
+
+DRAFT_TOP_K = 10
+"""Candidates llama.cpp's draft sampler keeps per block position; `--spec-draft-p-min` reads the best one's share of them."""
 
 
 def require_torch() -> Any:
@@ -245,6 +250,7 @@ def simulate_acceptance(
     head: torch.Tensor,
     rows: torch.Tensor | None = None,
     eog: Collection[int] = (),
+    p_min: float = 0.0,
 ) -> Acceptance:
     """Replay llama-server's draft/verify loop over a known greedy continuation `tokens[start:]`.
 
@@ -257,7 +263,8 @@ def simulate_acceptance(
     `rows` maps the rows of a reduced `head` to token ids; the tokens left
     out score exactly 0 (zero head rows), so a draft whose best row is
     negative is one of them (-1 here: it never matches).  `eog` are the
-    end-of-generation ids (see `walk`).
+    end-of-generation ids (see `walk`); `p_min` is the server's
+    `--spec-draft-p-min` (see `confident_prefix`).
     """
     torch = require_torch()
     ids = torch.tensor(list(tokens))
@@ -268,10 +275,30 @@ def simulate_acceptance(
     block[:, 0] = ids[anchors]
     with torch.no_grad():
         logits = block_logits(params, dshape, features, block, anchors, embd, head)[:, 1:]
-    best = logits.argmax(-1)
+    top = logits.topk(min(DRAFT_TOP_K, logits.shape[-1]), dim=-1)
+    best = top.indices[..., 0]
     if rows is not None:
-        best = torch.where(logits.max(-1).values < 0, -1, rows[best])
-    return walk(best.tolist(), list(tokens), start, eog)
+        best = torch.where(top.values[..., 0] < 0, -1, rows[best])
+    drafts = best.tolist()
+    if p_min > 0:
+        drafts = confident_prefix(drafts, torch.softmax(top.values, -1)[..., 0].tolist(), p_min)
+    return walk(drafts, list(tokens), start, eog)
+
+
+def confident_prefix(
+    drafts: Sequence[Sequence[int]], confidence: Sequence[Sequence[float]], p_min: float
+) -> list[list[int]]:
+    """Each draft cut before its first token whose confidence is under `p_min`.
+
+    llama.cpp's draft-dflash reads a block position's candidates through a top-10 sampler and stops
+    the draft where the best one's probability among those 10 is under `--spec-draft-p-min`: fewer
+    doubtful tokens for the target to verify, at the cost of the rare doubtful one it would have kept.
+    """
+    out = []
+    for draft, conf in zip(drafts, confidence):
+        n = next((i for i, p in enumerate(conf) if p < p_min), len(draft))
+        out.append(list(draft[:n]))
+    return out
 
 
 def walk(drafts: Sequence[Sequence[int]], tokens: Sequence[int], start: int, eog: Collection[int] = ()) -> Acceptance:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from evalsuite.rig.dflash_graph import Acceptance, walk
+from evalsuite.rig.dflash_graph import Acceptance, confident_prefix, walk
 
 
 def test_walk_accepts_the_longest_matching_prefix_and_moves_past_the_target_token() -> None:
@@ -19,6 +19,17 @@ def test_walk_with_useless_drafts_takes_one_step_per_token() -> None:
     tokens = list(range(10))
     result = walk([[-1, -1]] * 7, tokens, 3)
     assert result == Acceptance(steps=6, drafted=12, accepted=0)
+
+
+def test_p_min_cuts_a_draft_before_its_first_doubtful_token_and_the_loop_takes_the_rest() -> None:
+    tokens = [9, 1, 2, 3, 4, 5, 6]
+    drafts = [[2, 3, 0], [3, 4, 5], [4, 5, 6], [5, 6, 0], [6, 0, 0]]
+    confidence = [[0.9, 0.8, 0.2], [0.4, 0.9, 0.9], [0.9, 0.3, 0.9], [0.5, 0.5, 0.5], [0.1, 0.9, 0.9]]
+    cut = confident_prefix(drafts, confidence, 0.45)
+    assert cut == [[2, 3], [], [4], [5, 6, 0], []]
+    # anchor 1: [2, 3] kept, target's 4 -> anchor 4: [5, 6, 0] drafted, 5 and 6 kept -> past the end
+    assert walk(cut, tokens, 1) == Acceptance(steps=2, drafted=5, accepted=4)
+    assert confident_prefix(drafts, confidence, 0.0) == drafts
 
 
 def test_a_block_sees_only_context_before_its_anchor_and_is_non_causal() -> None:

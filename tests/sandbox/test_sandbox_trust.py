@@ -229,7 +229,8 @@ def test_numpy_is_importable_single_threaded_within_the_memory_limit(sandbox: Sa
 
 
 HUNTER = """
-import os
+import os, functools
+print = functools.partial(print, flush=True)  # what it found survives being killed at a limit
 seen = set()
 def grab(path):
     try:
@@ -238,9 +239,11 @@ def grab(path):
                 grab(os.path.join(path, name)) if path.count('/') < 12 else None
         elif path not in seen:
             seen.add(path)
-            print(path, open(path, 'rb').read()[:200])
+            with open(path, 'rb') as fh:
+                print(path, fh.read(200))
     except OSError as e:
         print('denied', path, e.errno)
+grab(%r)
 for pid in os.listdir('/proc'):
     if pid.isdigit():
         for name in ('cmdline', 'environ'):
@@ -257,7 +260,6 @@ for pid in os.listdir('/proc'):
             grab(os.readlink(f'/proc/{pid}/cwd'))
         except OSError:
             pass
-grab(%r)
 """
 
 

@@ -226,12 +226,7 @@ def train_smol_drafter(
     first = 1
     saved = _load_checkpoint(checkpoint, key)
     if saved is not None:
-        for name, value in saved["params"].items():
-            params[name].data.copy_(value)
-        optim.load_state_dict(saved["optim"])
-        rng.bit_generator.state = saved["numpy_rng"]
-        gen.set_state(saved["torch_gen"])
-        torch.set_rng_state(saved["torch_rng"])
+        _restore(saved, params, optim, rng, gen)
         best, step, first = saved["best"], saved["step"], saved["epoch"] + 1
         progress(f"  resuming after epoch {saved['epoch']} from {checkpoint}")
     for epoch in range(first, config.epochs + 1):
@@ -272,22 +267,36 @@ def train_smol_drafter(
         if best is None or result.rate > best[1].rate:
             best = ({k: p.detach().clone() for k, p in params.items()}, result)
         if checkpoint is not None:
-            state = {
-                "key": key,
-                "epoch": epoch,
-                "step": step,
-                "params": {k: p.detach().clone() for k, p in params.items()},
-                "optim": optim.state_dict(),
-                "numpy_rng": rng.bit_generator.state,
-                "torch_gen": gen.get_state(),
-                "torch_rng": torch.get_rng_state(),
-                "best": best,
-            }
+            state = {"key": key, "epoch": epoch, "step": step, "best": best, **_snapshot(params, optim, rng, gen)}
             staged = checkpoint.with_name(checkpoint.name + ".partial")
             torch.save(state, staged)
             staged.replace(checkpoint)
     assert best is not None
     return {k: v.numpy().astype(np.float32) for k, v in best[0].items()}, best[1]
+
+
+def _snapshot(params: dict[str, Any], optim: Any, rng: np.random.Generator, gen: Any) -> dict[str, Any]:
+    """What the next epoch depends on besides the epoch count: weights, Adam's moments, every RNG."""
+    torch = require_torch()
+    return {
+        "params": {k: p.detach() for k, p in params.items()},  # torch.save copies them out at once
+        "optim": optim.state_dict(),
+        "numpy_rng": rng.bit_generator.state,
+        "torch_gen": gen.get_state(),
+        "torch_rng": torch.get_rng_state(),
+    }
+
+
+def _restore(state: dict[str, Any], params: dict[str, Any], optim: Any, rng: np.random.Generator, gen: Any) -> None:
+    """`_snapshot` undone, in place."""
+    torch = require_torch()
+    with torch.no_grad():
+        for name, value in state["params"].items():
+            params[name].copy_(value)
+    optim.load_state_dict(state["optim"])
+    rng.bit_generator.state = state["numpy_rng"]
+    gen.set_state(state["torch_gen"])
+    torch.set_rng_state(state["torch_rng"])
 
 
 def _load_checkpoint(path: Path | None, key: dict[str, Any]) -> dict[str, Any] | None:

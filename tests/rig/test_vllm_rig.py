@@ -279,8 +279,7 @@ def test_vllm_drafts_what_the_llama_cpp_graph_predicts(vllm_servers: dict[str, R
     replay = simulate_acceptance(
         params, dshape, features, tokens, start, drafter.mask_id, target.embd, target.head, None, EOG_IDS
     )
-    drafts, drafted, accepted = server
-    served = Acceptance(drafts, drafted, accepted)
+    served = Acceptance(*server)
     assert replay.rate > 0.2, f"the replay itself accepts little: {replay}"
     assert abs(served.rate - replay.rate) <= 0.05, f"server {server}, replay {replay}"
     assert abs(served.tau - replay.tau) <= 0.15, f"server {server}, replay {replay}"

@@ -267,10 +267,9 @@ def train_smol_drafter(
         if best is None or result.rate > best[1].rate:
             best = ({k: p.detach().clone() for k, p in params.items()}, result)
         if checkpoint is not None:
-            state = {"key": key, "epoch": epoch, "step": step, "best": best, **_snapshot(params, optim, rng, gen)}
-            staged = checkpoint.with_name(checkpoint.name + ".partial")
-            torch.save(state, staged)
-            staged.replace(checkpoint)
+            _save_checkpoint(
+                checkpoint, {"key": key, "epoch": epoch, "step": step, "best": best}, params, optim, rng, gen
+            )
     assert best is not None
     return {k: v.numpy().astype(np.float32) for k, v in best[0].items()}, best[1]
 
@@ -297,6 +296,16 @@ def _restore(state: dict[str, Any], params: dict[str, Any], optim: Any, rng: np.
     rng.bit_generator.state = state["numpy_rng"]
     gen.set_state(state["torch_gen"])
     torch.set_rng_state(state["torch_rng"])
+
+
+def _save_checkpoint(
+    path: Path, progress: dict[str, Any], params: dict[str, Any], optim: Any, rng: np.random.Generator, gen: Any
+) -> None:
+    """The training state after an epoch (`progress`: key, epoch, step, best), replacing the last one whole."""
+    torch = require_torch()
+    staged = path.with_name(path.name + ".partial")
+    torch.save({**progress, **_snapshot(params, optim, rng, gen)}, staged)
+    staged.replace(path)
 
 
 def _load_checkpoint(path: Path | None, key: dict[str, Any]) -> dict[str, Any] | None:

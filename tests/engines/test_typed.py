@@ -26,7 +26,7 @@ from evalsuite.engines.base import decoded
 from evalsuite.engines.body import loads
 from evalsuite.engines.retry import RequestFailed
 from evalsuite.engines.stream import Lines, merge_chunks, read_events
-from evalsuite.engines.typed import Alternative, Entry, EntryColumns, EntryTuple, decode_body
+from evalsuite.engines.typed import Alternative, Entry, EntryColumns, EntryTuple, byte_lists_ok, decode_body
 from evalsuite.engines.typed_stream import read_stream
 from evalsuite.records import Completion, GenerationParams
 
@@ -208,6 +208,13 @@ def test_each_framing_cut_anywhere_reads_typed_as_generically(framing: str, chat
         ("logprob", float("nan")),
         ("logprob", 1e400),
         ("bytes", [256]),
+        ("bytes", [0, 255]),
+        ("bytes", [-1]),
+        ("bytes", [1.0]),
+        ("bytes", [1, 2, 1000]),
+        ("bytes", [[1]]),
+        ("bytes", "abc"),
+        ("bytes", 7),
         ("bytes", [True]),
         ("bytes", []),
         ("bytes", None),
@@ -228,3 +235,42 @@ def test_each_entry_rule_reads_alike_typed_and_generically(where: str, value: An
     entry[where] = value
     raw = json.dumps(body).encode()
     _same(_outcome(True, _read_body(raw)), _outcome(True, _generic_body(raw)))
+
+
+BYTE_LIST_ITEMS = st.one_of(
+    st.integers(-300, 1300), st.integers(), st.floats(), st.booleans(), st.none(), st.text(max_size=3)
+)
+BYTE_LIST_VALUES = st.one_of(
+    st.none(),
+    st.lists(st.integers(0, 255), max_size=6),
+    st.lists(BYTE_LIST_ITEMS, max_size=6),
+    st.lists(st.lists(st.integers(0, 255), max_size=2), max_size=2),
+    BYTE_LIST_ITEMS,
+)
+
+
+def _spelled(value: Any, compact: bool) -> bytes:
+    return json.dumps(value, separators=(",", ":") if compact else (" , ", " : ")).encode()
+
+
+@settings(max_examples=500, deadline=None)
+@given(values=st.lists(BYTE_LIST_VALUES, min_size=1, max_size=8), compact=st.booleans())
+def test_raw_byte_lists_are_accepted_exactly_when_each_is_a_list_of_byte_values(
+    values: list[Any], compact: bool
+) -> None:
+    """The check of the alternatives' raw `bytes` never passes what the generic rule refuses, and passes what
+    servers send (null, or a list of integers 0-255, compact or spaced)."""
+
+    def rule(value: Any) -> bool:  # validate.py: null, or a list bytes() takes (booleans aside: refused typed)
+        if value is None:
+            return True
+        return isinstance(value, list) and all(type(v) is int and 0 <= v <= 255 for v in value)
+
+    joined = b"\0".join(_spelled(v, compact) for v in values)
+    assert byte_lists_ok(joined) == all(map(rule, values))
+
+
+def test_every_number_up_to_four_digits_is_a_byte_value_exactly_when_below_256() -> None:
+    for value in range(10_000):
+        for spelled in (f"[{value}]", f"[1,{value}]", f"[{value} , 7]"):
+            assert byte_lists_ok(f"[65]\0{spelled}\0null".encode()) == (value <= 255), spelled

@@ -48,6 +48,7 @@ class Columns:
     top_ids: list[Any]  # every alternative's id, flattened
     top_tokens: list[Any]
     top_logprobs: list[Any]
+    arrays: Numbers | None = None  # the same numbers as arrays, where none is absent (made while checking them)
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -75,20 +76,24 @@ class Columns:
         """The TokenTrace of these entries (see parse.trace_from_entries for the rules it keeps)."""
         n = len(self.ids)
         k = max(self.counts, default=0)
-        logprobs = self.logprobs
+        arrays = self.arrays or Numbers(None, None, None, None)
+        logprobs, chosen_lp = self.logprobs, arrays.logprobs
         if 0 in self.counts:  # an accepted draft token without alternatives: a 0.0 logprob means "not reported"
             logprobs = [None if c == 0 and lp == 0.0 else lp for lp, c in zip(logprobs, self.counts)]
+            chosen_lp = None
         top_ids, top_lp, top_tokens = self.top_ids, self.top_logprobs, self.top_tokens
-        if self.counts.count(k) != n:  # ragged: pad every row to k
-            top_ids, top_lp, top_tokens = _pad(self.counts, k, top_ids, top_lp, top_tokens)
+        top_id_array, top_lp_array = arrays.top_ids, arrays.top_logprobs
         full = self.counts.count(k) == n
+        if not full:  # ragged: pad every row to k
+            top_ids, top_lp, top_tokens = _pad(self.counts, k, top_ids, top_lp, top_tokens)
+            top_id_array = top_lp_array = None
         return ColumnTrace(
-            ids=id_array(self.ids, self.tokens),
+            ids=arrays.ids if arrays.ids is not None else id_array(self.ids, self.tokens),
             pieces=_strings(self.tokens),
             raw=self.raw,
-            logprobs=logprob_array(logprobs),
-            top_ids=id_array(top_ids, top_tokens).reshape(n, k),
-            top_logprobs=logprob_array(top_lp).reshape(n, k),
+            logprobs=_float32(chosen_lp) if chosen_lp is not None else logprob_array(logprobs),
+            top_ids=(top_id_array if top_id_array is not None else id_array(top_ids, top_tokens)).reshape(n, k),
+            top_logprobs=(_float32(top_lp_array) if top_lp_array is not None else logprob_array(top_lp)).reshape(n, k),
             names=_strings(top_tokens),
             counts=None if full else self.counts,
         )
@@ -157,6 +162,18 @@ def _pad(counts: list[int], k: int, *columns: list[Any]) -> list[list[Any]]:
     return out
 
 
+class Numbers(NamedTuple):
+    """A choice's ids (int64) and logprobs (float64, NaN where absent), chosen tokens' and alternatives'.
+
+    An id column is None where some id is absent or out of int64's range, a logprob column where some
+    logprob is too large for a float."""
+
+    ids: np.ndarray | None
+    logprobs: np.ndarray | None
+    top_ids: np.ndarray | None
+    top_logprobs: np.ndarray | None
+
+
 class Fields(NamedTuple):
     """One field per token of some entries (the chosen tokens, or every alternative in order); None where absent."""
 
@@ -208,11 +225,19 @@ def checked(
     `typed`: the values are known to be of their field's type or None (msgspec checked them while
     decoding, typed.py), so only their values are checked.
     """
-    for fields in (chosen, alts):
+    if not typed and not all(map(_types_ok, (chosen, alts))):
+        return None
+    arrays = Numbers(
+        _numbers(chosen.ids, np.int64),
+        _numbers(chosen.logprobs, np.float64),
+        _numbers(alts.ids, np.int64),
+        _numbers(alts.logprobs, np.float64),
+    )
+    for fields, ids, logprobs in ((chosen, arrays.ids, arrays.logprobs), (alts, arrays.top_ids, arrays.top_logprobs)):
         if not (
-            _ids_ok(fields.ids, id_limit, typed)
-            and _tokens_ok(fields.tokens, id_limit, typed)
-            and _logprobs_ok(fields.logprobs, typed)
+            _ids_ok(fields.ids, ids, id_limit)
+            and _tokens_ok(fields.tokens, id_limit)
+            and _logprobs_ok(fields.logprobs, logprobs)
         ):
             return None
     try:
@@ -223,7 +248,26 @@ def checked(
             bytes(chain.from_iterable(filter(None, alt_raws)))  # the alternatives' bytes: checked, not kept
     except (TypeError, ValueError):
         return None
-    return Columns(chosen.ids, chosen.tokens, chosen.logprobs, chosen_raw, counts, alts.ids, alts.tokens, alts.logprobs)
+    return Columns(
+        chosen.ids, chosen.tokens, chosen.logprobs, chosen_raw, counts, alts.ids, alts.tokens, alts.logprobs, arrays
+    )
+
+
+def _numbers(values: list[Any], dtype: type) -> np.ndarray | None:
+    """Values of known number types (or None) as an array, in one pass in C; None where that cannot hold them."""
+    try:
+        return np.fromiter(values, dtype, len(values))
+    except (TypeError, OverflowError):
+        return None
+
+
+def _types_ok(fields: Fields) -> bool:
+    """Ids integers (not booleans), tokens strings, logprobs numbers; each may be absent."""
+    return (
+        set(map(type, fields.ids)) <= _INTS
+        and set(map(type, fields.tokens)) <= _STRS
+        and set(map(type, fields.logprobs)) <= _NUMBERS
+    )
 
 
 def _field(entries: list[dict[str, Any]], key: str) -> list[Any]:
@@ -235,21 +279,16 @@ def _present(values: list[Any]) -> list[Any]:
     return [v for v in values if v is not None]
 
 
-def _ids_ok(ids: list[Any], limit: int, typed: bool = False) -> bool:
-    """Token ids: integers (not booleans) in [0, limit), or absent (`typed`: known to be one or the other)."""
-    if not typed and not set(map(type, ids)) <= _INTS:
-        return False
-    try:
-        return min(ids, default=0) >= 0 and max(ids, default=0) < limit
-    except TypeError:  # some are absent: None does not compare (cheaper than looking for it first)
-        values = _present(ids)
-        return min(values, default=0) >= 0 and max(values, default=0) < limit
+def _ids_ok(ids: list[Any], array: np.ndarray | None, limit: int) -> bool:
+    """Token ids in [0, limit), or absent (`array`: the same ids, when none is absent)."""
+    if array is not None:
+        return not len(array) or (int(array.min()) >= 0 and int(array.max()) < limit)
+    values = _present(ids)
+    return min(values, default=0) >= 0 and max(values, default=0) < limit
 
 
-def _tokens_ok(tokens: list[Any], limit: int, typed: bool = False) -> bool:
-    """Token strings, or absent; a "token_id:N" rendering must name an id below the limit."""
-    if not typed and not set(map(type, tokens)) <= _STRS:
-        return False
+def _tokens_ok(tokens: list[Any], limit: int) -> bool:
+    """A "token_id:N" rendering must name an id below the limit."""
     try:
         joined = "".join(tokens)
     except TypeError:  # some are absent
@@ -264,17 +303,11 @@ def _tokens_ok(tokens: list[Any], limit: int, typed: bool = False) -> bool:
     return True
 
 
-def _logprobs_ok(logprobs: list[Any], typed: bool = False) -> bool:
-    """Finite numbers <= LOGPROB_SLACK (booleans are not numbers), or absent."""
-    if not typed and not set(map(type, logprobs)) <= _NUMBERS:
-        return False
-    try:
-        return _finite_and_low(logprobs)
-    except TypeError:  # some are absent: None does not add up (cheaper than looking for it first)
-        return _finite_and_low(_present(logprobs))
-
-
-def _finite_and_low(values: list[Any]) -> bool:
+def _logprobs_ok(logprobs: list[Any], array: np.ndarray | None) -> bool:
+    """Finite and <= LOGPROB_SLACK, or absent (`array`: the same numbers, NaN where absent)."""
+    if array is not None and np.isfinite(array).all():
+        return not len(array) or float(array.max()) <= LOGPROB_SLACK
+    values = _present(logprobs)
     try:
         total = sum(values, 0.0)  # NaN or infinite when any value is (or when finite ones overflow: stricter)
     except OverflowError:  # an integer too large for a float
@@ -301,6 +334,8 @@ def _id_from_token(token: Any) -> int:
 
 def logprob_array(values: list[Any]) -> np.ndarray:
     """float32 logprobs, None as NaN, -inf (impossible tokens) clipped so arrays stay finite."""
-    out = np.array(values, np.float64)
-    np.maximum(out, -1e30, out=out)  # NaN stays NaN: maximum propagates it
-    return out.astype(np.float32)
+    return _float32(np.array(values, np.float64))
+
+
+def _float32(values: np.ndarray) -> np.ndarray:
+    return np.maximum(values, -1e30).astype(np.float32)  # NaN stays NaN: maximum propagates it

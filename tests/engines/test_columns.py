@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from test_response_fuzz import JSON_VALUES, _mutate, _paths
 
 from evalsuite.engines.agree import token_text
-from evalsuite.engines.columns import _ids_ok, _logprobs_ok, _tokens_ok, gather
+from evalsuite.engines.columns import LOGPROB_SLACK, _ids_ok, _logprobs_ok, _numbers, gather
 from evalsuite.engines.parse import _walk, trace_from_entries
 from evalsuite.engines.retry import RequestFailed
 from evalsuite.engines.validate import MAX_TOKEN_ID, ResponseSchema
@@ -133,16 +133,28 @@ def test_every_real_shape_takes_the_fast_path() -> None:
 
 @given(
     ids=st.lists(st.one_of(st.none(), st.integers(-(2**70), 2**70)), max_size=6),
-    tokens=st.lists(st.one_of(st.none(), st.text(max_size=12), st.from_regex(r"token_id:\d{1,5}", fullmatch=True))),
-    logprobs=st.lists(st.one_of(st.none(), st.floats(), st.floats(-1e308, 1e-3)), max_size=6),
+    logprobs=st.lists(
+        st.one_of(st.none(), st.floats(), st.floats(-1e308, 1e-3), st.integers(-(2**1100), 0)), max_size=6
+    ),
 )
-def test_values_known_to_be_typed_are_checked_as_any_values_are(
-    ids: list[Any], tokens: list[Any], logprobs: list[Any]
-) -> None:
-    """The typed reading (typed.py) skips the type checks, never the checks of the values, absent ones included."""
-    assert _ids_ok(ids, LIMIT, typed=True) == _ids_ok(ids, LIMIT)
-    assert _tokens_ok(tokens, LIMIT, typed=True) == _tokens_ok(tokens, LIMIT)
-    assert _logprobs_ok(logprobs, typed=True) == _logprobs_ok(logprobs)
+def test_ids_and_logprobs_are_checked_alike_as_arrays_and_as_lists(ids: list[Any], logprobs: list[Any]) -> None:
+    """The array check (values known to be numbers, read in one pass) and the list check (some too large for an
+    array) apply the schema's rule to every value, absent ones allowed."""
+    ids_rule = all(v is None or 0 <= v < LIMIT for v in ids)
+    assert _ids_ok(ids, _numbers(ids, np.int64), LIMIT) == ids_rule
+    assert _ids_ok(ids, None, LIMIT) == ids_rule
+
+    def finite_low(v: Any) -> bool:
+        try:
+            return math.isfinite(v) and v <= LOGPROB_SLACK
+        except OverflowError:
+            return False
+
+    lp_rule = all(v is None or finite_low(v) for v in logprobs)
+    assert _logprobs_ok(logprobs, _numbers(logprobs, np.float64)) == lp_rule
+    present = [float(v) for v in logprobs if v is not None and finite_low(v)]
+    if math.isfinite(sum(present, 0.0)):  # the list check also refuses finite values whose sum overflows
+        assert _logprobs_ok(logprobs, None) == lp_rule
 
 
 def test_the_vocabulary_bounds_ids_and_token_id_renderings() -> None:

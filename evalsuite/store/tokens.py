@@ -92,14 +92,12 @@ def _names_by_id(top_ids: np.ndarray, flat: list[str] | None) -> tuple[np.ndarra
     """
     if flat is None:
         return None
-    keys = top_ids.reshape(-1).tolist()
-    name_of = dict(zip(keys, flat))  # the last string seen for each id...
-    if list(map(name_of.__getitem__, keys)) != flat:  # ...is every string seen for it
+    names = np.array(flat, dtype=object)
+    ids, first, where = np.unique(top_ids.reshape(-1), return_index=True, return_inverse=True)
+    named = names[first]  # the string seen first for each id...
+    if not (named[where.reshape(-1)] == names).all():  # ...is every string seen for it
         return None
-    ids = np.fromiter(name_of, np.int64, len(name_of))
-    order = np.argsort(ids, kind="stable")  # ids in order pack tighter
-    names = list(name_of.values())
-    return ids[order], [names[i] for i in order.tolist()]
+    return ids, named.tolist()
 
 
 def _raw_apart(pieces: list[str], raw: list[bytes | None]) -> tuple[bytes, np.ndarray]:

@@ -230,26 +230,29 @@ class EntryColumns(TypedEntries):
         return checked(self.counts, chosen, self.raws, alts, id_limit, typed=True)
 
 
-_LIST_OF_INTS = b"0123456789,[] \t\n\r\0"
-_ZERO, _TWO, _FIVE = (ord(c) for c in "025")
+_OPEN, _ZERO, _TWO, _FIVE = (ord(c) for c in "[025")
+_LIST_BYTE = np.zeros(256, bool)  # what a list of integers may be spelled with: digits, commas, brackets, whitespace
+_LIST_BYTE[list(b"0123456789,[] \t\n\r\0")] = True
 
 
 def byte_lists_ok(joined: bytes) -> bool:
     """Whether each NUL-separated JSON value (msgspec has checked its syntax) is null or a list of byte values.
 
-    All are checked together, in C and numpy, without reading a number: only digits, commas,
-    brackets and whitespace; each value one list with no list inside; no number of four digits or
-    more, and none of three above 255.  False may also mean an unusual spelling (`[ ]`): the caller
-    then reads the body generically, which names any fault.
+    All are checked together, in numpy, without reading a number: only digits, commas, brackets
+    and whitespace; each value one list with no list inside; no number of four digits or more, and
+    none of three above 255.  False may also mean an unusual spelling (`[ ]`): the caller then reads
+    the body generically, which names any fault.
     """
     if b"l" in joined or b"[]" in joined:  # null, or an empty list: both fine, and left out
         joined = b"\0".join(v for v in joined.split(b"\0") if v not in (b"null", b"[]"))
         if not joined:
             return True
-    count = joined.count(b"\0") + 1
-    if joined.translate(None, _LIST_OF_INTS) or joined.count(b"[") != count or (b"\0" + joined).count(b"\0[") != count:
-        return False
     text = np.frombuffer(joined, np.uint8)
+    if not _LIST_BYTE[text].all():
+        return False
+    starts = np.concatenate(([0], np.flatnonzero(text == 0) + 1))
+    if not np.array_equal(np.flatnonzero(text == _OPEN), starts):  # a "[" opens each value, and no other
+        return False
     digit = (text - _ZERO) < 10  # unsigned: what lies below "0" wraps above
     three = digit[:-2] & digit[1:-1] & digit[2:]  # where a run of three digits starts
     if not three.any():

@@ -274,3 +274,11 @@ def test_every_number_up_to_four_digits_is_a_byte_value_exactly_when_below_256()
     for value in range(10_000):
         for spelled in (f"[{value}]", f"[1,{value}]", f"[{value} , 7]"):
             assert byte_lists_ok(f"[65]\0{spelled}\0null".encode()) == (value <= 255), spelled
+
+
+@pytest.mark.parametrize(
+    "joined",
+    [b"5\0[[1]]", b"[[1]]\0 5", b"[1]\0[[2]]\07", b"[1]\0[2,[3]]", b"[1]\07\0[4]", b"[1]\0true", b"[1]\0{}"],
+)
+def test_raw_byte_lists_that_are_not_each_one_flat_list_are_refused(joined: bytes) -> None:
+    assert not byte_lists_ok(joined)

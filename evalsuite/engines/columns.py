@@ -48,7 +48,7 @@ class Columns:
     top_ids: list[Any]  # every alternative's id, flattened
     top_tokens: list[Any]
     top_logprobs: list[Any]
-    arrays: Numbers | None = None  # the same numbers as arrays, where none is absent (made while checking them)
+    arrays: Numbers | None = None  # the same numbers as arrays, made while checking them (see Numbers)
 
     def __len__(self) -> int:
         return len(self.ids)

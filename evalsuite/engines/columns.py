@@ -5,9 +5,10 @@ alternatives: thousands of small dicts.  Checking them (validate.py),
 turning them into a TokenTrace (parse.py) and spelling their text (agree.py)
 used to walk them three times in Python.  Here each field is pulled out of
 all entries at once (`map` with `dict.get`, at C speed), its types are
-checked as a set, and its values with builtins (min and max of the ids, one
-sum and one max of the logprobs, `bytes()` of the byte lists).  The three
-consumers then read these columns.
+checked as a set, and its values in bulk: ids and logprobs as numpy arrays
+(which the trace keeps), byte lists with `bytes()`, or, where the typed
+reading left the alternatives' lists as raw JSON, with `byte_lists_ok`.
+The three consumers then read these columns.
 
 `gather` accepts a subset of what the schema's entry rules accept:
 anything unusual (a wrong type anywhere, an id out of range, a NaN or a
@@ -215,13 +216,14 @@ def checked(
     alts: Fields,
     id_limit: int,
     *,
-    alt_raws: list[Any] | None = None,
+    alt_raws: list[Any] | bytes | None = None,
     typed: bool = False,
 ) -> Columns | None:
     """Columns from per-field lists, or None when a value breaks a rule.
 
     `counts` is how many alternatives each chosen token has, `raws` the chosen tokens' byte sequences
-    (or None), `alt_raws` the alternatives' (checked, not kept; None: known to be byte values already).
+    (or None), `alt_raws` the alternatives' (checked, not kept): their values, or their raw JSON joined
+    by NUL (typed.py; b"": none), or None where they are known to be byte values already.
     `typed`: the values are known to be of their field's type or None (msgspec checked them while
     decoding, typed.py), so only their values are checked.
     """
@@ -244,9 +246,11 @@ def checked(
         chosen_raw: list[bytes | None] = (
             [None if b is None else bytes(b) for b in raws] if None in raws else list(map(bytes, raws))
         )
-        if alt_raws is not None:
+        if isinstance(alt_raws, list):
             bytes(chain.from_iterable(filter(None, alt_raws)))  # the alternatives' bytes: checked, not kept
     except (TypeError, ValueError):
+        return None
+    if isinstance(alt_raws, bytes) and not byte_lists_ok(alt_raws):
         return None
     return Columns(
         chosen.ids, chosen.tokens, chosen.logprobs, chosen_raw, counts, alts.ids, alts.tokens, alts.logprobs, arrays
@@ -339,3 +343,37 @@ def logprob_array(values: list[Any]) -> np.ndarray:
 
 def _float32(values: np.ndarray) -> np.ndarray:
     return np.maximum(values, -1e30).astype(np.float32)  # NaN stays NaN: maximum propagates it
+
+
+_OPEN, _ZERO, _TWO, _FIVE = (ord(c) for c in "[025")
+_LIST_BYTE = np.zeros(256, bool)  # what a list of integers may be spelled with: digits, commas, brackets, whitespace
+_LIST_BYTE[list(b"0123456789,[] \t\n\r\0")] = True
+
+
+def byte_lists_ok(joined: bytes) -> bool:
+    """Whether each NUL-separated JSON value (msgspec has checked its syntax; none: True) is null or a list of byte values.
+
+    All are checked together, in numpy, without reading a number: only digits, commas, brackets
+    and whitespace; each value one list with no list inside; no number of four digits or more, and
+    none of three above 255.  False may also mean an unusual spelling (`[ ]`): the caller then reads
+    the body generically, which names any fault.
+    """
+    if b"l" in joined or b"[]" in joined:  # null, or an empty list: both fine, and left out
+        joined = b"\0".join(v for v in joined.split(b"\0") if v not in (b"null", b"[]"))
+    if not joined:
+        return True
+    text = np.frombuffer(joined, np.uint8)
+    if not _LIST_BYTE[text].all():
+        return False
+    starts = np.concatenate(([0], np.flatnonzero(text == 0) + 1))
+    if not np.array_equal(np.flatnonzero(text == _OPEN), starts):  # a "[" opens each value, and no other
+        return False
+    digit = (text - _ZERO) < 10  # unsigned: what lies below "0" wraps above
+    three = digit[:-2] & digit[1:-1] & digit[2:]  # where a run of three digits starts
+    if not three.any():
+        return True
+    if (three[:-1] & digit[3:]).any():
+        return False
+    first, second, third = text[:-2][three], text[1:-1][three], text[2:][three]
+    two = first == _TWO
+    return not (first > _TWO).any() and not (two & ((second > _FIVE) | ((second == _FIVE) & (third > _FIVE)))).any()

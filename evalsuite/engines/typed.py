@@ -7,10 +7,10 @@ of the answer and with the answers in flight.  Here msgspec decodes the entries 
 declared `gc=False` and tuples, which are never walked (or untracked at the first collection),
 checking their types while it decodes: ids are integers, tokens strings, logprobs numbers, bytes
 values 0-255.  The alternatives' bytes, which nothing keeps, stay raw JSON text, checked all
-together (`byte_lists_ok`): a tuple of byte values for each was a third of the decoding time.
-The rest of a body (message, usage, timings, ...) is decoded as plain values into the dict the
-schema checks as ever; its `logprobs.content` is a `TypedEntries`, which gives the same checked
-columns `columns.gather` makes of dicts.
+together with the other columns (`columns.byte_lists_ok`): a tuple of byte values for each was a
+third of the decoding time.  The rest of a body (message, usage, timings, ...) is decoded as plain
+values into the dict the schema checks as ever; its `logprobs.content` is a `TypedEntries`, which
+gives the same checked columns `columns.gather` makes of dicts.
 
 Only the usual shape is decoded: anything else (a field of another type, a byte out of range,
 NaN, an unparsable body) returns None, and the caller reads the body generically (`body.loads`)
@@ -25,7 +25,6 @@ from operator import attrgetter
 from typing import Annotated, Any
 
 import msgspec
-import numpy as np
 from msgspec import UNSET, Raw, UnsetType
 
 from evalsuite.engines.columns import Columns, Fields, alternative_counts, checked
@@ -40,7 +39,7 @@ class Alternative(msgspec.Struct, gc=False):
     id: int | None = None
     token: str | None = None
     logprob: float | None = None
-    bytes: Raw = NULL  # checked with the others' (byte_lists_ok), never kept
+    bytes: Raw = NULL  # checked with the others' (columns.byte_lists_ok), never kept
 
 
 class Entry(msgspec.Struct, gc=False):
@@ -172,10 +171,9 @@ class EntryTuple(TypedEntries):
     def columns(self, id_limit: int) -> Columns | None:
         entries = self.entries
         counts, alts = _alternatives(entries)
-        if alts and not byte_lists_ok(b"\0".join(map(_BYTES, alts))):
-            return None
         raws = list(map(_BYTES, entries))
-        return checked(counts, _fields(entries), raws, _fields(alts), id_limit, typed=True)
+        alt_raws = b"\0".join(map(_BYTES, alts))
+        return checked(counts, _fields(entries), raws, _fields(alts), id_limit, alt_raws=alt_raws, typed=True)
 
 
 def _alternatives(entries: Sequence[Entry]) -> tuple[list[int], list[Alternative]]:
@@ -225,40 +223,5 @@ class EntryColumns(TypedEntries):
     def columns(self, id_limit: int) -> Columns | None:
         chosen = Fields(self.ids, self.tokens, self.logprobs)
         alts = Fields(self.top_ids, self.top_tokens, self.top_logprobs)
-        if self.top_bytes and not byte_lists_ok(b"\0".join(self.top_bytes)):
-            return None
-        return checked(self.counts, chosen, self.raws, alts, id_limit, typed=True)
-
-
-_OPEN, _ZERO, _TWO, _FIVE = (ord(c) for c in "[025")
-_LIST_BYTE = np.zeros(256, bool)  # what a list of integers may be spelled with: digits, commas, brackets, whitespace
-_LIST_BYTE[list(b"0123456789,[] \t\n\r\0")] = True
-
-
-def byte_lists_ok(joined: bytes) -> bool:
-    """Whether each NUL-separated JSON value (msgspec has checked its syntax) is null or a list of byte values.
-
-    All are checked together, in numpy, without reading a number: only digits, commas, brackets
-    and whitespace; each value one list with no list inside; no number of four digits or more, and
-    none of three above 255.  False may also mean an unusual spelling (`[ ]`): the caller then reads
-    the body generically, which names any fault.
-    """
-    if b"l" in joined or b"[]" in joined:  # null, or an empty list: both fine, and left out
-        joined = b"\0".join(v for v in joined.split(b"\0") if v not in (b"null", b"[]"))
-        if not joined:
-            return True
-    text = np.frombuffer(joined, np.uint8)
-    if not _LIST_BYTE[text].all():
-        return False
-    starts = np.concatenate(([0], np.flatnonzero(text == 0) + 1))
-    if not np.array_equal(np.flatnonzero(text == _OPEN), starts):  # a "[" opens each value, and no other
-        return False
-    digit = (text - _ZERO) < 10  # unsigned: what lies below "0" wraps above
-    three = digit[:-2] & digit[1:-1] & digit[2:]  # where a run of three digits starts
-    if not three.any():
-        return True
-    if (three[:-1] & digit[3:]).any():
-        return False
-    first, second, third = text[:-2][three], text[1:-1][three], text[2:][three]
-    two = first == _TWO
-    return not (first > _TWO).any() and not (two & ((second > _FIVE) | ((second == _FIVE) & (third > _FIVE)))).any()
+        alt_raws = b"\0".join(self.top_bytes)
+        return checked(self.counts, chosen, self.raws, alts, id_limit, alt_raws=alt_raws, typed=True)

@@ -95,7 +95,7 @@ def _names_by_id(top_ids: np.ndarray, flat: list[str] | None) -> tuple[np.ndarra
     names = np.array(flat, dtype=object)
     ids, first, where = np.unique(top_ids.reshape(-1), return_index=True, return_inverse=True)
     named = names[first]  # the string seen first for each id...
-    if not (named[where.reshape(-1)] == names).all():  # ...is every string seen for it
+    if not (named[where] == names).all():  # ...is every string seen for it
         return None
     return ids, named.tolist()
 

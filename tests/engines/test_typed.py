@@ -24,9 +24,10 @@ from test_response_fuzz import ENGINES, JSON_VALUES, LEGACY, _mutate, _paths
 
 from evalsuite.engines.base import decoded
 from evalsuite.engines.body import loads
+from evalsuite.engines.columns import byte_lists_ok
 from evalsuite.engines.retry import RequestFailed
 from evalsuite.engines.stream import Lines, merge_chunks, read_events
-from evalsuite.engines.typed import Alternative, Entry, EntryColumns, EntryTuple, byte_lists_ok, decode_body
+from evalsuite.engines.typed import Alternative, Entry, EntryColumns, EntryTuple, decode_body
 from evalsuite.engines.typed_stream import read_stream
 from evalsuite.records import Completion, GenerationParams
 
@@ -282,3 +283,7 @@ def test_every_number_up_to_four_digits_is_a_byte_value_exactly_when_below_256()
 )
 def test_raw_byte_lists_that_are_not_each_one_flat_list_are_refused(joined: bytes) -> None:
     assert not byte_lists_ok(joined)
+
+
+def test_no_raw_byte_lists_or_only_empty_ones_pass() -> None:
+    assert byte_lists_ok(b"") and byte_lists_ok(b"null\0[]\0null")

@@ -121,7 +121,12 @@ def _train_smollm2_dflash(args: argparse.Namespace) -> int:
             "{'question', 'answer'} object per line (openai/gsm8k, config main, split train)."
         )
     out = Path(args.out) if args.out else rig_paths().models_dir / "smollm2-dflash.rebuilt.gguf"
-    acc = train_smollm2_dflash(out, rig_paths().home / "smollm2-dflash-data", data, progress=_print)
+    acc = train_smollm2_dflash(
+        out, rig_paths().home / "smollm2-dflash-data", data, progress=_print, data_only=args.data_only
+    )
+    if acc is None:
+        _print("The training data are complete; run again without --data-only to train.")
+        return 0
     return _install_drafter(args, out, sha256_of(out), acc, SMOLLM2_DFLASH, "Held-out questions, replayed server loop")
 
 
@@ -233,6 +238,12 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="generate SmolLM2's answers to GSM8K train questions and train its DFlash drafter on them "
         "(resumable; needs torch)",
+    )
+    p.add_argument(
+        "--data-only",
+        action="store_true",
+        help="with --train-smollm2-dflash: generate the training data and stop; processes started at once "
+        "share the work (one core each)",
     )
     p.add_argument(
         "--gsm8k-train",

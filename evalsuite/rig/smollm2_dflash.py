@@ -14,8 +14,11 @@ interrupted build resumes where it stopped.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
+import os
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -80,28 +83,79 @@ def generate_chunks(
     chunk: int = 256,
     slots: int = 64,
     progress: Callable[[str], None] = print,
+    poll_s: float = 30.0,
 ) -> list[Path]:
-    """Greedy answers and features for `prompts`, one file per `chunk` of them (kept between runs)."""
+    """Greedy answers and features for `prompts`, one file per `chunk` of them (kept between runs).
+
+    Several processes may fill the same `out_dir` at once (one torch thread each keeps a core busy):
+    each claims a chunk before generating it, so none is made twice, and every process returns once
+    all chunks exist.  A claim left by a process that died is taken over.
+    """
     torch = require_torch()
     from evalsuite.rig.llama_torch import LlamaTarget
 
     out_dir.mkdir(parents=True, exist_ok=True)
     target: LlamaTarget | None = None
-    paths = []
-    for first in range(0, len(prompts), chunk):
-        last = min(first + chunk, len(prompts))
-        path = out_dir / f"chunk-{first:06d}-{last:06d}.pt"
-        paths.append(path)
-        if path.is_file():
+    paths = [
+        out_dir / f"chunk-{first:06d}-{min(first + chunk, len(prompts)):06d}.pt"
+        for first in range(0, len(prompts), chunk)
+    ]
+    while True:
+        waiting = []
+        for index, path in enumerate(paths):
+            if path.is_file():
+                continue
+            if not _claim(path):
+                waiting.append(path)
+                continue
+            first, last = index * chunk, min((index + 1) * chunk, len(prompts))
+            if target is None:
+                target = LlamaTarget(target_path)
+            progress(f"  generating answers to prompts {first}..{last - 1} of {len(prompts)}")
+            seqs = target.greedy(prompts[first:last], TARGET_LAYERS, MAX_TOKENS, EOG_IDS, slots, progress)
+            partial = path.with_suffix(".partial")
+            torch.save([(s.tokens, s.start, s.features) for s in seqs], partial)
+            partial.replace(path)
+            path.with_suffix(".claim").unlink(missing_ok=True)
+        if not waiting:
+            return paths
+        progress(f"  waiting for {len(waiting)} chunks another process is generating")
+        time.sleep(poll_s)
+
+
+def _claim(path: Path) -> bool:
+    """Whether this process may generate `path`: no other live process has claimed it.
+
+    Two processes taking over the same dead claim at once may both generate the chunk; each
+    writes the same file whole, so that costs time, never data.
+    """
+    claim = path.with_suffix(".claim")
+    for _ in range(2):
+        try:
+            fd = os.open(claim, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+        except FileExistsError:
+            try:
+                owner = int(claim.read_text() or 0)
+            except (OSError, ValueError):
+                return False  # its owner is writing it this instant
+            if owner and _alive(owner):
+                return False
+            claim.unlink(missing_ok=True)  # its owner died: take it over
             continue
-        if target is None:
-            target = LlamaTarget(target_path)
-        progress(f"  generating answers to prompts {first}..{last - 1} of {len(prompts)}")
-        seqs = target.greedy(prompts[first:last], TARGET_LAYERS, MAX_TOKENS, EOG_IDS, slots, progress)
-        partial = path.with_suffix(".partial")
-        torch.save([(s.tokens, s.start, s.features) for s in seqs], partial)
-        partial.replace(path)
-    return paths
+        with os.fdopen(fd, "w") as fh:
+            fh.write(str(os.getpid()))
+        return True
+    return False
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 @dataclass(frozen=True)
@@ -350,9 +404,9 @@ def write_smol_drafter(
     )
 
 
-GSM8K_TRAIN_QUESTIONS = 1024
-"""Questions used (file order), 2,048 prompts: what they cost and give is in docs/rig.md."""
-WRITTEN_PROBLEMS = 1024
+GSM8K_TRAIN_QUESTIONS = 768
+"""Questions used (file order), 1,536 prompts: what they cost and give is in docs/rig.md."""
+WRITTEN_PROBLEMS = 2048
 """Template-written problems (`math_problems`, seed 0), one math500 prompt each."""
 
 
@@ -377,10 +431,12 @@ def train_smollm2_dflash(
     written: int = WRITTEN_PROBLEMS,
     config: SmolDFlashConfig = SmolDFlashConfig(),
     progress: Callable[[str], None] = print,
-) -> Acceptance:
+    data_only: bool = False,
+) -> Acceptance | None:
     """Generate the data into `work` (resumable), train, and write the drafter to `out`.
 
-    Returns the replayed acceptance on the held-out questions.
+    Returns the replayed acceptance on the held-out questions; None with `data_only`, which stops
+    once the data exist (more processes started so share the generation: `generate_chunks`).
     """
     torch = require_torch()
     from evalsuite.rig.assets import ensure_assets
@@ -390,17 +446,22 @@ def train_smollm2_dflash(
     torch.set_num_threads(config.threads)
     assets = ensure_assets(progress, include_learned=False, include_smollm2=True)
     target = assets.models["smollm2"]
-    prompts_file = work / f"prompts-{questions}-{written}.json"
+    messages = training_messages(gsm8k_train, questions, written)
+    digest = hashlib.sha256(json.dumps(messages).encode()).hexdigest()[:12]
+    prompts_file = work / f"prompts-{digest}.json"
     if not prompts_file.is_file():
-        messages = training_messages(gsm8k_train, questions, written)
         progress(f"Tokenizing {len(messages)} prompts with llama-server.")
         with serve_with_assets(["smollm2-baseline"], assets, threads=1) as servers:
             ids = tokenize(servers["smollm2-baseline"].base_url, messages)
         work.mkdir(parents=True, exist_ok=True)
-        prompts_file.write_text(json.dumps(ids))
+        staged = prompts_file.with_suffix(".partial")
+        staged.write_text(json.dumps(ids))
+        staged.replace(prompts_file)
     prompts = json.loads(prompts_file.read_text())
     progress(f"Generating SmolLM2's greedy answers to {len(prompts)} prompts (resumable, in {work}).")
-    chunks = generate_chunks(target, prompts, work / "chunks", progress=progress)
+    chunks = generate_chunks(target, prompts, work / f"chunks-{digest}", progress=progress)
+    if data_only:
+        return None
     train, held = Sequences.load(chunks).split(config.held_out)
     n_tokens = sum(len(t) - s for t, s in zip(train.tokens, train.starts))
     progress(f"Training on {len(train.tokens)} sequences ({n_tokens} generated tokens); {len(held.tokens)} held out.")

@@ -4,6 +4,9 @@ it is trained against is SmolLM2 as llama-server runs it."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -140,3 +143,18 @@ def test_an_interrupted_training_resumes_to_the_weights_of_an_uninterrupted_one(
     assert [end["epoch"] for end in ends] == [3, 3]
     for name, value in ends[0]["params"].items():
         assert torch.equal(value, ends[1]["params"][name]), name
+
+
+def test_a_chunk_is_generated_by_one_process_and_a_dead_claim_is_taken_over(tmp_path: Path) -> None:
+    from evalsuite.rig.smollm2_dflash import _claim
+
+    chunk = tmp_path / "chunk-000000-000256.pt"
+    assert _claim(chunk)
+    assert chunk.with_suffix(".claim").read_text() == str(os.getpid())
+    other = tmp_path / "chunk-000256-000512.pt"
+    other.with_suffix(".claim").write_text("1")  # a live process (init) holds it
+    assert not _claim(other)
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    other.with_suffix(".claim").write_text(gone.stdout.strip())  # its owner has exited
+    assert _claim(other)
+    assert other.with_suffix(".claim").read_text() == str(os.getpid())

@@ -4,7 +4,8 @@ For an `http://` endpoint at an IP address or at `localhost`, reached without
 a proxy (the usual local `llama-server`, vLLM or SGLang), requests go through
 `PlainTransport`: httpcore's own pool, HTTP/1.1 parser, limits and timeouts,
 over `sockets.SocketBackend` instead of anyio (bench/overhead.py: 10-20 % of
-the client's CPU per request).  Every other endpoint (TLS, a proxy, a host
+the client's CPU per request), its response bodies read a network read at a
+time, not an HTTP chunk at a time (`http11.py`).  Every other endpoint (TLS, a proxy, a host
 name, whose addresses want anyio's happy-eyeballs connect) keeps httpx's
 default transport.  Either way the caller sees httpx's exceptions.
 """
@@ -21,6 +22,7 @@ import httpcore
 import httpx
 from httpcore import AsyncConnectionInterface
 
+from evalsuite.engines.http11 import PlainConnection
 from evalsuite.engines.sockets import SocketBackend, ip_literal
 
 
@@ -117,6 +119,17 @@ class LinearPool(httpcore.AsyncConnectionPool):
                 self._connections.append(chosen)
             request.assign_to_connection(chosen)
         return closing
+
+    def create_connection(self, origin: httpcore.Origin) -> AsyncConnectionInterface:
+        """A plain-http connection whose response bodies are read a network read at a time (http11.py)."""
+        return PlainConnection(
+            origin=origin,
+            keepalive_expiry=self._keepalive_expiry,
+            retries=self._retries,
+            local_address=self._local_address,
+            network_backend=self._network_backend,
+            socket_options=self._socket_options,
+        )
 
 
 class _Body(httpx.AsyncByteStream):

@@ -1,0 +1,177 @@
+"""HTTP/1.1 connections for `transport.PlainTransport`: response bodies handed on a read at a time.
+
+llama-server, vLLM and SGLang send each event of a stream, so each token, as an HTTP chunk of its own.
+httpcore's connection has h11 parse those chunks one at a time, each an event through h11's state
+machine, and hands each up through five generators to the stream reader, which then splits, decodes
+and merges it alone: at 16k tokens a stream cost 4.7x its parse floor (bench/scale.py).  Here a
+chunked response body is decoded by `ChunkedBody`, every chunk a read brought handed on as one piece,
+and any other body is h11's, its pieces already received handed on together.
+
+h11 never sees a chunked body read this way, so the connection is closed after it instead of kept
+alive (httpcore closes a connection whose exchange h11 did not see end): one new local connection per
+streamed answer.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncIterator
+
+import h11
+import httpcore
+from httpcore import AsyncHTTP11Connection
+
+_CHUNK_SIZE = re.compile(rb"([0-9A-Fa-f]{1,20})(?:;.*)?[ \t]*")
+"""A chunk's size line without its CRLF: hex digits, extensions (ignored), whitespace; as h11 reads it."""
+_BLANK_LINE = re.compile(rb"\n\r?\n")
+_MAX_LINE = 16 * 1024
+"""The longest chunk size or trailer line waited for, as h11 limits an incomplete line."""
+
+
+class ChunkError(ValueError):
+    """A chunked body that breaks the framing (RFC 9112, section 7.1)."""
+
+
+class ChunkedBody:
+    """The chunked transfer coding decoded as bytes arrive; `done` once the last chunk and trailers came."""
+
+    def __init__(self) -> None:
+        self.done = False
+        self._rest = b""  # received, not yet decoded: an incomplete size line, footer or trailer
+        self._left = 0  # bytes of the current chunk's data still to come
+        self._footer = False  # the CRLF after a chunk's data is next
+        self._trailers = False
+
+    def feed(self, data: bytes) -> list[memoryview]:
+        """The chunk data in `data` (views of it), in order; raises ChunkError where the framing breaks."""
+        if self.done:
+            return []
+        buf = self._rest + data if self._rest else data
+        view = memoryview(buf)
+        out: list[memoryview] = []
+        pos, end = 0, len(buf)
+        while True:
+            if self._left:
+                take = min(self._left, end - pos)
+                if take:
+                    out.append(view[pos : pos + take])
+                    pos += take
+                    self._left -= take
+                if self._left:
+                    break
+                self._footer = True
+            if self._footer:
+                if end - pos < 2:
+                    if buf[pos:end] != b"\r\n"[: end - pos]:
+                        raise ChunkError(f"a chunk's data runs past its size: {buf[pos:end]!r}")
+                    break
+                if buf[pos : pos + 2] != b"\r\n":
+                    raise ChunkError(f"a chunk's data runs past its size: {buf[pos : pos + 8]!r}")
+                pos += 2
+                self._footer = False
+            if self._trailers:
+                pos = self._trailer_end(buf, pos)
+                break
+            eol = buf.find(b"\r\n", pos)
+            if eol < 0:
+                if end - pos > _MAX_LINE:
+                    raise ChunkError(f"a chunk header is longer than {_MAX_LINE} bytes")
+                break
+            line = buf[pos:eol]
+            pos = eol + 2
+            size = _CHUNK_SIZE.fullmatch(line)
+            if size is None:
+                raise ChunkError(f"illegal chunk header: {line[:40]!r}")
+            self._left = int(size[1], 16)
+            self._trailers = not self._left
+        self._rest = buf[pos:] if pos < end and not self.done else b""
+        return out
+
+    def _trailer_end(self, buf: bytes, pos: int) -> int:
+        """Past the trailer fields and the blank line after the last chunk, when they have all come."""
+        if buf[pos : pos + 1] == b"\n" or buf[pos : pos + 2] == b"\r\n":  # no trailers (h11 allows a bare LF)
+            self.done = True
+            return pos + (1 if buf[pos] == 10 else 2)
+        blank = _BLANK_LINE.search(buf, pos)
+        if blank is None:
+            if len(buf) - pos > _MAX_LINE:
+                raise ChunkError(f"the trailer fields are longer than {_MAX_LINE} bytes")
+            return pos
+        for line in buf[pos : blank.start()].split(b"\n"):
+            if b":" not in line:
+                raise ChunkError(f"a trailer line is not a header field: {line[:40]!r}")
+        self.done = True
+        return blank.end()
+
+
+class PlainConnection(httpcore.AsyncHTTPConnection):
+    """httpcore's plain-http connection, speaking HTTP/1.1 through `ReadingHTTP11`."""
+
+    async def handle_async_request(self, request: httpcore.Request) -> httpcore.Response:
+        if not self.can_handle_request(request.url.origin):
+            raise RuntimeError(f"a connection to {self._origin} was asked for {request.url.origin}")
+        try:
+            async with self._request_lock:
+                if self._connection is None:
+                    stream = await self._connect(request)
+                    self._connection = ReadingHTTP11(self._origin, stream, self._keepalive_expiry)
+        except BaseException:
+            self._connect_failed = True
+            raise
+        return await self._connection.handle_async_request(request)
+
+
+class ReadingHTTP11(AsyncHTTP11Connection):
+    """httpcore's HTTP/1.1 connection, its response bodies handed on a read at a time (see the module)."""
+
+    _chunked = False
+
+    async def _receive_response_headers(
+        self, request: httpcore.Request
+    ) -> tuple[bytes, int, bytes, list[tuple[bytes, bytes]], bytes]:
+        head = await super()._receive_response_headers(request)
+        self._chunked = self._h11_state.their_state is h11.SEND_BODY and any(
+            name.lower() == b"transfer-encoding" and value.strip().lower() == b"chunked" for name, value in head[3]
+        )
+        return head
+
+    async def _receive_response_body(self, request: httpcore.Request) -> AsyncIterator[bytes]:
+        timeout = request.extensions.get("timeout", {}).get("read")
+        if self._chunked:
+            async for piece in self._chunks(timeout):
+                yield piece
+            return
+        state = self._h11_state
+        while True:
+            event: object = await self._receive_event(timeout=timeout)
+            parts = []
+            while isinstance(event, h11.Data):
+                parts.append(event.data)
+                try:
+                    event = state.next_event()
+                except h11.RemoteProtocolError as exc:  # as httpcore's own reading maps it
+                    raise httpcore.RemoteProtocolError(exc) from exc
+            if parts:
+                yield b"".join(parts)
+            if isinstance(event, h11.EndOfMessage) or event is h11.PAUSED:
+                break
+
+    async def _chunks(self, timeout: float | None) -> AsyncIterator[bytes]:
+        """The chunked body's data, decoded here from what h11 holds past the head and what follows."""
+        body = ChunkedBody()
+        data, closed = self._h11_state.trailing_data
+        while True:
+            try:
+                pieces = body.feed(data)
+            except ChunkError as exc:
+                raise httpcore.RemoteProtocolError(str(exc)) from exc
+            if pieces:
+                yield b"".join(pieces)
+            if body.done:
+                return
+            if closed:
+                raise httpcore.RemoteProtocolError(
+                    "peer closed connection without sending complete message body (incomplete chunked read)"
+                )
+            data = await self._network_stream.read(self.READ_NUM_BYTES, timeout=timeout)
+            closed = not data

@@ -1,0 +1,158 @@
+"""Chunked response bodies decoded a read at a time (engines/http11.py) exactly as h11 decodes them.
+
+h11 is the reference: for any body, well formed or not, cut anywhere into reads, `ChunkedBody` must
+give the same data and end at the same place, or refuse where h11 refuses.  Through the transport, a
+streamed answer sent one HTTP chunk per event (as llama-server and vLLM send it) comes back whole, and
+a broken or cut chunked body is the protocol error the retry policy knows.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import h11
+import httpx
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from test_transport import _client, _request, _served
+
+from evalsuite.engines.base import request_failure
+from evalsuite.engines.http11 import ChunkedBody, ChunkError
+
+Outcome = tuple[str, bytes]
+
+
+def _pieces(raw: bytes, cuts: list[int]) -> list[bytes]:
+    points = sorted({0, len(raw), *(c % (len(raw) + 1) for c in cuts)})
+    return [raw[a:b] for a, b in zip(points, points[1:])]
+
+
+def _ours(pieces: list[bytes]) -> Outcome:
+    body, data = ChunkedBody(), bytearray()
+    try:
+        for piece in pieces:
+            data += b"".join(body.feed(piece))
+            if body.done:
+                return "done", bytes(data)
+    except ChunkError:
+        return "refused", b""
+    return "incomplete", bytes(data)
+
+
+def _h11(pieces: list[bytes]) -> Outcome:
+    conn = h11.Connection(h11.CLIENT)
+    conn.send(h11.Request(method="POST", target="/", headers=[("Host", "x"), ("Content-Length", "0")]))
+    conn.send(h11.EndOfMessage())
+    conn.receive_data(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
+    assert isinstance(conn.next_event(), h11.Response)
+    data = bytearray()
+    for piece in pieces:
+        conn.receive_data(piece)
+        while True:
+            try:
+                event = conn.next_event()
+            except h11.RemoteProtocolError:
+                return "refused", b""
+            if event is h11.NEED_DATA:
+                break
+            if isinstance(event, h11.Data):
+                data += event.data
+            elif isinstance(event, h11.EndOfMessage):
+                return "done", bytes(data)
+    return "incomplete", bytes(data)
+
+
+def _chunked(parts: list[bytes], exts: list[bytes], trailers: bytes) -> bytes:
+    out = b"".join(b"%x%s\r\n%s\r\n" % (len(p), e, p) for p, e in zip(parts, exts))
+    return out + b"0\r\n" + trailers + b"\r\n"
+
+
+PARTS = st.lists(st.binary(min_size=1, max_size=40), max_size=6)
+EXT = st.sampled_from([b"", b";name=value", b" ", b"\t", b";a;b=c "])
+TRAILERS = st.sampled_from([b"", b"X-Checksum: 1\r\n", b"A: 1\r\nB: 2\r\n"])
+CUTS = st.lists(st.integers(0, 10**4), max_size=8)
+
+
+@settings(max_examples=300, deadline=None)
+@given(parts=PARTS, data=st.data(), trailers=TRAILERS, cuts=CUTS)
+def test_a_well_formed_body_cut_anywhere_decodes_to_its_data(
+    parts: list[bytes], data: st.DataObject, trailers: bytes, cuts: list[int]
+) -> None:
+    exts = [data.draw(EXT) for _ in parts]
+    pieces = _pieces(_chunked(parts, exts, trailers), cuts)
+    assert _ours(pieces) == _h11(pieces) == ("done", b"".join(parts))
+
+
+@settings(max_examples=1000, deadline=None)
+@given(
+    parts=PARTS,
+    data=st.data(),
+    cuts=CUTS,
+    edits=st.lists(st.tuples(st.integers(0, 10**4), st.integers(0, 3), st.binary(max_size=3)), min_size=1, max_size=3),
+)
+def test_a_mutated_body_is_decoded_refused_or_awaited_as_h11_does(
+    parts: list[bytes], data: st.DataObject, cuts: list[int], edits: list[tuple[int, int, bytes]]
+) -> None:
+    raw = _chunked(parts, [data.draw(EXT) for _ in parts], b"")
+    for at, drop, insert in edits:  # some bytes replaced by others, anywhere, framing included
+        at %= len(raw) + 1
+        raw = raw[:at] + insert + raw[at + drop :]
+    pieces = _pieces(raw, cuts)
+    assert _ours(pieces) == _h11(pieces)
+
+
+def test_framing_errors_are_named() -> None:
+    for raw, words in [
+        (b"zz\r\n", "illegal chunk header"),
+        (b"3\r\nabcX\r\n", "runs past its size"),
+        (b"0\r\nnot a field\r\n\r\n", "not a header field"),
+        (b"1" * 20000, "longer than"),
+    ]:
+        with pytest.raises(ChunkError, match=words):
+            ChunkedBody().feed(raw)
+
+
+async def _chunked_answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, events: list[bytes]) -> None:
+    await _request(reader)
+    writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n")
+    for event in events:
+        writer.write(b"%x\r\n%s\r\n" % (len(event), event))
+        await writer.drain()
+    writer.write(b"0\r\n\r\n")
+    await writer.drain()
+
+
+@pytest.mark.asyncio
+async def test_a_stream_sent_a_chunk_per_event_comes_back_whole_and_its_connection_is_not_reused() -> None:
+    events = [b'data: {"n": %d}\n\n' % i for i in range(500)] + [b"data: [DONE]\n\n"]
+
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        while not reader.at_eof():
+            await _chunked_answer(reader, writer, events)
+
+    async with _served(serve) as (url, connections), _client() as client:
+        for _ in range(2):
+            async with client.stream("POST", url, content=b"{}") as response:
+                pieces = [piece async for piece in response.aiter_raw()]
+            assert b"".join(pieces) == b"".join(events)
+            assert len(pieces) < len(events)  # chunks already received go up together
+    assert len(connections) == 2  # h11 did not see the body end, so the connection was closed
+
+
+@pytest.mark.parametrize(
+    "tail", [b"5\r\nab", b"zz\r\n", b"2\r\nabc\r\n"], ids=["cut in a chunk", "bad size", "data past size"]
+)
+@pytest.mark.asyncio
+async def test_a_broken_or_cut_chunked_body_is_a_protocol_error_the_retry_policy_calls_connection(
+    tail: bytes,
+) -> None:
+    async def broken(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await _request(reader)
+        writer.write(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n4\r\nfine\r\n" + tail)
+        await writer.drain()
+
+    async with _served(broken) as (url, _), _client() as client:
+        with pytest.raises(httpx.RemoteProtocolError) as caught:
+            await client.post(url, content=b"{}")
+    assert request_failure(caught.value).kind == "connection"

@@ -23,6 +23,7 @@ from httpcore import AsyncHTTP11Connection
 
 _CHUNK_SIZE = re.compile(rb"([0-9A-Fa-f]{1,20})(?:;.*)?[ \t]*")
 """A chunk's size line without its CRLF: hex digits, extensions (ignored), whitespace; as h11 reads it."""
+_HEX_DIGITS = b"0123456789abcdefABCDEF"
 _BLANK_LINE = re.compile(rb"\n\r?\n")
 _MAX_LINE = 16 * 1024
 """The longest chunk size or trailer line waited for, as h11 limits an incomplete line."""
@@ -72,6 +73,7 @@ class ChunkedBody:
             if self._trailers:
                 pos = self._trailer_end(buf, pos)
                 break
+            pos = self._whole_chunks(buf, view, pos, out)
             eol = buf.find(b"\r\n", pos)
             if eol < 0:
                 if end - pos > _MAX_LINE:
@@ -86,6 +88,25 @@ class ChunkedBody:
             self._trailers = not self._left
         self._rest = buf[pos:] if pos < end and not self.done else b""
         return out
+
+    @staticmethod
+    def _whole_chunks(buf: bytes, view: memoryview, pos: int, out: list[memoryview]) -> int:
+        """Past the chunks from `pos` on that came whole with a plain size line (a stream's every event),
+        their data added to `out`; what is left (a last or partial chunk, any other line) is `feed`'s."""
+        find, startswith, end = buf.find, buf.startswith, len(buf)
+        while True:
+            eol = find(b"\r\n", pos)
+            line = buf[pos:eol]
+            if eol < 0 or not 0 < len(line) <= 20 or line.strip(_HEX_DIGITS):
+                return pos
+            start = eol + 2
+            stop = start + int(line, 16)
+            if stop == start or stop + 2 > end:
+                return pos
+            if not startswith(b"\r\n", stop):
+                raise ChunkError(f"a chunk's data runs past its size: {buf[stop : stop + 8]!r}")
+            out.append(view[start:stop])
+            pos = stop + 2
 
     def _trailer_end(self, buf: bytes, pos: int) -> int:
         """Past the trailer fields and the blank line after the last chunk, when they have all come."""

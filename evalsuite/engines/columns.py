@@ -345,9 +345,9 @@ def _float32(values: np.ndarray) -> np.ndarray:
     return np.maximum(values, -1e30).astype(np.float32)  # NaN stays NaN: maximum propagates it
 
 
-_OPEN, _ZERO, _TWO, _FIVE = (ord(c) for c in "[025")
-_LIST_BYTE = np.zeros(256, bool)  # what a list of integers may be spelled with: digits, commas, brackets, whitespace
-_LIST_BYTE[list(b"0123456789,[] \t\n\r\0")] = True
+_ZERO = ord("0")
+_LIST_BYTES = b"0123456789,[] \t\n\r\0"
+"""What lists of integers joined by NUL may be spelled with: digits, commas, brackets, whitespace."""
 
 
 def byte_lists_ok(joined: bytes) -> bool:
@@ -362,18 +362,18 @@ def byte_lists_ok(joined: bytes) -> bool:
         joined = b"\0".join(v for v in joined.split(b"\0") if v not in (b"null", b"[]"))
     if not joined:
         return True
-    text = np.frombuffer(joined, np.uint8)
-    if not _LIST_BYTE[text].all():
+    if joined.translate(None, _LIST_BYTES):
         return False
-    starts = np.concatenate(([0], np.flatnonzero(text == 0) + 1))
-    if not np.array_equal(np.flatnonzero(text == _OPEN), starts):  # a "[" opens each value, and no other
+    values = joined.count(b"\0") + 1  # a "[" opens each value, and no other:
+    if not joined.startswith(b"[") or joined.count(b"\0[") != values - 1 or joined.count(b"[") != values:
         return False
-    digit = (text - _ZERO) < 10  # unsigned: what lies below "0" wraps above
+    value = np.frombuffer(joined, np.uint8) - _ZERO  # a digit's value; unsigned: what lies below "0" wraps above
+    digit = value < 10
     three = digit[:-2] & digit[1:-1] & digit[2:]  # where a run of three digits starts
     if not three.any():
         return True
     if (three[:-1] & digit[3:]).any():
         return False
-    first, second, third = text[:-2][three], text[1:-1][three], text[2:][three]
-    two = first == _TWO
-    return not (first > _TWO).any() and not (two & ((second > _FIVE) | ((second == _FIVE) & (third > _FIVE)))).any()
+    first, second, third = value[:-2], value[1:-1], value[2:]
+    above = (first > 2) | ((first == 2) & ((second > 5) | ((second == 5) & (third > 5))))  # as a number, > 255
+    return not (three & above).any()

@@ -84,9 +84,12 @@ def test_kill_and_resume_against_a_real_server(rig_assets, tmp_path: Path) -> No
             found = list((tmp_path / "runs").glob("real/gsm8k/*/records.sqlite"))
             if found:
                 database = found[0]
-                with sqlite3.connect(database) as conn:
-                    if conn.execute("SELECT COUNT(*) FROM results").fetchone()[0] >= 8:
-                        break
+                try:
+                    with sqlite3.connect(database) as conn:
+                        if conn.execute("SELECT COUNT(*) FROM results").fetchone()[0] >= 8:
+                            break
+                except sqlite3.OperationalError:  # the run has made the file but not yet its tables
+                    pass
             time.sleep(0.2)
         proc.send_signal(signal.SIGKILL)
         proc.wait()

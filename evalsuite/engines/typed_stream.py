@@ -93,13 +93,13 @@ class TypedEvents:
 
     def feed(self, piece: bytes) -> bool:
         """Take a piece of the body; True once `[DONE]` was read (nothing after it is read)."""
-        start = len(self._buffer)
-        self._buffer += piece
-        cut = self._buffer.rfind(b"\n", start)
+        cut = piece.rfind(b"\n")
         if cut < 0:
+            self._buffer += piece
             return False
-        block = bytes(self._buffer[:cut])
-        del self._buffer[: cut + 1]
+        head = memoryview(piece)[:cut]
+        block = b"".join((self._buffer, head)) if self._buffer else bytes(head)
+        self._buffer = bytearray(piece[cut + 1 :])
         return self._lines(block)
 
     def finish(self) -> dict[str, Any]:

@@ -7,9 +7,11 @@ and merges it alone: at 16k tokens a stream cost 4.7x its parse floor (bench/sca
 chunked response body is decoded by `ChunkedBody`, every chunk a read brought handed on as one piece,
 and any other body is h11's, its pieces already received handed on together.
 
-h11 never sees a chunked body read this way, so the connection is closed after it instead of kept
-alive (httpcore closes a connection whose exchange h11 did not see end): one new local connection per
-streamed answer.
+h11 never sees a chunked body read this way.  Where the body ended cleanly and h11 had let the
+connection stay open (its side of the exchange DONE: no "Connection: close", not HTTP/1.0), the
+connection goes on with a fresh h11 state machine that has seen a finished exchange, and httpcore keeps
+it alive as after an exchange h11 read itself.  Anything else (bytes past the body's end, a request not
+fully sent, a body abandoned halfway) leaves h11's own state, and httpcore closes the connection.
 """
 
 from __future__ import annotations
@@ -42,6 +44,8 @@ class ChunkedBody:
         self._left = 0  # bytes of the current chunk's data still to come
         self._footer = False  # the CRLF after a chunk's data is next
         self._trailers = False
+        self.extra = b""
+        """Bytes received past the body's end (none from a server that waits for the next request)."""
 
     def feed(self, data: bytes) -> list[memoryview]:
         """The chunk data in `data` (views of it), in order; raises ChunkError where the framing breaks."""
@@ -87,6 +91,7 @@ class ChunkedBody:
             self._left = int(size[1], 16)
             self._trailers = not self._left
         self._rest = buf[pos:] if pos < end and not self.done else b""
+        self.extra = buf[pos:] if self.done else b""
         return out
 
     @staticmethod
@@ -146,6 +151,7 @@ class ReadingHTTP11(AsyncHTTP11Connection):
     """httpcore's HTTP/1.1 connection, its response bodies handed on a read at a time (see the module)."""
 
     _chunked = False
+    _finished: h11.Connection | None = None  # the state to go on with after a chunked body read here
 
     async def _receive_response_headers(
         self, request: httpcore.Request
@@ -154,7 +160,23 @@ class ReadingHTTP11(AsyncHTTP11Connection):
         self._chunked = self._h11_state.their_state is h11.SEND_BODY and any(
             name.lower() == b"transfer-encoding" and value.strip().lower() == b"chunked" for name, value in head[3]
         )
+        self._finished = None
         return head
+
+    async def _response_closed(self) -> None:
+        if self._finished is not None:
+            self._h11_state, self._finished = self._finished, None
+        await super()._response_closed()
+
+    def _finished_exchange(self) -> h11.Connection:
+        """A fresh h11 state machine that has seen a whole kept-alive exchange."""
+        state = h11.Connection(our_role=h11.CLIENT, max_incomplete_event_size=self.MAX_INCOMPLETE_EVENT_SIZE)
+        state.send(h11.Request(method="GET", target="/", headers=[("Host", "evalsuite")]))
+        state.send(h11.EndOfMessage())
+        state.receive_data(b"HTTP/1.1 204 No Content\r\n\r\n")
+        while state.their_state is not h11.DONE:
+            state.next_event()
+        return state
 
     async def _receive_response_body(self, request: httpcore.Request) -> AsyncIterator[bytes]:
         timeout = request.extensions.get("timeout", {}).get("read")
@@ -189,6 +211,10 @@ class ReadingHTTP11(AsyncHTTP11Connection):
             if pieces:
                 yield b"".join(pieces)
             if body.done:
+                # h11 saw the request end and the response head: DONE means it may keep the connection
+                # alive (a "Connection: close" or an HTTP/1.0 answer would have made it MUST_CLOSE)
+                if not body.extra and self._h11_state.our_state is h11.DONE:
+                    self._finished = self._finished_exchange()
                 return
             if closed:
                 raise httpcore.RemoteProtocolError(

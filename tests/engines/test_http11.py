@@ -113,31 +113,66 @@ def test_framing_errors_are_named() -> None:
             ChunkedBody().feed(raw)
 
 
-async def _chunked_answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, events: list[bytes]) -> None:
+async def _chunked_answer(
+    reader: asyncio.StreamReader,
+    writer: asyncio.StreamWriter,
+    events: list[bytes],
+    head: bytes = b"",
+    tail: bytes = b"",
+) -> None:
     await _request(reader)
-    writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n")
+    writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n%s\r\n" % head)
     for event in events:
         writer.write(b"%x\r\n%s\r\n" % (len(event), event))
         await writer.drain()
-    writer.write(b"0\r\n\r\n")
+    writer.write(b"0\r\n\r\n" + tail)
     await writer.drain()
 
 
-@pytest.mark.asyncio
-async def test_a_stream_sent_a_chunk_per_event_comes_back_whole_and_its_connection_is_not_reused() -> None:
-    events = [b'data: {"n": %d}\n\n' % i for i in range(500)] + [b"data: [DONE]\n\n"]
+EVENTS = [b'data: {"n": %d}\n\n' % i for i in range(500)] + [b"data: [DONE]\n\n"]
+
+
+async def _stream_twice(head: bytes = b"", tail: bytes = b"") -> int:
+    """Two streamed answers read through the transport, each whole; how many connections they took."""
 
     async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         while not reader.at_eof():
-            await _chunked_answer(reader, writer, events)
+            await _chunked_answer(reader, writer, EVENTS, head, tail)
 
     async with _served(serve) as (url, connections), _client() as client:
         for _ in range(2):
             async with client.stream("POST", url, content=b"{}") as response:
                 pieces = [piece async for piece in response.aiter_raw()]
-            assert b"".join(pieces) == b"".join(events)
-            assert len(pieces) < len(events)  # chunks already received go up together
-    assert len(connections) == 2  # h11 did not see the body end, so the connection was closed
+            assert b"".join(pieces) == b"".join(EVENTS)
+            assert len(pieces) < len(EVENTS)  # chunks already received go up together
+            await asyncio.sleep(0.05)  # a close reaches the client's socket before the next request
+    return len(connections)
+
+
+@pytest.mark.asyncio
+async def test_a_stream_sent_a_chunk_per_event_comes_back_whole_on_a_kept_alive_connection() -> None:
+    assert await _stream_twice() == 1
+
+
+@pytest.mark.asyncio
+async def test_a_chunked_answer_that_asks_to_close_or_sends_more_than_its_body_is_not_reused() -> None:
+    assert await _stream_twice(head=b"Connection: close\r\n") == 2
+    assert await _stream_twice(tail=b"HTTP/1.1 200 OK\r\n") == 2  # bytes past the body: not the next answer
+
+
+@pytest.mark.asyncio
+async def test_a_stream_left_halfway_closes_its_connection_and_the_next_request_gets_a_new_one() -> None:
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        while not reader.at_eof():
+            await _chunked_answer(reader, writer, EVENTS * 50)
+
+    async with _served(serve) as (url, connections), _client() as client:
+        async with client.stream("POST", url, content=b"{}") as response:
+            async for _ in response.aiter_raw():
+                break
+        async with client.stream("POST", url, content=b"{}") as response:
+            assert b"".join([piece async for piece in response.aiter_raw()]) == b"".join(EVENTS * 50)
+    assert len(connections) == 2
 
 
 @pytest.mark.parametrize(

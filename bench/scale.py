@@ -10,7 +10,8 @@ generator, fed the same requests, writes them again; a stream's `data:` lines on
 pulling out the ids, logprobs and top-5 (id, logprob) pairs, measured in the same process.  Target: at most 2x the floor at every length,
 and at least 100,000 tokens per client CPU second.  Store bytes per token and the client's peak RSS
 (interpreter and imports included) complete the row.  Streamed and completions-route rows follow at
-16k tokens.
+16k tokens; the scripted server sends each event of a stream as an HTTP chunk of its own, as
+llama-server, vLLM and SGLang do.
 
     .venv/bin/python bench/scale.py [--full] [--sections ingest] [--repeat 3]
     SCALE=full .venv/bin/python bench/scale.py

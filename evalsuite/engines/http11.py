@@ -12,6 +12,9 @@ connection stay open (its side of the exchange DONE: no "Connection: close", not
 connection goes on with a fresh h11 state machine that has seen a finished exchange, and httpcore keeps
 it alive as after an exchange h11 read itself.  Anything else (bytes past the body's end, a request not
 fully sent, a body abandoned halfway) leaves h11's own state, and httpcore closes the connection.
+
+These classes override private methods of httpcore 1.0's connections, so only `transport.LinearPool`,
+used with httpcore 1.0 alone, makes them.
 """
 
 from __future__ import annotations

@@ -257,6 +257,21 @@ def checked(
     )
 
 
+def legacy_logprobs_ok(logprobs: list[Any], tops: list[Any]) -> bool:
+    """Whether the completions route's legacy columns hold only valid log-probabilities, checked together.
+
+    `logprobs` (one per token, or absent) and every value of the `tops` objects (absent ones allowed,
+    their values never absent) must be finite numbers <= LOGPROB_SLACK.  False also where a column is
+    not of that shape: the caller then walks the values one by one, which names the fault.
+    """
+    if not set(map(type, tops)) <= {dict, _NONE}:
+        return False
+    alternatives = list(chain.from_iterable(map(dict.values, filter(None, tops))))
+    if not set(map(type, logprobs)) <= _NUMBERS or not set(map(type, alternatives)) <= _NUMBERS - {_NONE}:
+        return False
+    return all(_logprobs_ok(values, _numbers(values, np.float64)) for values in (logprobs, alternatives))
+
+
 def _numbers(values: list[Any], dtype: type) -> np.ndarray | None:
     """Values of known number types (or None) as an array, in one pass in C; None where that cannot hold them."""
     try:
@@ -324,7 +339,18 @@ def id_array(values: list[Any], tokens: list[Any]) -> np.ndarray:
     try:
         return np.array(values, np.int64)
     except (TypeError, ValueError):
-        return np.array([v if type(v) is int else _id_from_token(t) for v, t in zip(values, tokens)], np.int64)
+        pass
+    if values.count(None) == len(values) and _no_rendered_ids(tokens):  # no ids at all (the legacy columns)
+        return np.full(len(values), -1, np.int64)
+    return np.array([v if type(v) is int else _id_from_token(t) for v, t in zip(values, tokens)], np.int64)
+
+
+def _no_rendered_ids(tokens: list[Any]) -> bool:
+    """Whether no token is a "token_id:N" rendering (each a string)."""
+    try:
+        return TOKEN_ID_PREFIX not in "".join(tokens)
+    except TypeError:  # some are not strings
+        return False
 
 
 def _id_from_token(token: Any) -> int:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from evalsuite.engines.columns import LOGPROB_SLACK, TOKEN_ID_PREFIX, Columns, gather
+from evalsuite.engines.columns import LOGPROB_SLACK, TOKEN_ID_PREFIX, Columns, gather, legacy_logprobs_ok
 from evalsuite.engines.retry import RequestFailed
 from evalsuite.engines.typed import TypedEntries
 
@@ -160,6 +160,8 @@ class ResponseSchema:
             column = logprobs.get(key)
             if column is not None and (not isinstance(column, list) or len(column) != len(tokens)):
                 raise _fail(f"{path}.{key}", column, f"a list of {len(tokens)} values, one per token")
+        if legacy_logprobs_ok(logprobs.get("token_logprobs") or [], logprobs.get("top_logprobs") or []):
+            return len(tokens), None
         for i, lp in enumerate(logprobs.get("token_logprobs") or ()):
             self._logprob(lp, f"{path}.token_logprobs[{i}]")
         for i, top in enumerate(logprobs.get("top_logprobs") or ()):

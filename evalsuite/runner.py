@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Any
 
 from evalsuite import __version__
-from evalsuite.allocator import keep_freed_memory
 from evalsuite.config import Config, TargetConfig
 from evalsuite.engines import Engine, make_engine
 from evalsuite.engines.retry import RequestFailed, RetriesExhausted, RetryPolicy, with_retries
@@ -171,7 +170,6 @@ async def execute(
     on_warning: Callable[[str], None] = log.warning,
 ) -> RunOutcome:
     """Generate every missing sample of the plan into its run store; returns what was done."""
-    keep_freed_memory()
     engine = engine or make_engine(plan.target, base_url=plan.base_url)
     try:
         probe = await engine.probe()

@@ -21,6 +21,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from itertools import chain, repeat
+from operator import itemgetter
 from typing import Any, NamedTuple, cast
 
 import numpy as np
@@ -31,6 +32,7 @@ TOKEN_ID_PREFIX = "token_id:"
 LOGPROB_SLACK = 1e-4  # log(p) of a float p rounded just above 1.0
 
 _NONE = type(None)
+_KEY, _VALUE = itemgetter(0), itemgetter(1)
 _INTS = {int, _NONE}
 _STRS = {str, _NONE}
 _NUMBERS = {float, int, _NONE}
@@ -257,19 +259,31 @@ def checked(
     )
 
 
-def legacy_logprobs_ok(logprobs: list[Any], tops: list[Any]) -> bool:
-    """Whether the completions route's legacy columns hold only valid log-probabilities, checked together.
+def legacy_columns(logprobs: dict[str, Any], id_limit: int) -> Columns | None:
+    """The checked columns of the completions route's legacy lists, or None when any value breaks a rule.
 
-    `logprobs` (one per token, or absent) and every value of the `tops` objects (absent ones allowed,
-    their values never absent) must be finite numbers <= LOGPROB_SLACK.  False also where a column is
-    not of that shape: the caller then walks the values one by one, which names the fault.
+    `tokens`, `token_logprobs` (one per token, or absent) and `top_logprobs` (an object of token ->
+    logprob per token, or absent) become the columns `gather` makes of `logprobs.content`: no ids,
+    each token's alternatives most likely first (ties keep their order: a stable sort).  None also
+    where a list is not of that shape; walking the values names the fault.
     """
-    if not set(map(type, tops)) <= {dict, _NONE}:
-        return False
-    alternatives = list(chain.from_iterable(map(dict.values, filter(None, tops))))
-    if not set(map(type, logprobs)) <= _NUMBERS or not set(map(type, alternatives)) <= _NUMBERS - {_NONE}:
-        return False
-    return all(_logprobs_ok(values, _numbers(values, np.float64)) for values in (logprobs, alternatives))
+    tokens = logprobs.get("tokens") or []
+    n = len(tokens)
+    lps = logprobs.get("token_logprobs") or [None] * n
+    tops = logprobs.get("top_logprobs") or [None] * n
+    if not len(lps) == len(tops) == n or not set(map(type, tops)) <= {dict, _NONE}:
+        return None
+    if not set(map(type, chain.from_iterable(map(dict.values, filter(None, tops))))) <= {int, float}:
+        return None  # an alternative's logprob is a number, never absent (and only numbers rank)
+    ranked = ranked_alternatives(tops)
+    alts = list(chain.from_iterable(ranked))
+    others = Fields([None] * len(alts), list(map(_KEY, alts)), list(map(_VALUE, alts)))
+    return checked(list(map(len, ranked)), Fields([None] * n, tokens, lps), [None] * n, others, id_limit)
+
+
+def ranked_alternatives(tops: list[dict[str, Any] | None]) -> list[list[tuple[str, Any]]]:
+    """Each legacy `top_logprobs` object's (token, logprob) pairs, most likely first; ties keep their order."""
+    return [sorted(top.items(), key=_VALUE, reverse=True) if top else [] for top in tops]
 
 
 def _numbers(values: list[Any], dtype: type) -> np.ndarray | None:

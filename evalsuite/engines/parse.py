@@ -9,17 +9,13 @@ guessed.  A thinking model's reasoning is split from its answer here
 
 from __future__ import annotations
 
-from itertools import chain
-from operator import itemgetter
 from typing import Any
 
 import numpy as np
 
-from evalsuite.engines.columns import Columns, Fields, checked, gather, id_array, logprob_array
+from evalsuite.engines.columns import Columns, gather, id_array, legacy_columns, logprob_array, ranked_alternatives
 from evalsuite.engines.reasoning import split_inline, split_message
 from evalsuite.records import Completion, TokenTrace
-
-_KEY, _VALUE = itemgetter(0), itemgetter(1)
 
 _ANY_ID = 2**63  # parsing keeps whatever ids it is given; the schema (validate.py) bounds them
 
@@ -141,21 +137,14 @@ def completion_from_chat(
 
 def _trace_from_legacy(logprobs: dict[str, Any]) -> TokenTrace:
     """The completions route's legacy shape: parallel `tokens` / `token_logprobs` / `top_logprobs` lists."""
+    columns = legacy_columns(logprobs, _ANY_ID)
+    if columns is not None:
+        return columns.trace()
     tokens = logprobs.get("tokens") or []
     lps = logprobs.get("token_logprobs") or [None] * len(tokens)
     tops = logprobs.get("top_logprobs") or [None] * len(tokens)
-    # each token's alternatives, most likely first; ties keep their order (a stable sort)
-    ranked = [sorted(top.items(), key=_VALUE, reverse=True) if top else [] for top in tops]
-    n = len(tokens)
-    if len(lps) == len(tops) == n:  # columns straight from the lists, as `gather` makes them of entries
-        alts = list(chain.from_iterable(ranked))
-        chosen = Fields([None] * n, tokens, lps)
-        others = Fields([None] * len(alts), list(map(_KEY, alts)), list(map(_VALUE, alts)))
-        columns = checked(list(map(len, ranked)), chosen, [None] * n, others, _ANY_ID)
-        if columns is not None:
-            return columns.trace()
     entries = [
         {"token": token, "logprob": lp, "top_logprobs": [{"token": t, "logprob": v} for t, v in alts]}
-        for token, lp, alts in zip(tokens, lps, ranked)
+        for token, lp, alts in zip(tokens, lps, ranked_alternatives(tops))
     ]
     return trace_from_entries(entries)

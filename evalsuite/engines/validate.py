@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from evalsuite.engines.columns import LOGPROB_SLACK, TOKEN_ID_PREFIX, Columns, gather, legacy_logprobs_ok
+from evalsuite.engines.columns import LOGPROB_SLACK, TOKEN_ID_PREFIX, Columns, gather, legacy_columns
 from evalsuite.engines.retry import RequestFailed
 from evalsuite.engines.typed import TypedEntries
 
@@ -160,8 +160,9 @@ class ResponseSchema:
             column = logprobs.get(key)
             if column is not None and (not isinstance(column, list) or len(column) != len(tokens)):
                 raise _fail(f"{path}.{key}", column, f"a list of {len(tokens)} values, one per token")
-        if legacy_logprobs_ok(logprobs.get("token_logprobs") or [], logprobs.get("top_logprobs") or []):
-            return len(tokens), None
+        columns = legacy_columns(logprobs, self.id_limit)
+        if columns is not None:  # the usual case: every value checked at once, the columns kept for parsing
+            return len(tokens), columns
         for i, lp in enumerate(logprobs.get("token_logprobs") or ()):
             self._logprob(lp, f"{path}.token_logprobs[{i}]")
         for i, top in enumerate(logprobs.get("top_logprobs") or ()):

@@ -1,8 +1,9 @@
 """The completions route's legacy logprobs (`tokens`, `token_logprobs`, `top_logprobs`), read by columns.
 
-vLLM's /v1/completions answers in these parallel lists.  They are checked all together and turned into
-a trace straight from the lists; the reference is the entry-by-entry reading they replace: the same
-trace for any lists, and the same acceptance or the same named refusal for any mutated answer.
+vLLM's /v1/completions answers in these parallel lists.  The schema check makes them into columns all
+at once (parsing and the text check read those); the reference is the entry-by-entry reading they
+replace: the same trace for any lists, and the same Completion or the same named refusal for any
+mutated answer.
 """
 
 from __future__ import annotations
@@ -14,12 +15,12 @@ from unittest import mock
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_response_fuzz import JSON_VALUES, LEGACY, _mutate, _paths
+from test_response_fuzz import ENGINES, JSON_VALUES, LEGACY, _mutate, _paths
 
 from evalsuite.engines import columns, validate
 from evalsuite.engines.parse import _trace_from_legacy, _walk
 from evalsuite.engines.retry import RequestFailed
-from evalsuite.engines.validate import ResponseSchema
+from evalsuite.records import GenerationParams
 
 TOKENS = st.sampled_from(["a", " b", "token_id:7", "token_id:x", "", "é", "token_", "id:3"])
 LOGPROBS = st.sampled_from([-0.5, -2.0, 0.0, -1.0]) | st.floats(-50, 0) | st.none()
@@ -54,17 +55,26 @@ def test_the_trace_from_the_lists_is_the_entry_by_entry_trace(rows: list[tuple[s
     assert (ours.pieces, ours.top_pieces, ours.raw) == (ref.pieces, ref.top_pieces, ref.raw)
 
 
-def _verdict(body: dict[str, Any]) -> str:
+def _outcome(body: dict[str, Any]) -> Any:
+    """What the engine makes of a completions answer: its text, finish reason and trace, or the refusal."""
     try:
-        ResponseSchema(chat=False).check(body)
+        completion = ENGINES[False].accept(body, GenerationParams(), latency_s=0.0, ttft_s=None)
     except RequestFailed as failure:
         return f"{failure.kind}: {failure}"
-    return "accepted"
+    trace = completion.tokens
+    arrays = None if trace is None else [getattr(trace, n).tolist() for n in ("ids", "top_ids")]
+    floats = (
+        None
+        if trace is None
+        else [np.nan_to_num(getattr(trace, n), nan=9.0).tolist() for n in ("logprobs", "top_logprobs")]
+    )
+    pieces = None if trace is None else (trace.pieces, trace.top_pieces)
+    return completion.text, completion.finish_reason, arrays, floats, pieces
 
 
 @settings(max_examples=400, deadline=None)
 @given(data=st.data())
-def test_the_columns_check_accepts_and_refuses_as_the_value_by_value_walk(data: st.DataObject) -> None:
+def test_a_mutated_answer_comes_out_as_from_the_value_by_value_walk(data: st.DataObject) -> None:
     body = LEGACY
     for _ in range(data.draw(st.integers(1, 2))):
         paths = [p for p in _paths(body) if "logprobs" in p]
@@ -73,13 +83,16 @@ def test_the_columns_check_accepts_and_refuses_as_the_value_by_value_walk(data: 
         path = data.draw(st.sampled_from(paths))
         body = _mutate(body, path, data.draw(JSON_VALUES | st.sampled_from([math.nan, math.inf, 10**400]))
                        , data.draw(st.booleans()))  # fmt: skip
-    with mock.patch.object(validate, "legacy_logprobs_ok", return_value=False):
-        walked = _verdict(body)
-    assert _verdict(body) == walked
+    with mock.patch.object(validate, "legacy_columns", return_value=None):
+        walked = _outcome(body)
+    assert _outcome(body) == walked
 
 
-def test_valid_legacy_logprobs_pass_together_and_each_fault_fails() -> None:
-    assert columns.legacy_logprobs_ok([-0.1, None, 0], [{"a": -0.1}, None, {}])
+def test_valid_legacy_lists_give_columns_and_each_fault_none() -> None:
+    def lists(lps: list[Any], tops: list[Any]) -> dict[str, Any]:
+        return {"tokens": ["a"] * len(lps), "token_logprobs": lps, "top_logprobs": tops}
+
+    assert columns.legacy_columns(lists([-0.1, None, 0], [{"a": -0.1}, None, {}]), 2**31) is not None
     for lps, tops in [
         ([math.nan], [None]),
         ([-0.1], [{"a": None}]),
@@ -88,8 +101,9 @@ def test_valid_legacy_logprobs_pass_together_and_each_fault_fails() -> None:
         ([-0.1], [["a", -0.1]]),
         ([10**400], [None]),
         ([5.0], [None]),
+        ([-0.1, -0.2], [None]),
     ]:
-        assert not columns.legacy_logprobs_ok(lps, tops), (lps, tops)
+        assert columns.legacy_columns(lists(lps, tops), 2**31) is None, (lps, tops)
 
 
 def test_tokens_rendered_as_ids_give_their_ids_and_plain_tokens_none() -> None:

@@ -18,7 +18,6 @@ one by one, which names the first offending path.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from itertools import chain, repeat
 from operator import itemgetter
@@ -337,15 +336,16 @@ def _tokens_ok(tokens: list[Any], limit: int) -> bool:
 
 
 def _logprobs_ok(logprobs: list[Any], array: np.ndarray | None) -> bool:
-    """Finite and <= LOGPROB_SLACK, or absent (`array`: the same numbers, NaN where absent)."""
-    if array is not None and np.isfinite(array).all():
-        return not len(array) or float(array.max()) <= LOGPROB_SLACK
-    values = _present(logprobs)
-    try:
-        total = sum(values, 0.0)  # NaN or infinite when any value is (or when finite ones overflow: stricter)
-    except OverflowError:  # an integer too large for a float
+    """Finite and <= LOGPROB_SLACK, or absent (`array`: the same numbers, NaN where absent; None where one is
+    an integer too large for a float, which is not finite)."""
+    if array is None:
         return False
-    return math.isfinite(total) and max(values, default=0.0) <= LOGPROB_SLACK
+    finite = np.isfinite(array)
+    if finite.all():
+        return not len(array) or float(array.max()) <= LOGPROB_SLACK
+    if int(np.count_nonzero(~finite)) != logprobs.count(None):  # NaN or infinite beyond the absent ones
+        return False
+    return not finite.any() or float(array[finite].max()) <= LOGPROB_SLACK
 
 
 def id_array(values: list[Any], tokens: list[Any]) -> np.ndarray:

@@ -5,9 +5,10 @@ a proxy (the usual local `llama-server`, vLLM or SGLang), requests go through
 `PlainTransport`: httpcore's own pool, HTTP/1.1 parser, limits and timeouts,
 over `sockets.SocketBackend` instead of anyio (bench/overhead.py: 10-20 % of
 the client's CPU per request), its response bodies read a network read at a
-time, not an HTTP chunk at a time (`http11.py`).  Every other endpoint (TLS, a proxy, a host
-name, whose addresses want anyio's happy-eyeballs connect) keeps httpx's
-default transport.  Either way the caller sees httpx's exceptions.
+time, not an HTTP chunk at a time (`http11.py`).  Every other endpoint (TLS,
+a proxy, a host name, whose addresses want anyio's happy-eyeballs connect)
+keeps httpx's default transport.  Either way the caller sees httpx's
+exceptions.
 """
 
 from __future__ import annotations

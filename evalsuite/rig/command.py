@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sys
 import threading
@@ -111,7 +112,7 @@ def _train_smollm2_dflash(args: argparse.Namespace) -> int:
     from evalsuite.errors import DatasetError
     from evalsuite.rig.build import rig_paths
     from evalsuite.rig.learned import sha256_of
-    from evalsuite.rig.smollm2 import SMOLLM2_DFLASH
+    from evalsuite.rig.smollm2 import SMOLLM2_DFLASH, SMOLLM2_DFLASH_ANSWERS
     from evalsuite.rig.smollm2_dflash import train_smollm2_dflash
 
     data = Path(args.gsm8k_train)
@@ -121,8 +122,17 @@ def _train_smollm2_dflash(args: argparse.Namespace) -> int:
             "{'question', 'answer'} object per line (openai/gsm8k, config main, split train)."
         )
     out = Path(args.out) if args.out else rig_paths().models_dir / "smollm2-dflash.rebuilt.gguf"
+    keep = Path(args.answers) if args.answers else SMOLLM2_DFLASH_ANSWERS
+    answers = keep if os.access(keep if keep.is_dir() else keep.parent, os.W_OK) else None
+    if answers is None:
+        _print(f"The answers cannot be kept in {keep} (not writable); they stay in the cache only.")
     acc = train_smollm2_dflash(
-        out, rig_paths().home / "smollm2-dflash-data", data, progress=_print, data_only=args.data_only
+        out,
+        rig_paths().home / "smollm2-dflash-data",
+        data,
+        progress=_print,
+        data_only=args.data_only,
+        answers=answers,
     )
     if acc is None:
         _print("The training data are complete; run again without --data-only to train.")
@@ -244,6 +254,13 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="with --train-smollm2-dflash: generate the training data and stop; processes started at once "
         "share the work (one core each)",
+    )
+    p.add_argument(
+        "--answers",
+        metavar="DIR",
+        help="with --train-smollm2-dflash: where SmolLM2's decoded answers are kept and read back, so a "
+        "new machine recomputes features instead of decoding for hours (default: the checkout's "
+        "fixtures/models/smollm2-dflash-answers)",
     )
     p.add_argument(
         "--gsm8k-train",

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from evalsuite.rig.dflash_graph import f16, require_torch, rms
-from evalsuite.rig.gguf_file import read_model
+from evalsuite.rig.gguf_file import Shape, read_model
 
 
 def rope_norm(x: Any, pos: Any, base: float) -> Any:
@@ -49,9 +49,20 @@ class LlamaTarget:
 
     def __init__(self, path: Path) -> None:
         """The llama GGUF at `path`, its weights in float32 (`gguf_file.read_model` dequantizes them)."""
+        _, shape, arrays = read_model(path)
+        self._load(shape, arrays)
+
+    @classmethod
+    def of(cls, shape: Shape, arrays: dict[str, Any]) -> LlamaTarget:
+        """A target over weights already in memory (GGUF names, float32 arrays or tensors)."""
+        target = cls.__new__(cls)
+        target._load(shape, arrays)
+        return target
+
+    def _load(self, shape: Shape, arrays: dict[str, Any]) -> None:
         torch = require_torch()
-        _, self.shape, arrays = read_model(path)
-        self.w = {k: torch.from_numpy(v) for k, v in arrays.items()}
+        self.shape = shape
+        self.w = {k: v if isinstance(v, torch.Tensor) else torch.from_numpy(v) for k, v in arrays.items()}
         self.embd = self.w["token_embd.weight"]
         self.head = self.w.get("output.weight", self.embd)
 
@@ -174,3 +185,27 @@ class LlamaTarget:
             GreedySequence(tokens[b], len(prompts[b]), torch.cat(feats[b], dim=0)[: len(tokens[b]) - 1])
             for b in range(len(prompts))
         ]
+
+    def features(
+        self, sequences: Sequence[tuple[Sequence[int], int]], layers: Sequence[int], batch: int = 8
+    ) -> list[GreedySequence]:
+        """The features of (tokens, start) sequences already decoded, in one teacher-forced pass each.
+
+        What `greedy` keeps, made again from its tokens in minutes rather than hours (equal up to
+        float rounding: the prompt and the answer are processed at once instead of token by token).
+        """
+        torch = require_torch()
+        out: list[GreedySequence] = []
+        with torch.no_grad():
+            for first in range(0, len(sequences), batch):
+                group = sequences[first : first + batch]
+                width = max(len(tokens) for tokens, _ in group)
+                ids = torch.zeros(len(group), width, dtype=torch.long)  # padding follows each row: never seen
+                for row, (tokens, _) in enumerate(group):
+                    ids[row, : len(tokens)] = torch.tensor(list(tokens))
+                pos = torch.arange(width)[None, :].expand(len(group), width)
+                _, taken = self.forward(ids, pos, self.new_cache(len(group), width), layers)
+                feats = torch.cat(taken, dim=-1).half()
+                for row, (tokens, start) in enumerate(group):
+                    out.append(GreedySequence(list(tokens), start, feats[row, : len(tokens) - 1].clone()))
+        return out

@@ -32,6 +32,9 @@ DRAFT_LAYERS = 8
 """Blocks kept in the derived draft model (of 30)."""
 SMOLLM2_DFLASH = MODELS / "smollm2-dflash.gguf"
 """The DFlash drafter trained against SmolLM2 (`evalsuite rig models --train-smollm2-dflash`; docs/rig.md)."""
+SMOLLM2_DFLASH_ANSWERS = MODELS / "smollm2-dflash-answers"
+"""SmolLM2's greedy answers the drafter is trained on, kept in the repository (not in the package): decoding
+them takes hours of CPU, recomputing their features from them minutes."""
 SMOLLM2_DFLASH_REBUILD = "evalsuite rig models --train-smollm2-dflash --update-checksum"
 """The command that makes `SMOLLM2_DFLASH` again and records its checksum."""
 SMOLLM2_DFLASH_P_MIN = 0.3

@@ -28,6 +28,7 @@ import numpy as np
 
 from evalsuite.rig.dflash_graph import Acceptance, DrafterShape, block_logits, require_torch, simulate_acceptance
 from evalsuite.rig.dflash_train import init_drafter
+from evalsuite.rig.errors import RigError
 
 TARGET_LAYERS = (1, 8, 15, 22, 29)
 """Inputs of five SmolLM2 blocks, evenly spread from the first to the last (DFlash's recipe)."""
@@ -84,18 +85,23 @@ def generate_chunks(
     slots: int = 64,
     progress: Callable[[str], None] = print,
     poll_s: float = 30.0,
+    answers: Path | None = None,
 ) -> list[Path]:
     """Greedy answers and features for `prompts`, one file per `chunk` of them (kept between runs).
 
     Several processes may fill the same `out_dir` at once (one torch thread each keeps a core busy):
     each claims a chunk before generating it, so none is made twice, and every process returns once
     all chunks exist.  A claim left by a process that died is taken over.
+
+    With `answers`, a folder of answers (`save_answers`), a chunk whose answers are there gets its
+    features recomputed from them instead of decoding again, and a chunk decoded or found without
+    its answers there has them written: the hours of decoding are kept where the cache is not.
     """
     torch = require_torch()
-    from evalsuite.rig.llama_torch import LlamaTarget
+    from evalsuite.rig import llama_torch
 
     out_dir.mkdir(parents=True, exist_ok=True)
-    target: LlamaTarget | None = None
+    target: llama_torch.LlamaTarget | None = None
     paths = [
         out_dir / f"chunk-{first:06d}-{min(first + chunk, len(prompts)):06d}.pt"
         for first in range(0, len(prompts), chunk)
@@ -103,16 +109,25 @@ def generate_chunks(
     while True:
         waiting = []
         for index, path in enumerate(paths):
+            kept = answers / f"{path.stem}.npz" if answers is not None else None
             if path.is_file():
+                if kept is not None and not kept.is_file():
+                    save_answers(kept, [(tokens, start) for tokens, start, _ in torch.load(path)])
                 continue
             if not _claim(path):
                 waiting.append(path)
                 continue
             first, last = index * chunk, min((index + 1) * chunk, len(prompts))
             if target is None:
-                target = LlamaTarget(target_path)
-            progress(f"  generating answers to prompts {first}..{last - 1} of {len(prompts)}")
-            seqs = target.greedy(prompts[first:last], TARGET_LAYERS, MAX_TOKENS, EOG_IDS, slots, progress)
+                target = llama_torch.LlamaTarget(target_path)
+            if kept is not None and kept.is_file():
+                progress(f"  features of the kept answers to prompts {first}..{last - 1} of {len(prompts)}")
+                seqs = target.features(_matching(load_answers(kept), prompts[first:last], kept), TARGET_LAYERS)
+            else:
+                progress(f"  generating answers to prompts {first}..{last - 1} of {len(prompts)}")
+                seqs = target.greedy(prompts[first:last], TARGET_LAYERS, MAX_TOKENS, EOG_IDS, slots, progress)
+                if kept is not None:
+                    save_answers(kept, [(s.tokens, s.start) for s in seqs])
             partial = path.with_suffix(".partial")
             torch.save([(s.tokens, s.start, s.features) for s in seqs], partial)
             partial.replace(path)
@@ -121,6 +136,48 @@ def generate_chunks(
             return paths
         progress(f"  waiting for {len(waiting)} chunks another process is generating")
         time.sleep(poll_s)
+
+
+def save_answers(path: Path, sequences: Sequence[tuple[Sequence[int], int]]) -> None:
+    """(tokens, start) sequences, prompt and answer ids, compressed: about 0.4 KB an answer."""
+    lengths = np.array([len(tokens) for tokens, _ in sequences], dtype=np.int32)
+    flat = np.concatenate([np.asarray(tokens, dtype=np.int64) for tokens, _ in sequences])
+    if flat.size and (flat.min() < 0 or flat.max() > np.iinfo(np.uint32).max):
+        raise ValueError(f"token ids outside 0..2**32-1 in the answers for {path}")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    staged = path.with_name(path.name + ".partial")
+    with staged.open("wb") as fh:
+        np.savez_compressed(
+            fh,
+            tokens=flat.astype(np.uint32),
+            lengths=lengths,
+            starts=np.array([start for _, start in sequences], dtype=np.int32),
+        )
+    staged.replace(path)
+
+
+def load_answers(path: Path) -> list[tuple[list[int], int]]:
+    """`save_answers` read back."""
+    with np.load(path) as data:
+        tokens, lengths, starts = data["tokens"], data["lengths"], data["starts"]
+    if len(lengths) != len(starts) or int(lengths.sum()) != len(tokens) or (starts >= lengths).any():
+        raise RigError(f"{path} is not a file of answers: its lengths do not add up; delete it to decode again.")
+    ends = np.cumsum(lengths)
+    return [
+        (tokens[end - n : end].tolist(), int(start)) for end, n, start in zip(ends.tolist(), lengths.tolist(), starts)
+    ]
+
+
+def _matching(
+    kept: list[tuple[list[int], int]], prompts: Sequence[list[int]], path: Path
+) -> list[tuple[list[int], int]]:
+    """`kept` when it answers exactly `prompts`, in order; otherwise an error that names the file."""
+    if len(kept) != len(prompts) or any(tokens[:start] != list(p) for (tokens, start), p in zip(kept, prompts)):
+        raise RigError(
+            f"The answers in {path} were made for other prompt ids than these (another tokenizer?); "
+            "delete the file to decode them again."
+        )
+    return kept
 
 
 def _claim(path: Path) -> bool:
@@ -432,8 +489,12 @@ def train_smollm2_dflash(
     config: SmolDFlashConfig = SmolDFlashConfig(),
     progress: Callable[[str], None] = print,
     data_only: bool = False,
+    answers: Path | None = None,
 ) -> Acceptance | None:
     """Generate the data into `work` (resumable), train, and write the drafter to `out`.
+
+    With `answers`, the decoded answers are kept there too, in a folder per prompt set, and read back
+    by a later build that lacks the cache (`generate_chunks`).
 
     Returns the replayed acceptance on the held-out questions; None with `data_only`, which stops
     once the data exist (more processes started so share the generation: `generate_chunks`).
@@ -459,7 +520,9 @@ def train_smollm2_dflash(
         staged.replace(prompts_file)
     prompts = json.loads(prompts_file.read_text())
     progress(f"Generating SmolLM2's greedy answers to {len(prompts)} prompts (resumable, in {work}).")
-    chunks = generate_chunks(target, prompts, work / f"chunks-{digest}", progress=progress)
+    chunks = generate_chunks(
+        target, prompts, work / f"chunks-{digest}", progress=progress, answers=answers / digest if answers else None
+    )
     if data_only:
         return None
     train, held = Sequences.load(chunks).split(config.held_out)

@@ -158,3 +158,104 @@ def test_a_chunk_is_generated_by_one_process_and_a_dead_claim_is_taken_over(tmp_
     other.with_suffix(".claim").write_text(gone.stdout.strip())  # its owner has exited
     assert _claim(other)
     assert other.with_suffix(".claim").read_text() == str(os.getpid())
+
+
+def _tiny_llama(seed: int = 0) -> Any:
+    """A random llama-layout target small enough to decode in milliseconds."""
+    torch = pytest.importorskip("torch")
+    from evalsuite.rig.gguf_file import Shape
+    from evalsuite.rig.llama_torch import LlamaTarget
+
+    shape = Shape(n_vocab=40, n_embd=32, n_layer=3, n_head=4, n_head_kv=2, n_ff=48)
+    gen = torch.Generator().manual_seed(seed)
+    kv = shape.n_head_kv * shape.head_dim
+    sizes = {
+        "attn_norm": (32,),
+        "attn_q": (32, 32),
+        "attn_k": (kv, 32),
+        "attn_v": (kv, 32),
+        "attn_output": (32, 32),
+        "ffn_norm": (32,),
+        "ffn_gate": (48, 32),
+        "ffn_up": (48, 32),
+        "ffn_down": (32, 48),
+    }
+    arrays = {"token_embd.weight": torch.randn(40, 32, generator=gen), "output_norm.weight": torch.ones(32)}
+    for il in range(shape.n_layer):
+        for name, size in sizes.items():
+            arrays[f"blk.{il}.{name}.weight"] = (
+                torch.ones(size) if len(size) == 1 else torch.randn(size, generator=gen) / 4
+            )
+    return LlamaTarget.of(shape, arrays)
+
+
+PROMPTS = [[5, 9, 11], [7, 3, 3, 8, 21, 30], [12], [4, 4, 6, 17, 25]]
+LAYERS = (0, 2)
+
+
+def test_features_made_from_kept_answers_are_those_decoding_kept() -> None:
+    torch = pytest.importorskip("torch")
+    target = _tiny_llama()
+    decoded = target.greedy(PROMPTS, LAYERS, 10, frozenset({0}), slots=2)
+    again = target.features([(s.tokens, s.start) for s in decoded], LAYERS, batch=3)
+    assert [s.tokens for s in again] == [s.tokens for s in decoded]
+    assert [s.start for s in again] == [len(p) for p in PROMPTS]
+    for made, kept in zip(again, decoded):
+        assert made.features.shape == kept.features.shape == (len(kept.tokens) - 1, 2 * 32)
+        torch.testing.assert_close(made.features.float(), kept.features.float(), atol=2e-2, rtol=1e-2)
+
+
+def test_kept_answers_replace_decoding_on_a_machine_without_the_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    torch = pytest.importorskip("torch")
+    from evalsuite.rig import llama_torch
+    from evalsuite.rig.errors import RigError
+    from evalsuite.rig.smollm2_dflash import generate_chunks, load_answers
+
+    target = _tiny_llama()
+    monkeypatch.setattr(llama_torch, "LlamaTarget", lambda _path: target)
+    answers, cache = tmp_path / "answers", tmp_path / "cache"
+    paths = generate_chunks(tmp_path / "model.gguf", PROMPTS, cache, chunk=3, slots=2, answers=answers)
+    kept = sorted(answers.glob("*.npz"))
+    assert [p.stem for p in kept] == [p.stem for p in paths] == ["chunk-000000-000003", "chunk-000003-000004"]
+    first = torch.load(paths[0])
+    assert load_answers(kept[0]) == [(tokens, start) for tokens, start, _ in first]
+
+    def no_decoding(*_args: Any, **_kwargs: Any) -> Any:
+        raise AssertionError("decoded although its answers were kept")
+
+    monkeypatch.setattr(target, "greedy", no_decoding)
+    for path in paths:
+        path.unlink()
+    said: list[str] = []
+    generate_chunks(tmp_path / "model.gguf", PROMPTS, cache, chunk=3, answers=answers, progress=said.append)
+    assert sum("features of the kept answers" in m for m in said) == 2, said
+    remade = torch.load(paths[0])
+    assert [(t, s) for t, s, _ in remade] == [(t, s) for t, s, _ in first]
+    for (_, _, made), (_, _, decoded) in zip(remade, first):
+        torch.testing.assert_close(made.float(), decoded.float(), atol=2e-2, rtol=1e-2)
+
+    kept[1].unlink()  # a chunk in the cache whose answers are missing: they are written from it
+    generate_chunks(tmp_path / "model.gguf", PROMPTS, cache, chunk=3, answers=answers)
+    assert load_answers(kept[1]) == [(t, s) for t, s, _ in torch.load(paths[1])]
+
+    paths[0].unlink()
+    other = [[5, 9, 12], *PROMPTS[1:]]
+    with pytest.raises(RigError, match=str(kept[0])):
+        generate_chunks(tmp_path / "model.gguf", other, cache, chunk=3, answers=answers)
+
+
+def test_a_damaged_answers_file_is_named(tmp_path: Path) -> None:
+    import numpy as np
+
+    from evalsuite.rig.errors import RigError
+    from evalsuite.rig.smollm2_dflash import load_answers, save_answers
+
+    path = tmp_path / "a.npz"
+    save_answers(path, [([1, 2, 3, 4], 2), ([7, 8], 1)])
+    assert load_answers(path) == [([1, 2, 3, 4], 2), ([7, 8], 1)]
+    with path.open("wb") as fh:
+        np.savez_compressed(fh, tokens=np.arange(5, dtype=np.uint32), lengths=np.array([4, 2]), starts=np.array([2, 1]))
+    with pytest.raises(RigError, match="a.npz"):
+        load_answers(path)

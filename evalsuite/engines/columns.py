@@ -62,6 +62,11 @@ class Columns:
         """
         if None not in self.raw and TOKEN_ID_PREFIX not in "".join(filter(None, self.tokens)):
             return b"".join(cast("list[bytes]", self.raw)).decode("utf-8", "replace")  # every token has bytes
+        if self.raw.count(None) == len(self.raw) and None not in self.tokens:  # no bytes at all: the tokens spell it
+            spelt = "".join(self.tokens)
+            if TOKEN_ID_PREFIX in spelt and any(token.startswith(TOKEN_ID_PREFIX) for token in self.tokens):
+                return None
+            return spelt.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
         parts: list[bytes] = []
         for raw, token in zip(self.raw, self.tokens):
             if token is not None and token.startswith(TOKEN_ID_PREFIX):
@@ -272,12 +277,32 @@ def legacy_columns(logprobs: dict[str, Any], id_limit: int) -> Columns | None:
     tops = logprobs.get("top_logprobs") or [None] * n
     if not len(lps) == len(tops) == n or not set(map(type, tops)) <= {dict, _NONE}:
         return None
-    if not set(map(type, chain.from_iterable(map(dict.values, filter(None, tops))))) <= {int, float}:
+    given = list(filter(None, tops))
+    values = list(chain.from_iterable(map(dict.values, given)))
+    if not set(map(type, values)) <= {int, float}:
         return None  # an alternative's logprob is a number, never absent (and only numbers rank)
-    ranked = ranked_alternatives(tops)
-    alts = list(chain.from_iterable(ranked))
-    others = Fields([None] * len(alts), list(map(_KEY, alts)), list(map(_VALUE, alts)))
-    return checked(list(map(len, ranked)), Fields([None] * n, tokens, lps), [None] * n, others, id_limit)
+    if not (set(map(type, tokens)) <= _STRS and set(map(type, lps)) <= _NUMBERS):
+        return None  # the alternatives' tokens are JSON object keys: strings; so every type is known below
+    counts = [len(top) if top else 0 for top in tops]
+    if _ranked_already(values, [len(top) for top in given]):  # as servers send them: no pair is made or sorted
+        others = Fields([None] * len(values), list(chain.from_iterable(given)), values)
+    else:
+        alts = list(chain.from_iterable(ranked_alternatives(tops)))
+        others = Fields([None] * len(alts), list(map(_KEY, alts)), list(map(_VALUE, alts)))
+    return checked(counts, Fields([None] * n, tokens, lps), [None] * n, others, id_limit, typed=True)
+
+
+def _ranked_already(values: list[Any], sizes: list[int]) -> bool:
+    """Whether each run of `sizes` values is in non-increasing order (NaN never is), checked in one pass."""
+    array = _numbers(values, np.float64)
+    if array is None:
+        return False
+    falls = np.diff(array) <= 0
+    starts = (
+        np.cumsum(np.asarray(sizes, np.int64))[:-1] - 1
+    )  # the step from one object's last value to the next object's first
+    falls[starts[starts < len(falls)]] = True
+    return bool(falls.all())
 
 
 def ranked_alternatives(tops: list[dict[str, Any] | None]) -> list[list[tuple[str, Any]]]:
@@ -350,12 +375,14 @@ def _logprobs_ok(logprobs: list[Any], array: np.ndarray | None) -> bool:
 
 def id_array(values: list[Any], tokens: list[Any]) -> np.ndarray:
     """Token ids; where an entry had none, vLLM's "token_id:N" rendering of the token, else -1."""
-    try:
-        return np.array(values, np.int64)
-    except (TypeError, ValueError):
-        pass
-    if values.count(None) == len(values) and _no_rendered_ids(tokens):  # no ids at all (the legacy columns)
-        return np.full(len(values), -1, np.int64)
+    if values.count(None) == len(values):  # no ids at all (the legacy columns)
+        if _no_rendered_ids(tokens):
+            return np.full(len(values), -1, np.int64)
+    else:
+        try:
+            return np.array(values, np.int64)
+        except (TypeError, ValueError):
+            pass
     return np.array([v if type(v) is int else _id_from_token(t) for v, t in zip(values, tokens)], np.int64)
 
 

@@ -154,7 +154,7 @@ class ResponseSchema:
         tokens = logprobs.get("tokens")
         if tokens is None:
             return None, None
-        if not isinstance(tokens, list) or not all(isinstance(t, str) for t in tokens):
+        if not isinstance(tokens, list) or not set(map(type, tokens)) <= {str}:
             raise _fail(f"{path}.tokens", tokens, "a list of token strings")
         for key in ("token_logprobs", "top_logprobs"):
             column = logprobs.get(key)

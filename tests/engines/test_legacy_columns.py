@@ -117,3 +117,19 @@ def test_tokens_rendered_as_ids_give_their_ids_and_plain_tokens_none() -> None:
     assert trace.top_ids[0].tolist() == [9]
     plain = _trace_from_legacy({"tokens": ["a", "b"], "token_logprobs": [-0.1, -0.2], "top_logprobs": [None, None]})
     assert plain.ids.tolist() == [-1, -1]
+
+
+def test_alternatives_already_ranked_are_taken_as_sent_and_others_ranked() -> None:
+    """Servers send each object most likely first; only an object out of that order is sorted (stably)."""
+    sent = {
+        "tokens": ["a", "b", "c"],
+        "token_logprobs": [-0.1, -0.2, -0.3],
+        "top_logprobs": [{"a": -1.0}, {"b": -0.5, "x": -0.5, "y": -0.7}, {"c": -0.2}],  # rises only between objects
+    }
+    with mock.patch.object(columns, "ranked_alternatives", side_effect=AssertionError("sorted what was ranked")):
+        got = columns.legacy_columns(sent, 2**31)
+    assert got is not None and got.top_tokens == ["a", "b", "x", "y", "c"] and got.counts == [1, 3, 1]
+    unranked = {**sent, "top_logprobs": [{"a": -1.0}, {"y": -0.7, "b": -0.5, "x": -0.5}, {"c": -0.2}]}
+    got = columns.legacy_columns(unranked, 2**31)
+    assert got is not None and got.top_tokens == ["a", "b", "x", "y", "c"]
+    assert got.top_logprobs == [-1.0, -0.5, -0.5, -0.7, -0.2]

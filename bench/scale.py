@@ -11,7 +11,9 @@ pulling out the ids, logprobs and top-5 (id, logprob) pairs, measured in the sam
 and at least 100,000 tokens per client CPU second.  Store bytes per token and the client's peak RSS
 (interpreter and imports included) complete the row.  Streamed and completions-route rows follow at
 16k tokens; the scripted server sends each event of a stream as an HTTP chunk of its own, as
-llama-server, vLLM and SGLang do.
+llama-server, vLLM and SGLang do.  The "(lists)" rows are the completions route as vLLM answers it:
+logprobs in parallel `tokens` / `token_logprobs` / `top_logprobs` lists (no ids, each token's
+alternatives an object), whose floor pulls out those lists and the (token, logprob) pairs.
 
     .venv/bin/python bench/scale.py [--full] [--sections ingest] [--repeat 3]
     SCALE=full .venv/bin/python bench/scale.py
@@ -58,10 +60,12 @@ class Case:
     concurrency: int
     api: str = "chat"
     stream: bool = False
+    legacy: bool = False
+    """Completions logprobs in vLLM's parallel lists instead of llama.cpp's entries."""
 
     @property
     def label(self) -> str:
-        return f"{self.api}{' stream' if self.stream else ''}"
+        return f"{self.api}{' (lists)' if self.legacy else ''}{' stream' if self.stream else ''}"
 
 
 def ingest_cases(full: bool) -> list[Case]:
@@ -69,8 +73,9 @@ def ingest_cases(full: bool) -> list[Case]:
         return 200 if full else (64 if tokens <= 4096 else 8)
 
     cases = [Case(n, count(n), c) for n in LENGTHS for c in CONCURRENCY]
-    routes = [("chat", True), ("completions", False), ("completions", True)]
-    cases += [Case(16_000, count(16_000), 8, api, stream) for api, stream in routes]
+    routes = [("chat", True, False), ("completions", False, False), ("completions", True, False)]
+    routes += [("completions", False, True), ("completions", True, True)]
+    cases += [Case(16_000, count(16_000), 8, api, stream, legacy) for api, stream, legacy in routes]
     return cases
 
 
@@ -80,10 +85,11 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def start_server(tokens: int) -> tuple[subprocess.Popen[str], str]:
+def start_server(tokens: int, legacy: bool = False) -> tuple[subprocess.Popen[str], str]:
     port = free_port()
+    cmd = [sys.executable, str(ROOT / "fixtures" / "fake_server.py"), "--port", str(port), "--tokens", str(tokens)]
     proc = subprocess.Popen(
-        [sys.executable, str(ROOT / "fixtures" / "fake_server.py"), "--port", str(port), "--tokens", str(tokens)],
+        [*cmd, *(["--legacy"] if legacy else [])],
         stdout=subprocess.PIPE,
         text=True,
     )
@@ -111,7 +117,7 @@ def child(spec: dict[str, Any]) -> None:
     from evalsuite.config import load_config
     from evalsuite.runner import execute, plan_run
 
-    case = Case(spec["tokens"], spec["responses"], spec["concurrency"], spec["api"], spec["stream"])
+    case = Case(spec["tokens"], spec["responses"], spec["concurrency"], spec["api"], spec["stream"], spec["legacy"])
     folder = Path(spec["folder"])
     extra = f'concurrency = {case.concurrency}\napi = "{case.api}"\nstream = {str(case.stream).lower()}'
     config = load_config(make_project(folder, spec["url"], n=case.responses, target_extra=extra))
@@ -150,7 +156,9 @@ def floor_cpu(plan: Any, case: Case) -> float:
     engine.model = FakeState().model
     total = 0.0
     for sample in plan.samples:
-        answer = completion_body(FakeState(tokens=case.tokens), engine.request_body(sample, plan.params))
+        answer = completion_body(
+            FakeState(tokens=case.tokens, legacy=case.legacy), engine.request_body(sample, plan.params)
+        )
         body = _sse(stream_events(answer)) if case.stream else json.dumps(answer).encode()
         del answer
         gc.disable()
@@ -171,7 +179,10 @@ def _extract(data: dict[str, Any]) -> tuple[list[Any], ...]:
     choices = data["choices"]
     if not choices:
         return [], [], []
-    content = (choices[0].get("logprobs") or {}).get("content") or []
+    lists = choices[0].get("logprobs") or {}
+    if "tokens" in lists:  # vLLM's completions lists: tokens as strings, each alternative a (token, logprob) item
+        return lists["tokens"], lists["token_logprobs"], [pair for top in lists["top_logprobs"] for pair in top.items()]
+    content = lists.get("content") or []
     ids = [e["id"] for e in content]
     logprobs = [e["logprob"] for e in content]
     top = [(a["id"], a["logprob"]) for e in content for a in e["top_logprobs"]]
@@ -202,7 +213,7 @@ def ingest(full: bool, repeat: int = 1) -> None:
     print("ingest: evalsuite.runner.execute against fixtures/fake_server.py, top-5 logprobs, one client process a run")
     spread = f"  {'x floor, lowest-highest':>23}" if repeat > 1 else ""
     print(
-        f"{'route':>18} {'tokens':>7} {'responses':>9} {'in flight':>9}  {'CPU us/token':>12} {'tokens/CPU s':>12}  "
+        f"{'route':>26} {'tokens':>7} {'responses':>9} {'in flight':>9}  {'CPU us/token':>12} {'tokens/CPU s':>12}  "
         f"{'floor us/token':>14} {'x floor':>7}  {'store B/token':>13} {'peak RSS MiB':>12}{spread}"
     )
     for case in ingest_cases(full):
@@ -211,7 +222,7 @@ def ingest(full: bool, repeat: int = 1) -> None:
         per_token = got["cpu_s"] / got["tokens"] * 1e6
         floor = got["floor_s"] / got["tokens"] * 1e6
         print(
-            f"{case.label:>18} {case.tokens:>7} {case.responses:>9} {min(case.concurrency, case.responses):>9}  "
+            f"{case.label:>26} {case.tokens:>7} {case.responses:>9} {min(case.concurrency, case.responses):>9}  "
             f"{per_token:>12.2f} {got['tokens'] / got['cpu_s']:>12,.0f}  {floor:>14.2f} {_ratio(got):>6.2f}x  "
             f"{got['store'] / got['tokens']:>13.1f} {got['peak_kib'] / 1024:>12.0f}"
             + (f"  {_ratio(runs[0]):>11.2f}-{_ratio(runs[-1]):.2f}x" if repeat > 1 else ""),
@@ -226,7 +237,7 @@ def _ratio(run: dict[str, Any]) -> float:
 
 def ingest_once(case: Case) -> dict[str, Any]:
     """One run of a row: a fresh server, a fresh client process."""
-    server, url = start_server(case.tokens)
+    server, url = start_server(case.tokens, case.legacy)
     try:
         with tempfile.TemporaryDirectory(prefix="scale-") as tmp:
             return run_child(case, url, Path(tmp))

@@ -16,7 +16,7 @@ from evalsuite.engines.body import loads
 from evalsuite.engines.retry import RequestFailed
 from evalsuite.engines.validate import Malformed, server_error
 
-_LEGACY = ("tokens", "token_logprobs", "top_logprobs")
+LEGACY_KEYS = ("tokens", "token_logprobs", "top_logprobs")
 
 
 class Lines:
@@ -132,7 +132,7 @@ def merge_chunks(chunks: list[dict[str, Any]]) -> dict[str, Any]:
     text: list[str] = []
     reasoning: list[str] = []
     entries: list[dict[str, Any]] = []
-    legacy: dict[str, list[Any]] = {key: [] for key in _LEGACY}
+    legacy: dict[str, list[Any]] = {key: [] for key in LEGACY_KEYS}
     token_ids: list[Any] = []
     completions = False
     finish: Any = None
@@ -174,7 +174,7 @@ def merge_chunks(chunks: list[dict[str, Any]]) -> dict[str, Any]:
                     if not isinstance(content, list):
                         raise Malformed(f"stream event {n} has logprobs.content {str(content)[:80]!r}, expected a list")
                     entries.extend(content)
-                for key in _LEGACY:
+                for key in LEGACY_KEYS:
                     if isinstance(logprobs.get(key), list):
                         legacy[key].extend(logprobs[key])
             if isinstance(choice.get("token_ids"), list):

@@ -10,7 +10,7 @@ without looking at each line in turn, and an event that repeats the last one's i
 fingerprint skips their merging.
 
 Where it cannot vouch for an event (an error event or report, a field of an unusual type, text that
-is not JSON, the completions route's legacy columns), `read_stream` replays the body read so far
+is not JSON), `read_stream` replays the body read so far
 through the generic reader, which carries on with the rest of the stream: every refusal is the one
 the generic reader gives, at the same event.
 """
@@ -23,7 +23,7 @@ from typing import Any
 
 from msgspec import DecodeError
 
-from evalsuite.engines.stream import EventReader, Lines, incomplete, merge_chunks, read_generic, take
+from evalsuite.engines.stream import LEGACY_KEYS, EventReader, Lines, incomplete, merge_chunks, read_generic, take
 from evalsuite.engines.typed import CHUNK, UNSET, Chunk, Entry, EntryColumns, Logprobs
 
 Generic = Callable[[], dict[str, Any]]
@@ -87,6 +87,7 @@ class TypedEvents:
         self._content: list[tuple[Entry, ...]] = []  # the entries of the events read since the last fold
         self._head: tuple[Any, ...] = ()  # id, model and system_fingerprint of the last event
         self._token_ids: list[Any] = []
+        self._legacy: dict[str, list[Any]] = {key: [] for key in LEGACY_KEYS}
         self._completions = False
         self._finish: Any = None
         self._merged: dict[str, Any] = {}
@@ -231,12 +232,12 @@ class TypedEvents:
                     _piece(self._reasoning, delta.reasoning)
             logprobs = choice.logprobs
             if type(logprobs) is Logprobs:
-                if type(logprobs.tokens) is list or type(logprobs.token_logprobs) is list:
-                    raise _Untyped  # the completions route's legacy columns: the generic merge's
-                if type(logprobs.top_logprobs) is list:
-                    raise _Untyped
                 if logprobs.content:
                     self._content.append(logprobs.content)
+                legacy = self._legacy  # the completions route's lists: extended as the generic merge does
+                for key, value in zip(legacy, (logprobs.tokens, logprobs.token_logprobs, logprobs.top_logprobs)):
+                    if type(value) is list:
+                        legacy[key] += value
             if type(choice.token_ids) is list:
                 self._token_ids.extend(choice.token_ids)
             if finish is not UNSET and finish:
@@ -264,6 +265,8 @@ class TypedEvents:
             choice["message"] = message
         if len(self._entries):
             choice["logprobs"] = {"content": self._entries}
+        elif self._legacy["tokens"]:
+            choice["logprobs"] = {key: values for key, values in self._legacy.items() if values}
         if self._token_ids:
             choice["token_ids"] = self._token_ids
         return {**self._merged, "choices": [choice]}

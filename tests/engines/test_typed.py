@@ -34,9 +34,11 @@ from evalsuite.records import Completion, GenerationParams
 PARAMS = GenerationParams()
 
 
-def _body(chat: bool, tokens: int = 3, k: int = 2) -> dict[str, Any]:
+def _body(chat: bool, tokens: int = 3, k: int = 2, legacy: bool = False) -> dict[str, Any]:
+    """A well-formed answer; `legacy`: the completions route's logprobs in vLLM's parallel lists."""
     request = {"messages": [{"role": "user", "content": "q"}]} if chat else {"prompt": "q"}
-    return completion_body(FakeState(tokens=tokens), {**request, "logprobs": True if chat else k, "top_logprobs": k})
+    state = FakeState(tokens=tokens, legacy=legacy)
+    return completion_body(state, {**request, "logprobs": True if chat else k, "top_logprobs": k})
 
 
 def _outcome(chat: bool, read: Any) -> Completion | str:
@@ -137,15 +139,16 @@ def _generic_stream(pieces: list[bytes]) -> Any:
 @settings(max_examples=300, deadline=None)
 @given(
     data=st.data(),
-    chat=st.booleans(),
+    shape=st.sampled_from(["chat", "completions", "legacy"]),
     crlf=st.booleans(),
     cuts=st.lists(st.integers(0, 10**6), max_size=6),
     done=st.booleans(),
 )
 def test_mutated_streams_read_typed_as_generically(
-    data: st.DataObject, chat: bool, crlf: bool, cuts: list[int], done: bool
+    data: st.DataObject, shape: str, crlf: bool, cuts: list[int], done: bool
 ) -> None:
-    events: list[Any] = [e for e in stream_events(_body(chat)) if e != "[DONE]"]
+    chat = shape == "chat"
+    events: list[Any] = [e for e in stream_events(_body(chat, legacy=shape == "legacy")) if e != "[DONE]"]
     if data.draw(st.booleans()):
         where = data.draw(st.integers(0, len(events) - 1))
         path = data.draw(st.sampled_from(_paths(events[where])))
@@ -172,6 +175,17 @@ def test_streamed_entries_are_read_typed() -> None:
         data, generic = asyncio.run(read_stream(_aiter(pieces)))
         assert generic is not None and isinstance(data["choices"][0]["logprobs"]["content"], EntryColumns)
         _same(_outcome(chat, _read_stream(pieces)), _outcome(chat, _generic_stream(pieces)))
+
+
+def test_streamed_legacy_lists_are_read_typed() -> None:
+    """vLLM streams the completions route's lists a token an event: they are merged without the generic reader."""
+    pieces = _pieces(_sse(stream_events(_body(False, tokens=50, k=5, legacy=True)), crlf=False), [7, 500, 4000])
+    data, generic = asyncio.run(read_stream(_aiter(pieces)))
+    lists = data["choices"][0]["logprobs"]
+    assert generic is not None and len(lists["tokens"]) == len(lists["top_logprobs"]) == 50
+    read = _outcome(False, _read_stream(pieces))
+    assert isinstance(read, Completion) and read.tokens is not None and read.tokens.top_logprobs.shape == (50, 5)
+    _same(read, _outcome(False, _generic_stream(pieces)))
 
 
 FRAMINGS = {
@@ -287,3 +301,12 @@ def test_raw_byte_lists_that_are_not_each_one_flat_list_are_refused(joined: byte
 
 def test_no_raw_byte_lists_or_only_empty_ones_pass() -> None:
     assert byte_lists_ok(b"") and byte_lists_ok(b"null\0[]\0null")
+
+
+@pytest.mark.parametrize("key", ["tokens", "token_logprobs", "top_logprobs", "text_offset"])
+@pytest.mark.parametrize("value", [None, "ab", 5, {"a": -1.0}, [], [None], ["x", "y"], [{"a": "b"}], [True]])
+def test_each_legacy_list_value_in_a_stream_reads_alike_typed_and_generically(key: str, value: Any) -> None:
+    events = stream_events(_body(False, tokens=4, k=2, legacy=True))
+    events[1]["choices"][0]["logprobs"][key] = value
+    pieces = _pieces(_sse(events, crlf=False), [30, 300])
+    _same(_outcome(False, _read_stream(pieces)), _outcome(False, _generic_stream(pieces)))

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import numpy as np
 import pytest
 from projects import copy_project
 
@@ -79,6 +80,7 @@ def project(vllm_servers: dict[str, RunningServer], tmp_path_factory: pytest.Tem
         targets += _target("vdflash", s["vllm-dflash"], 'baseline = "vbase"')
     base = s["vllm-baseline"].base_url
     targets += f'[targets.vcomp]\nengine = "vllm"\nbase_url = "{base}/v1"\napi = "completions"\n'
+    targets += f'[targets.vcompst]\nengine = "vllm"\nbase_url = "{base}/v1"\napi = "completions"\nstream = true\n'
     return load_config(copy_project(tmp_path_factory.mktemp("vllm-project"), targets, tasks='["gsm8k"]'))
 
 
@@ -126,6 +128,22 @@ def test_completions_route_gives_the_same_token_data(project: Config) -> None:
         trace = result.completion.tokens
         assert trace is not None and trace.has_ids and trace.has_top.all()
         assert not any(p.startswith("token_id:") for p in trace.pieces)
+
+
+def test_completions_streamed_give_what_the_whole_answer_gives(project: Config) -> None:
+    """vLLM streams the completions route's logprob lists a token an event; merged, they are the whole answer's."""
+    runs = {
+        name: run_target(project, name, ["gsm8k"], RunOptions(data="fixture", limit=2, max_tokens=24))
+        for name in ("vcomp", "vcompst")
+    }
+    whole, streamed = (_results(next(iter(runs[n].values())).folder) for n in ("vcomp", "vcompst"))
+    assert whole.keys() == streamed.keys() and whole
+    for sid, result in whole.items():
+        a, b = result.completion, streamed[sid].completion
+        assert a.text == b.text and a.tokens is not None and b.tokens is not None
+        assert a.tokens.ids.tolist() == b.tokens.ids.tolist() and a.tokens.top_ids.tolist() == b.tokens.top_ids.tolist()
+        assert a.tokens.pieces == b.tokens.pieces and a.tokens.top_pieces == b.tokens.top_pieces
+        np.testing.assert_allclose(a.tokens.logprobs, b.tokens.logprobs, atol=1e-5)
 
 
 @pytest.mark.parametrize("name", ["vngram", "vdraft"])

@@ -259,7 +259,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--answers",
         metavar="DIR",
         help="with --train-smollm2-dflash: where SmolLM2's decoded answers are kept and read back, so a "
-        "new machine recomputes features instead of decoding for hours (default: the checkout's "
+        "new machine recomputes their features instead of decoding them again (default: the checkout's "
         "fixtures/models/smollm2-dflash-answers)",
     )
     p.add_argument(

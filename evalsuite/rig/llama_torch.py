@@ -191,14 +191,16 @@ class LlamaTarget:
     ) -> list[GreedySequence]:
         """The features of (tokens, start) sequences already decoded, in one teacher-forced pass each.
 
-        What `greedy` keeps, made again from its tokens in minutes rather than hours (equal up to
-        float rounding: the prompt and the answer are processed at once instead of token by token).
+        What `greedy` keeps, made again from its tokens (equal up to float rounding: the prompt and the
+        answer are processed at once instead of token by token), in about half the time decoding takes.
         """
         torch = require_torch()
-        out: list[GreedySequence] = []
+        order = sorted(range(len(sequences)), key=lambda i: len(sequences[i][0]))  # like lengths together: less padding
+        out: list[GreedySequence | None] = [None] * len(sequences)
         with torch.no_grad():
-            for first in range(0, len(sequences), batch):
-                group = sequences[first : first + batch]
+            for first in range(0, len(order), batch):
+                rows = order[first : first + batch]
+                group = [sequences[i] for i in rows]
                 width = max(len(tokens) for tokens, _ in group)
                 ids = torch.zeros(len(group), width, dtype=torch.long)  # padding follows each row: never seen
                 for row, (tokens, _) in enumerate(group):
@@ -206,6 +208,6 @@ class LlamaTarget:
                 pos = torch.arange(width)[None, :].expand(len(group), width)
                 _, taken = self.forward(ids, pos, self.new_cache(len(group), width), layers)
                 feats = torch.cat(taken, dim=-1).half()
-                for row, (tokens, start) in enumerate(group):
-                    out.append(GreedySequence(list(tokens), start, feats[row, : len(tokens) - 1].clone()))
-        return out
+                for row, (i, (tokens, start)) in enumerate(zip(rows, group)):
+                    out[i] = GreedySequence(list(tokens), start, feats[row, : len(tokens) - 1].clone())
+        return [seq for seq in out if seq is not None]

@@ -33,8 +33,9 @@ DRAFT_LAYERS = 8
 SMOLLM2_DFLASH = MODELS / "smollm2-dflash.gguf"
 """The DFlash drafter trained against SmolLM2 (`evalsuite rig models --train-smollm2-dflash`; docs/rig.md)."""
 SMOLLM2_DFLASH_ANSWERS = MODELS / "smollm2-dflash-answers"
-"""SmolLM2's greedy answers the drafter is trained on, kept in the repository (not in the package): decoding
-them takes hours of CPU, recomputing their features from them minutes."""
+"""SmolLM2's greedy answers the drafter is trained on, kept in the repository (not in the package): the data are
+fixed once decoded (greedy tokens at near-ties depend on the CPU and thread count), and a build recomputes their
+features from them in about half the time decoding takes."""
 SMOLLM2_DFLASH_REBUILD = "evalsuite rig models --train-smollm2-dflash --update-checksum"
 """The command that makes `SMOLLM2_DFLASH` again and records its checksum."""
 SMOLLM2_DFLASH_P_MIN = 0.3

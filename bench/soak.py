@@ -32,6 +32,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import math
 import os
 import random
 import signal
@@ -315,7 +316,7 @@ def flat(rss: list[tuple[int, float]]) -> tuple[bool, float, float]:
 
 def past_warm_up(rss: list[tuple[int, float]]) -> list[tuple[int, float]]:
     """The readings taken after the session's first WARM_UP stored samples."""
-    return [(count, mb) for count, mb in rss if rss and count >= rss[0][0] + WARM_UP]
+    return [(count, mb) for count, mb in rss if count >= rss[0][0] + WARM_UP]
 
 
 def check(n: int, ref: Session, sessions: list[Session], db: Path, disk: bool) -> tuple[list[str], dict]:
@@ -457,7 +458,7 @@ def main() -> int:
         f"({f['longest']:,} samples) "
         + (
             f"past its warm-up {f['run_rss'][1]:.0f} -> {f['run_rss'][2]:.0f} MB"
-            if f["run_rss"][1] == f["run_rss"][1]
+            if not math.isnan(f["run_rss"][1])
             else f"too short to judge past its first {WARM_UP:,} samples"
         )
     )

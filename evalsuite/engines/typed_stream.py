@@ -234,14 +234,23 @@ class TypedEvents:
             if type(logprobs) is Logprobs:
                 if logprobs.content:
                     self._content.append(logprobs.content)
-                legacy = self._legacy  # the completions route's lists: extended as the generic merge does
-                for key, value in zip(legacy, (logprobs.tokens, logprobs.token_logprobs, logprobs.top_logprobs)):
-                    if type(value) is list:
-                        legacy[key] += value
+                if (
+                    logprobs.tokens is not UNSET
+                    or logprobs.token_logprobs is not UNSET
+                    or logprobs.top_logprobs is not UNSET
+                ):
+                    self._extend_legacy(logprobs)
             if type(choice.token_ids) is list:
                 self._token_ids.extend(choice.token_ids)
             if finish is not UNSET and finish:
                 self._finish = finish
+
+    def _extend_legacy(self, logprobs: Logprobs) -> None:
+        """The completions route's lists of one event, extended as the generic merge does (list values only)."""
+        legacy = self._legacy
+        for key, value in zip(legacy, (logprobs.tokens, logprobs.token_logprobs, logprobs.top_logprobs)):
+            if type(value) is list:
+                legacy[key] += value
 
     def _merge_head(self, id_: Any, model: Any, fingerprint: Any) -> None:
         """The event's id (the last one wins), model and system fingerprint (another one mid-stream: untyped)."""

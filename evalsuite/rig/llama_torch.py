@@ -196,7 +196,7 @@ class LlamaTarget:
         """
         torch = require_torch()
         order = sorted(range(len(sequences)), key=lambda i: len(sequences[i][0]))  # like lengths together: less padding
-        out: list[GreedySequence | None] = [None] * len(sequences)
+        out: dict[int, GreedySequence] = {}
         with torch.no_grad():
             for first in range(0, len(order), batch):
                 rows = order[first : first + batch]
@@ -210,4 +210,4 @@ class LlamaTarget:
                 feats = torch.cat(taken, dim=-1).half()
                 for row, (i, (tokens, start)) in enumerate(zip(rows, group)):
                     out[i] = GreedySequence(list(tokens), start, feats[row, : len(tokens) - 1].clone())
-        return [seq for seq in out if seq is not None]
+        return [out[i] for i in range(len(sequences))]

@@ -4,14 +4,16 @@ llama-server, vLLM and SGLang send each event of a stream, so each token, as an 
 httpcore's connection has h11 parse those chunks one at a time, each an event through h11's state
 machine, and hands each up through five generators to the stream reader, which then splits, decodes
 and merges it alone: at 16k tokens a stream cost 4.7x its parse floor (bench/scale.py).  Here a
-chunked response body is decoded by `ChunkedBody`, every chunk a read brought handed on as one piece,
-and any other body is h11's, its pieces already received handed on together.
+chunked response body is decoded by `ChunkedBody`, every chunk a read brought handed on as one piece.
+A body of a stated Content-Length is handed on as the network's reads bring it: h11 would copy each
+read into its receive buffer and out again as an event (a whole answer at 2k tokens is ~880 KB).  Any
+other body (read until the server closes, or with no body by its status) is h11's.
 
-h11 never sees a chunked body read this way.  Where the body ended cleanly and h11 had let the
-connection stay open (its side of the exchange DONE: no "Connection: close", not HTTP/1.0), the
-connection goes on with a fresh h11 state machine that has seen a finished exchange, and httpcore keeps
-it alive as after an exchange h11 read itself.  Anything else (bytes past the body's end, a request not
-fully sent, a body abandoned halfway) leaves h11's own state, and httpcore closes the connection.
+h11 never sees a body read here.  Where the body ended cleanly and h11 had let the connection stay
+open (its side of the exchange DONE: no "Connection: close", not HTTP/1.0), the connection goes on
+with a fresh h11 state machine that has seen a finished exchange, and httpcore keeps it alive as after
+an exchange h11 read itself.  Anything else (bytes past the body's end, a request not fully sent, a
+body abandoned halfway) leaves h11's own state, and httpcore closes the connection.
 
 These classes override private methods of httpcore 1.0's connections, so only `transport.LinearPool`,
 used with httpcore 1.0 alone, makes them.
@@ -153,16 +155,15 @@ class PlainConnection(httpcore.AsyncHTTPConnection):
 class ReadingHTTP11(AsyncHTTP11Connection):
     """httpcore's HTTP/1.1 connection, its response bodies handed on a read at a time (see the module)."""
 
-    _chunked = False
-    _finished: h11.Connection | None = None  # the state to go on with after a chunked body read here
+    _framing: int | str | None = None  # how the body in flight is read here (see `framing`)
+    _finished: h11.Connection | None = None  # the state to go on with after a body read here
 
     async def _receive_response_headers(
         self, request: httpcore.Request
     ) -> tuple[bytes, int, bytes, list[tuple[bytes, bytes]], bytes]:
         head = await super()._receive_response_headers(request)
-        self._chunked = self._h11_state.their_state is h11.SEND_BODY and any(
-            name.lower() == b"transfer-encoding" and value.strip().lower() == b"chunked" for name, value in head[3]
-        )
+        sending = self._h11_state.their_state is h11.SEND_BODY
+        self._framing = framing(request.method, head[1], head[3]) if sending else None
         self._finished = None
         return head
 
@@ -183,8 +184,12 @@ class ReadingHTTP11(AsyncHTTP11Connection):
 
     async def _receive_response_body(self, request: httpcore.Request) -> AsyncIterator[bytes]:
         timeout = request.extensions.get("timeout", {}).get("read")
-        if self._chunked:
+        if self._framing == "chunked":
             async for piece in self._chunks(timeout):
+                yield piece
+            return
+        if isinstance(self._framing, int):
+            async for piece in self._sized(self._framing, timeout):
                 yield piece
             return
         state = self._h11_state
@@ -214,10 +219,7 @@ class ReadingHTTP11(AsyncHTTP11Connection):
             if pieces:
                 yield b"".join(pieces)
             if body.done:
-                # h11 saw the request end and the response head: DONE means it may keep the connection
-                # alive (a "Connection: close" or an HTTP/1.0 answer would have made it MUST_CLOSE)
-                if not body.extra and self._h11_state.our_state is h11.DONE:
-                    self._finished = self._finished_exchange()
+                self._ended(extra=bool(body.extra))
                 return
             if closed:
                 raise httpcore.RemoteProtocolError(
@@ -225,3 +227,45 @@ class ReadingHTTP11(AsyncHTTP11Connection):
                 )
             data = await self._network_stream.read(self.READ_NUM_BYTES, timeout=timeout)
             closed = not data
+
+    async def _sized(self, length: int, timeout: float | None) -> AsyncIterator[bytes]:
+        """A body of `length` bytes, from what h11 holds past the head and what follows, a read at a time."""
+        data, closed = self._h11_state.trailing_data
+        left = length
+        while len(data) < left:
+            if data:
+                yield data
+                left -= len(data)
+            if closed:  # h11's words for it
+                raise httpcore.RemoteProtocolError(
+                    "peer closed connection without sending complete message body: "
+                    f"received {length - left} bytes, expected {length}"
+                )
+            data = await self._network_stream.read(min(self.READ_NUM_BYTES, left), timeout=timeout)
+            closed = not data
+        if left:
+            yield data[:left]
+        self._ended(extra=len(data) > left)
+
+    def _ended(self, extra: bool) -> None:
+        """A body read here has ended: the connection may go on when nothing came past it."""
+        # h11 saw the request end and the response head: DONE means it may keep the connection alive (a
+        # "Connection: close" or an HTTP/1.0 answer would have made it MUST_CLOSE)
+        if not extra and self._h11_state.our_state is h11.DONE:
+            self._finished = self._finished_exchange()
+
+
+def framing(method: bytes, status: int, headers: list[tuple[bytes, bytes]]) -> int | str | None:
+    """How a response body ends, as h11 decided it from the head h11 accepted: "chunked", its Content-Length
+    (h11 has checked it is digits and any repeats agree), or None for a body h11 reads itself: one read
+    until the server closes, or none whatever the head says (204, 304, an answer to HEAD or CONNECT)."""
+    if status in (204, 304) or method in (b"HEAD", b"CONNECT"):
+        return None
+    length: int | None = None
+    for name, value in headers:
+        name = name.lower()
+        if name == b"transfer-encoding":  # h11 refuses any coding but chunked, and it overrides a length
+            return "chunked" if value.strip().lower() == b"chunked" else None
+        if name == b"content-length":
+            length = int(value)
+    return length

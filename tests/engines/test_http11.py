@@ -1,9 +1,10 @@
-"""Chunked response bodies decoded a read at a time (engines/http11.py) exactly as h11 decodes them.
+"""Response bodies read a read at a time (engines/http11.py) exactly as h11 reads them.
 
 h11 is the reference: for any body, well formed or not, cut anywhere into reads, `ChunkedBody` must
-give the same data and end at the same place, or refuse where h11 refuses.  Through the transport, a
-streamed answer sent one HTTP chunk per event (as llama-server and vLLM send it) comes back whole, and
-a broken or cut chunked body is the protocol error the retry policy knows.
+give the same data and end at the same place, or refuse where h11 refuses; for any head h11 accepts,
+`framing` must name the end h11 reads to.  Through the transport, a streamed answer sent one HTTP
+chunk per event (as llama-server and vLLM send it), or a sized body sent in any pieces, comes back
+whole, and a broken or cut body is the protocol error the retry policy knows.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from hypothesis import strategies as st
 from test_transport import _client, _request, _served
 
 from evalsuite.engines.base import request_failure
-from evalsuite.engines.http11 import ChunkedBody, ChunkError
+from evalsuite.engines.http11 import ChunkedBody, ChunkError, framing
 
 Outcome = tuple[str, bytes]
 
@@ -189,5 +190,125 @@ async def test_a_broken_or_cut_chunked_body_is_a_protocol_error_the_retry_policy
 
     async with _served(broken) as (url, _), _client() as client:
         with pytest.raises(httpx.RemoteProtocolError) as caught:
+            await client.post(url, content=b"{}")
+    assert request_failure(caught.value).kind == "connection"
+
+
+HEADERS = st.lists(
+    st.sampled_from(
+        [
+            (b"Content-Length", b"5"),
+            (b"content-length", b"12, 12"),
+            (b"Content-Length", b"12"),
+            (b"Content-Length", b"0"),
+            (b"Transfer-Encoding", b"chunked"),
+            (b"transfer-encoding", b"Chunked "),
+            (b"Transfer-Encoding", b"gzip"),
+            (b"Connection", b"close"),
+            (b"X-Other", b"1"),
+        ]
+    ),
+    max_size=4,
+)
+BODY = b"5\r\nhello\r\n0\r\n\r\n" + bytes(range(65, 105))
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    method=st.sampled_from([b"GET", b"POST", b"HEAD"]),
+    status=st.sampled_from([200, 204, 304, 404, 503]),
+    headers=HEADERS,
+    version=st.sampled_from([b"1.1", b"1.0"]),
+)
+def test_the_framing_read_here_is_the_one_h11_reads(
+    method: bytes, status: int, headers: list[tuple[bytes, bytes]], version: bytes
+) -> None:
+    conn = h11.Connection(h11.CLIENT)
+    conn.send(h11.Request(method=method, target="/", headers=[("Host", "x"), ("Content-Length", "0")]))
+    conn.send(h11.EndOfMessage())
+    conn.receive_data(b"HTTP/%s %d X\r\n%s\r\n" % (version, status, b"".join(b"%s: %s\r\n" % h for h in headers)))
+    try:
+        response = conn.next_event()
+    except h11.RemoteProtocolError:
+        return  # a head h11 refuses never reaches the body
+    assert isinstance(response, h11.Response)
+    conn.receive_data(BODY)
+    conn.receive_data(b"")
+    data, event = bytearray(), conn.next_event()
+    while isinstance(event, h11.Data):
+        data += event.data
+        event = conn.next_event()
+    assert isinstance(event, h11.EndOfMessage)
+    ours = framing(method, status, list(response.headers.raw_items()))
+    if ours == "chunked":
+        assert data == b"hello"
+    elif isinstance(ours, int):
+        assert data == BODY[:ours]
+    else:  # h11's own reading: no body, or all of it until the close
+        assert data in (b"", BODY)
+
+
+def _sized_answer(body: bytes, head: bytes = b"", tail: bytes = b"") -> bytes:
+    return b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n%s\r\n%s%s" % (len(body), head, body, tail)
+
+
+async def _sized_twice(pieces: list[bytes]) -> int:
+    """Two answers sent in `pieces` (a pause between each) read through the transport; connections taken."""
+    body = b"".join(pieces)
+
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        while not reader.at_eof():
+            await _request(reader)
+            answer = _sized_answer(body)
+            writer.write(answer[: len(answer) - len(body)])
+            for piece in pieces:
+                await asyncio.sleep(0)
+                writer.write(piece)
+                await writer.drain()
+
+    async with _served(serve) as (url, connections), _client() as client:
+        for _ in range(2):
+            assert (await client.post(url, content=b"{}")).content == body
+    return len(connections)
+
+
+@settings(max_examples=25, deadline=None)
+@given(size=st.integers(0, 300_000), cuts=CUTS)
+def test_a_sized_body_sent_in_any_pieces_comes_back_whole_on_a_kept_alive_connection(
+    size: int, cuts: list[int]
+) -> None:
+    body = bytes(i % 251 for i in range(size))
+    assert asyncio.run(_sized_twice(_pieces(body, [c * 37 for c in cuts]))) == 1
+
+
+@pytest.mark.parametrize(
+    "head,tail", [(b"Connection: close\r\n", b""), (b"", b"HTTP/1.1 200 OK\r\n")], ids=["close", "bytes past"]
+)
+@pytest.mark.asyncio
+async def test_a_sized_answer_that_asks_to_close_or_sends_more_than_its_body_is_not_reused(
+    head: bytes, tail: bytes
+) -> None:
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        while not reader.at_eof():
+            await _request(reader)
+            writer.write(_sized_answer(b"x" * 70_000, head, tail))
+            await writer.drain()
+
+    async with _served(serve) as (url, connections), _client() as client:
+        for _ in range(2):
+            assert (await client.post(url, content=b"{}")).content == b"x" * 70_000
+            await asyncio.sleep(0.05)  # a close reaches the client's socket before the next request
+    assert len(connections) == 2
+
+
+@pytest.mark.asyncio
+async def test_a_sized_body_cut_short_is_a_protocol_error_that_says_how_much_came() -> None:
+    async def cut(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await _request(reader)
+        writer.write(_sized_answer(b"x" * 100_000)[:-1000])
+        await writer.drain()
+
+    async with _served(cut) as (url, _), _client() as client:
+        with pytest.raises(httpx.RemoteProtocolError, match="received 99000 bytes, expected 100000") as caught:
             await client.post(url, content=b"{}")
     assert request_failure(caught.value).kind == "connection"

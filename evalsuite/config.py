@@ -150,6 +150,9 @@ class Defaults(BaseModel):
     reports_dir: str = "reports"
     tasks: list[str] = Field(default_factory=lambda: ["math500", "gsm8k", "livecodebench"], min_length=1)
     data: Literal["hf", "local", "fixture"] = "hf"
+    limit: int | None = Field(
+        None, ge=1, description="first N samples of each task when --limit is not given (`--limit all`: every one)"
+    )
     max_tokens: int = Field(8192, ge=1)
     temperature: float = Field(0.0, ge=0)
     top_p: float = Field(1.0, gt=0, le=1)
@@ -196,7 +199,7 @@ def check_generation(values: dict[str, Any], source: str) -> None:
         raise ConfigError(format_validation_error(exc, source)) from None
 
 
-_NOT_GENERATION = frozenset({"runs_dir", "reports_dir", "tasks", "data", "repeat_baseline"})
+_NOT_GENERATION = frozenset({"runs_dir", "reports_dir", "tasks", "data", "limit", "repeat_baseline"})
 
 
 class Config(BaseModel):

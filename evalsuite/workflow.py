@@ -14,7 +14,7 @@ import contextlib
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from evalsuite.config import Config, TargetConfig
 from evalsuite.errors import ConfigError, DatasetError
@@ -34,7 +34,8 @@ ProgressFactory = Callable[[str], Callable[[int, int], Any]]
 class RunOptions:
     data: DataChoice | None = None
     data_path: str | None = None
-    limit: int | None = None
+    limit: int | Literal["all"] | None = None
+    """First N samples of each task; None: the config's `defaults.limit`; "all": every sample."""
     max_tokens: int | None = None
     grade: bool = True
 
@@ -122,8 +123,9 @@ def plan_checked(config: Config, target_name: str, task: str, options: RunOption
     task's grader is built once so an unknown grader or extraction step is
     found before generation, not after it.
     """
-    if options.limit is not None and options.limit < 1:
-        raise ConfigError(f"--limit must be a positive number of samples, got {options.limit}.")
+    limit = config.defaults.limit if options.limit is None else None if options.limit == "all" else options.limit
+    if limit is not None and limit < 1:
+        raise ConfigError(f"--limit must be a positive number of samples, got {limit}.")
     if options.max_tokens is not None and options.max_tokens < 1:
         raise ConfigError(f"--max-tokens must be a positive number of tokens, got {options.max_tokens}.")
     plan = plan_run(
@@ -132,7 +134,7 @@ def plan_checked(config: Config, target_name: str, task: str, options: RunOption
         task,
         data=options.data,
         data_path=options.data_path,
-        limit=options.limit,
+        limit=limit,
         max_tokens=options.max_tokens,
         repeat=repeat,
     )

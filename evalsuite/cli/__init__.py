@@ -8,7 +8,7 @@ import signal
 import sys
 from collections.abc import Sequence
 from types import FrameType
-from typing import Any
+from typing import Any, Literal
 
 from evalsuite import __version__
 from evalsuite.cli.failures import INPUT_ERRORS, input_error
@@ -61,6 +61,11 @@ def proportion(text: str) -> float:
     return value
 
 
+def limit_arg(text: str) -> int | Literal["all"]:
+    """argparse type for --limit: a positive number, or "all" to lift the config's `defaults.limit`."""
+    return "all" if text.strip().lower() == "all" else positive_int(text)
+
+
 def _data_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--data",
@@ -69,7 +74,13 @@ def _data_options(p: argparse.ArgumentParser) -> None:
         "(default: defaults.data in the config)",
     )
     p.add_argument("--data-path", metavar="FILE", help="local JSONL/JSON/Parquet file for --data local")
-    p.add_argument("--limit", type=positive_int, metavar="N", help="only the first N samples of each task (N >= 1)")
+    p.add_argument(
+        "--limit",
+        type=limit_arg,
+        metavar="N",
+        help="only the first N samples of each task (N >= 1; 'all': every sample; default: defaults.limit in the "
+        "config, else all)",
+    )
     p.add_argument("--max-tokens", type=positive_int, metavar="N", help="override the task's max_tokens")
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import pytest
 
@@ -49,6 +49,13 @@ class GateState:
         return self._compared[index]
 
 
+def _limit(text: str) -> int | Literal["all"]:
+    """--evalsuite-limit parsed as `evalsuite eval --limit` is (the CLI is imported only when the option is given)."""
+    from evalsuite.cli import limit_arg
+
+    return limit_arg(text)
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     g = parser.getgroup("evalsuite", "evalsuite gate: token identity of a speculative run against its baseline")
     g.addoption(
@@ -75,7 +82,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     g.addoption("--evalsuite-target", metavar="NAME", help="run the target, its baseline and control first, then gate")
     g.addoption("--evalsuite-task", action="append", default=[], metavar="NAME", help="tasks for --evalsuite-target")
     g.addoption(
-        "--evalsuite-limit", type=int, metavar="N", help="only the first N samples of each task (--evalsuite-target)"
+        "--evalsuite-limit",
+        type=_limit,
+        metavar="N",
+        help="only the first N samples of each task (--evalsuite-target; 'all': every one; default: defaults.limit)",
     )
     g.addoption(
         "--evalsuite-allow",

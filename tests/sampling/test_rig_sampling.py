@@ -2,8 +2,8 @@
 
 The lossless drafters run on the learned target with the sampling table of
 the project's own config (LiveCodeBench prompts, where that model branches;
-see evalsuite.toml), so these tests also prove that `make sample-test`'s
-defaults reach nodes that branch and that every drafter actually drafted and
+see evalsuite.toml), so these tests also prove that those tables (`make
+sample-test TARGET=learned-dflash`) reach nodes that branch and that every drafter actually drafted and
 had drafts accepted under sampling.  Fake acceptance (`synthetic`) runs on the
 constructed target with the built-in settings.  One baseline arm per model is
 drawn once; each test draws one candidate arm (under a minute on 2 cores).
@@ -31,12 +31,6 @@ from evalsuite.serialize import to_jsonable
 pytestmark = pytest.mark.rig
 
 JUDGE = JudgeSettings(alpha=0.01, max_tv=0.5)  # a strict level: five SAME claims share this module
-SHIPPED = {
-    "learned-baseline": "baseline",
-    "learned-draft": "draft",
-    "learned-ngram": "ngram",
-    "learned-dflash": "dflash",
-}
 LEARNED = ("learned-draft", "learned-ngram", "learned-dflash")
 DRAWS = {"learned-ngram": 96}  # its draws are 32 tokens long (its table)
 LEARNED_DRAWS = 128  # the config's other settings, fewer draws than its 256 (CI time)
@@ -48,11 +42,10 @@ class Rig:
 
     def __init__(self, folder: Path) -> None:
         targets = rig_target(
-            "learned-baseline", baseline=None, control=None, extra=shipped_sampling(SHIPPED["learned-baseline"])
+            "learned-baseline", baseline=None, control=None, extra=shipped_sampling("learned-baseline")
         )
         targets += "".join(
-            rig_target(n, baseline="learned-baseline", control=None, extra=shipped_sampling(SHIPPED[n]))
-            for n in LEARNED
+            rig_target(n, baseline="learned-baseline", control=None, extra=shipped_sampling(n)) for n in LEARNED
         )
         targets += rig_target("baseline", baseline=None, control=None)
         targets += rig_target("synthetic", control=None)

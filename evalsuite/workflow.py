@@ -123,7 +123,9 @@ def plan_checked(config: Config, target_name: str, task: str, options: RunOption
     task's grader is built once so an unknown grader or extraction step is
     found before generation, not after it.
     """
-    limit = config.defaults.limit if options.limit is None else None if options.limit == "all" else options.limit
+    limit = options.limit if options.limit is not None else config.defaults.limit
+    if limit == "all":
+        limit = None
     if limit is not None and limit < 1:
         raise ConfigError(f"--limit must be a positive number of samples, got {limit}.")
     if options.max_tokens is not None and options.max_tokens < 1:

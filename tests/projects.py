@@ -88,6 +88,11 @@ def copy_project(folder: Path, targets: str, *, tasks: str = '["gsm8k"]') -> Pat
     return config
 
 
+def vllm_target(name: str, base_url: str, extra: str = "") -> str:
+    """A config table for a streamed vLLM target at a running server's root URL."""
+    return f'[targets.{name}]\nengine = "vllm"\nbase_url = "{base_url}/v1"\nstream = true\n{extra}\n'
+
+
 def rig_target(
     name: str, *, baseline: str | None = "baseline", control: str | None = "control", extra: str = ""
 ) -> str:

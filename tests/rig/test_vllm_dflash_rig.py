@@ -15,7 +15,7 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
-from projects import copy_project
+from projects import copy_project, vllm_target
 
 from evalsuite.compare import Comparison
 from evalsuite.config import Config, load_config
@@ -41,10 +41,8 @@ def vllm_servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str,
 
 @pytest.fixture(scope="module")
 def project(vllm_servers: dict[str, RunningServer], tmp_path_factory: pytest.TempPathFactory) -> Config:
-    targets = ""
-    for name, config, extra in (("vbase", "vllm-baseline", ""), ("vdflash", "vllm-dflash", 'baseline = "vbase"\n')):
-        url = vllm_servers[config].base_url
-        targets += f'[targets.{name}]\nengine = "vllm"\nbase_url = "{url}/v1"\nstream = true\n{extra}\n'
+    targets = vllm_target("vbase", vllm_servers["vllm-baseline"].base_url)
+    targets += vllm_target("vdflash", vllm_servers["vllm-dflash"].base_url, 'baseline = "vbase"')
     return load_config(copy_project(tmp_path_factory.mktemp("vllm-dflash-project"), targets, tasks='["gsm8k"]'))
 
 

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from projects import copy_project
+from projects import copy_project, vllm_target
 
 from evalsuite.compare import Comparison
 from evalsuite.config import Config, load_config
@@ -47,10 +47,6 @@ SAMPLING = DrawSettings(draws=100, prompts=1, max_tokens=4, temperature=1.0, top
 JUDGE = JudgeSettings(alpha=0.01, max_tv=0.5)
 
 
-def _target(name: str, server: RunningServer, extra: str = "") -> str:
-    return f'[targets.{name}]\nengine = "vllm"\nbase_url = "{server.base_url}/v1"\nstream = true\n{extra}\n'
-
-
 @pytest.fixture(scope="module")
 def vllm_servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, RunningServer]]:
     log_dir = tmp_path_factory.mktemp("vllm-logs")
@@ -61,11 +57,13 @@ def vllm_servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str,
 @pytest.fixture(scope="module")
 def project(vllm_servers: dict[str, RunningServer], tmp_path_factory: pytest.TempPathFactory) -> Config:
     s = vllm_servers
-    targets = _target("vbase", s["vllm-baseline"])
-    targets += _target("vngram", s["vllm-ngram"], 'baseline = "vbase"')
-    targets += _target("vdraft", s["vllm-draft"], 'baseline = "vbase"')
-    targets += _target(
-        "vrtn4", s["vllm-rtn4"], 'baseline = "vbase"\nallow_differences = ["server.model", "server.model_meta"]'
+    targets = vllm_target("vbase", s["vllm-baseline"].base_url)
+    targets += vllm_target("vngram", s["vllm-ngram"].base_url, 'baseline = "vbase"')
+    targets += vllm_target("vdraft", s["vllm-draft"].base_url, 'baseline = "vbase"')
+    targets += vllm_target(
+        "vrtn4",
+        s["vllm-rtn4"].base_url,
+        'baseline = "vbase"\nallow_differences = ["server.model", "server.model_meta"]',
     )
     base = s["vllm-baseline"].base_url
     targets += f'[targets.vcomp]\nengine = "vllm"\nbase_url = "{base}/v1"\napi = "completions"\n'

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from evalsuite.rig.assets import RigAssets, ensure_assets
 from evalsuite.rig.errors import RigError, missing_models
-from evalsuite.rig.smollm2 import SMOLLM2_DFLASH_P_MIN, SMOLLM2_DFLASH_REBUILD
+from evalsuite.rig.smollm2 import SMOLLM2_DFLASH_DRAFTS, SMOLLM2_DFLASH_P_MIN, SMOLLM2_DFLASH_REBUILD
 from evalsuite.serve.process import RunningServer, ServeError, ServerCommand, free_port, served, stop_server
 
 __all__ = [
@@ -190,7 +190,14 @@ RIG_CONFIGS: dict[str, RigConfig] = {
             "SmolLM2 with its DFlash drafter (trained on its answers to GSM8K train and written problems)",
             "smollm2",
             "smollm2-dflash",
-            ("--spec-type", "draft-dflash", "--spec-draft-n-max", "4", "--spec-draft-p-min", str(SMOLLM2_DFLASH_P_MIN)),
+            (
+                "--spec-type",
+                "draft-dflash",
+                "--spec-draft-n-max",
+                str(SMOLLM2_DFLASH_DRAFTS),
+                "--spec-draft-p-min",
+                str(SMOLLM2_DFLASH_P_MIN),
+            ),
             compare_to="smollm2-baseline",
         ),
         RigConfig(

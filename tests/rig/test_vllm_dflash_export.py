@@ -17,6 +17,7 @@ import pytest
 
 from evalsuite.rig.errors import RigError
 from evalsuite.rig.gguf_file import Shape, Tensors, Vocab, write_gguf
+from evalsuite.rig.smollm2 import SMOLLM2_DFLASH
 from evalsuite.rig.vllm import configs, models
 from evalsuite.rig.vllm.dflash_export import (
     EXPORT_FORMAT,
@@ -142,14 +143,20 @@ def test_a_drafter_that_does_not_fit_the_target_is_refused(tmp_path: Path) -> No
         read_drafter(tmp_path / "q.gguf")
 
 
-def test_vllm_dflash_serves_the_exported_folder_with_four_tokens(tmp_path: Path) -> None:
+def test_vllm_dflash_serves_the_exported_folder_drafting_as_many_tokens_as_llama_cpp(tmp_path: Path) -> None:
+    from evalsuite.rig.launcher import RIG_CONFIGS
+
+    llama = RIG_CONFIGS["smollm2-dflash"].spec_args
+    n_max = int(llama[llama.index("--spec-draft-n-max") + 1])
     config = configs.VLLM_CONFIGS["vllm-dflash"]
     assert config.lossless and config.compare_to == "vllm-baseline"
     folders = {"smollm2": tmp_path / "smollm2", "smollm2-dflash": tmp_path / "dflash"}
     args = configs.vllm_args(config, Path("python"), folders, 1234)
     spec = json.loads(args[args.index("--speculative-config") + 1])
-    assert spec == {"method": "dflash", "model": str(tmp_path / "dflash"), "num_speculative_tokens": 4}
+    assert spec == {"method": "dflash", "model": str(tmp_path / "dflash"), "num_speculative_tokens": n_max}
     assert args[args.index("--model") + 1] == str(tmp_path / "smollm2")
+    if SMOLLM2_DFLASH.is_file():  # and as many as the committed drafter was trained to draft
+        assert read_drafter(SMOLLM2_DFLASH).block_size == n_max + 1
 
 
 def test_vllm_dflash_without_its_drafter_file_is_refused_by_name_before_any_install(

@@ -6,9 +6,9 @@ caching off (cached prefixes change batch shapes, as llama.cpp's prompt cache
 does) and a fixed seed.  Speculation is vLLM's own `--speculative-config`.
 
 `vllm-dflash` serves the same DFlash drafter as the llama.cpp rig's
-`smollm2-dflash` (exported by `dflash_export`), drafting the same 4 tokens
-per block: vLLM ignores the drafter's `block_size`, so the count is stated
-here as llama.cpp's `--spec-draft-n-max` is.
+`smollm2-dflash` (exported by `dflash_export`), drafting the same number of
+tokens per block: vLLM ignores the drafter's `block_size`, so the count is
+stated here as llama.cpp's `--spec-draft-n-max` is.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from evalsuite.rig.errors import missing_models
+from evalsuite.rig.smollm2 import SMOLLM2_DFLASH_DRAFTS
 from evalsuite.serve.process import ServerCommand
 
 MAX_MODEL_LEN = 2048
@@ -72,9 +73,10 @@ VLLM_CONFIGS: dict[str, VLLMConfig] = {
         ),
         VLLMConfig(
             "vllm-dflash",
-            "vLLM with the llama.cpp rig's SmolLM2 DFlash drafter, exported for vLLM (4 tokens per block)",
+            f"vLLM with the llama.cpp rig's SmolLM2 DFlash drafter, exported for vLLM "
+            f"({SMOLLM2_DFLASH_DRAFTS} tokens per block)",
             "smollm2",
-            {"method": "dflash", "model": "{draft}", "num_speculative_tokens": 4},
+            {"method": "dflash", "model": "{draft}", "num_speculative_tokens": SMOLLM2_DFLASH_DRAFTS},
             draft="smollm2-dflash",
         ),
         VLLMConfig(

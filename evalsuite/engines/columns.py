@@ -283,8 +283,8 @@ def legacy_columns(logprobs: dict[str, Any], id_limit: int) -> Columns | None:
         return None  # an alternative's logprob is a number, never absent (and only numbers rank)
     if not (set(map(type, tokens)) <= _STRS and set(map(type, lps)) <= _NUMBERS):
         return None  # the alternatives' tokens are JSON object keys: strings; so every type is known below
-    counts = [len(top) if top else 0 for top in tops]
-    if _ranked_already(values, [len(top) for top in given]):  # as servers send them: no pair is made or sorted
+    counts = alternative_counts(tops)  # None or {}: no alternatives
+    if _ranked_already(values, list(map(len, given))):  # as servers send them: no pair is made or sorted
         others = Fields([None] * len(values), list(chain.from_iterable(given)), values)
     else:
         alts = list(chain.from_iterable(ranked_alternatives(tops)))
@@ -340,6 +340,8 @@ def _ids_ok(ids: list[Any], array: np.ndarray | None, limit: int) -> bool:
     """Token ids in [0, limit), or absent (`array`: the same ids, when none is absent)."""
     if array is not None:
         return not len(array) or (int(array.min()) >= 0 and int(array.max()) < limit)
+    if ids.count(None) == len(ids):  # no ids at all (the legacy lists): counted in C
+        return True
     values = _present(ids)
     return min(values, default=0) >= 0 and max(values, default=0) < limit
 

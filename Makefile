@@ -38,8 +38,10 @@ lint: setup  ## ruff: lint and formatting (`ruff format` fixes the latter)
 typecheck: setup  ## mypy over the package (settings in pyproject.toml)
 	$(BIN)/mypy
 
+# The rig tests start servers that need the cores to themselves: one at a time, after the rest (two at a time).
 test: setup browser lint typecheck  ## lint, typecheck, then every test, the reference-rig integration tests included
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n 2 -m "not rig"
+	$(BIN)/python -m pytest -q -m rig
 
 test-fast: setup  ## unit tests only (no rig build, no full-data gold checks)
 	$(BIN)/python -m pytest -q -m "not rig and not gold"

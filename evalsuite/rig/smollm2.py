@@ -39,8 +39,8 @@ features from them in about half the time decoding takes."""
 SMOLLM2_DFLASH_REBUILD = "evalsuite rig models --train-smollm2-dflash --update-checksum"
 """The command that makes `SMOLLM2_DFLASH` again and records its checksum."""
 SMOLLM2_DFLASH_DRAFTS = 4
-"""Tokens its DFlash drafter drafts a block (`dflash.block_size` - 1): llama-server's --spec-draft-n-max and vLLM's
-num_speculative_tokens for it."""
+"""Tokens its DFlash drafter is trained to draft a block (`SmolDFlashConfig.n_draft`, `dflash.block_size` - 1), and so
+llama-server's --spec-draft-n-max and vLLM's num_speculative_tokens for it."""
 SMOLLM2_DFLASH_P_MIN = 0.3
 """llama-server's --spec-draft-p-min for it: a draft stops at the first block position the drafter gives
 under 30 % (of its 10 best); on one CPU thread verifying a doubtful token costs more than it brings."""

@@ -29,6 +29,7 @@ import numpy as np
 from evalsuite.rig.dflash_graph import Acceptance, DrafterShape, block_logits, require_torch, simulate_acceptance
 from evalsuite.rig.dflash_train import init_drafter
 from evalsuite.rig.errors import RigError
+from evalsuite.rig.smollm2 import SMOLLM2_DFLASH_DRAFTS
 
 TARGET_LAYERS = (1, 8, 15, 22, 29)
 """Inputs of five SmolLM2 blocks, evenly spread from the first to the last (DFlash's recipe)."""
@@ -222,7 +223,7 @@ class SmolDFlashConfig:
     n_layer: int = 2
     n_head: int = 9
     n_ff: int = 1536
-    n_draft: int = 4
+    n_draft: int = SMOLLM2_DFLASH_DRAFTS
     epochs: int = 6
     anchors: int = 48
     """Anchors sampled per sequence and step (DFlash trains on random anchors, not every position)."""

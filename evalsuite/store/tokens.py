@@ -90,7 +90,7 @@ def _names_by_id(top_ids: np.ndarray, flat: list[str] | None) -> tuple[np.ndarra
     say which.  An engine that names alternatives without ids (-1 standing for many strings), or rows
     shorter than k, keep the strings as they are.
     """
-    if flat is None:
+    if flat is None or (top_ids.size and int(top_ids.min()) < 0):  # an absent id names no one string
         return None
     names = np.array(flat, dtype=object)
     ids, first, where = np.unique(top_ids.reshape(-1), return_index=True, return_inverse=True)
@@ -102,6 +102,8 @@ def _names_by_id(top_ids: np.ndarray, flat: list[str] | None) -> tuple[np.ndarra
 
 def _raw_apart(pieces: list[str], raw: list[bytes | None]) -> tuple[bytes, np.ndarray]:
     """The exact bytes of the tokens whose bytes are not their piece's UTF-8 (length -2 marks the others)."""
+    if raw.count(None) == len(raw):  # no token has bytes (counted in C: None is found by identity)
+        return b"", np.full(len(raw), -1, "<i4")
     if len(raw) != len(pieces):  # bytes without pieces to compare with: all kept
         return b"".join(b for b in raw if b is not None), np.array([-1 if b is None else len(b) for b in raw], "<i4")
     if _all_utf8(pieces, raw):  # the usual case, compared in C: nothing to keep

@@ -67,3 +67,25 @@ def test_top_strings_that_do_not_follow_their_ids_are_stored_as_written() -> Non
         == (trace.pieces, trace.raw, trace.top_pieces)
         == (["a", lone], [None, None], [["a", "c"], ["b", lone]])
     )
+
+
+_names = st.sampled_from(["a", "b", " the", "\ud83d", ""])
+
+
+@given(st.data())
+def test_any_trace_reads_back_as_packed(data: st.DataObject) -> None:
+    """Ids absent or present, strings that follow their ids or not, bytes or none: all read back as written."""
+    n, k = data.draw(st.integers(0, 5)), data.draw(st.integers(0, 3))
+    with_ids, with_bytes = data.draw(st.booleans()), data.draw(st.booleans())
+
+    def entry() -> dict[str, object]:
+        e: dict[str, object] = {"token": data.draw(_names), "logprob": -0.5}
+        if with_ids:
+            e["id"] = data.draw(st.integers(0, 3))
+        if with_bytes:
+            e["bytes"] = data.draw(st.one_of(st.none(), st.lists(st.integers(0, 255), max_size=3)))
+        return e
+
+    entries = [dict(entry(), top_logprobs=[entry() for _ in range(k)]) for _ in range(n)]
+    trace = trace_from_entries(entries)
+    assert unpack_strings(pack_strings(trace), trace.top_ids) == (trace.pieces, trace.raw, trace.top_pieces)

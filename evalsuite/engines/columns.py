@@ -51,6 +51,8 @@ class Columns:
     top_tokens: list[Any]
     top_logprobs: list[Any]
     arrays: Numbers | None = None  # the same numbers as arrays, made while checking them (see Numbers)
+    spelt: str | None = None  # the chosen tokens joined, when every one is present (else None)
+    top_spelt: bool = False  # whether every alternative has its token string
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -62,8 +64,8 @@ class Columns:
         """
         if None not in self.raw and TOKEN_ID_PREFIX not in "".join(filter(None, self.tokens)):
             return b"".join(cast("list[bytes]", self.raw)).decode("utf-8", "replace")  # every token has bytes
-        if self.raw.count(None) == len(self.raw) and None not in self.tokens:  # no bytes at all: the tokens spell it
-            spelt = "".join(self.tokens)
+        if self.raw.count(None) == len(self.raw) and self.spelt is not None:  # no bytes at all: the tokens spell it
+            spelt = self.spelt
             if TOKEN_ID_PREFIX in spelt and any(token.startswith(TOKEN_ID_PREFIX) for token in self.tokens):
                 return None
             return spelt.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
@@ -96,12 +98,12 @@ class Columns:
             top_id_array = top_lp_array = None
         return ColumnTrace(
             ids=arrays.ids if arrays.ids is not None else id_array(self.ids, self.tokens),
-            pieces=_strings(self.tokens),
+            pieces=list(self.tokens) if self.spelt is not None else _strings(self.tokens),
             raw=self.raw,
             logprobs=_float32(chosen_lp) if chosen_lp is not None else logprob_array(logprobs),
             top_ids=(top_id_array if top_id_array is not None else id_array(top_ids, top_tokens)).reshape(n, k),
             top_logprobs=(_float32(top_lp_array) if top_lp_array is not None else logprob_array(top_lp)).reshape(n, k),
-            names=_strings(top_tokens),
+            names=list(top_tokens) if self.top_spelt and full else _strings(top_tokens),
             counts=None if full else self.counts,
         )
 
@@ -224,6 +226,7 @@ def checked(
     *,
     alt_raws: list[Any] | bytes | None = None,
     typed: bool = False,
+    alt_logprobs: np.ndarray | None = None,
 ) -> Columns | None:
     """Columns from per-field lists, or None when a value breaks a rule.
 
@@ -231,7 +234,8 @@ def checked(
     (or None), `alt_raws` the alternatives' (checked, not kept): their values, or their raw JSON joined
     by NUL (typed.py; b"": none), or None where they are known to be byte values already.
     `typed`: the values are known to be of their field's type or None (msgspec checked them while
-    decoding, typed.py), so only their values are checked.
+    decoding, typed.py), so only their values are checked.  `alt_logprobs`: the alternatives' logprobs
+    already as an array, when the caller made one.
     """
     if not typed and not all(map(_types_ok, (chosen, alts))):
         return None
@@ -239,19 +243,31 @@ def checked(
         _numbers(chosen.ids, np.int64),
         _numbers(chosen.logprobs, np.float64),
         _numbers(alts.ids, np.int64),
-        _numbers(alts.logprobs, np.float64),
+        _numbers(alts.logprobs, np.float64) if alt_logprobs is None else alt_logprobs,
     )
-    for fields, ids, logprobs in ((chosen, arrays.ids, arrays.logprobs), (alts, arrays.top_ids, arrays.top_logprobs)):
+    spelt, top_spelt = _spelling(chosen.tokens), _spelling(alts.tokens)
+    for fields, ids, logprobs, joined in (
+        (chosen, arrays.ids, arrays.logprobs, spelt),
+        (alts, arrays.top_ids, arrays.top_logprobs, top_spelt),
+    ):
         if not (
             _ids_ok(fields.ids, ids, id_limit)
-            and _tokens_ok(fields.tokens, id_limit)
+            and _tokens_ok(fields.tokens, id_limit, joined)
             and _logprobs_ok(fields.logprobs, logprobs)
         ):
             return None
+    arrays = arrays._replace(
+        ids=_unnamed(chosen.ids, spelt) if arrays.ids is None else arrays.ids,
+        top_ids=_unnamed(alts.ids, top_spelt) if arrays.top_ids is None else arrays.top_ids,
+    )
     try:
-        chosen_raw: list[bytes | None] = (
-            [None if b is None else bytes(b) for b in raws] if None in raws else list(map(bytes, raws))
-        )
+        chosen_raw: list[bytes | None]
+        if raws.count(None) == len(raws):  # no bytes at all (counted in C: None is found by identity)
+            chosen_raw = list(raws)
+        elif None in raws:
+            chosen_raw = [None if b is None else bytes(b) for b in raws]
+        else:
+            chosen_raw = list(map(bytes, raws))
         if isinstance(alt_raws, list):
             bytes(chain.from_iterable(filter(None, alt_raws)))  # the alternatives' bytes: checked, not kept
     except (TypeError, ValueError):
@@ -259,7 +275,17 @@ def checked(
     if isinstance(alt_raws, bytes) and not byte_lists_ok(alt_raws):
         return None
     return Columns(
-        chosen.ids, chosen.tokens, chosen.logprobs, chosen_raw, counts, alts.ids, alts.tokens, alts.logprobs, arrays
+        chosen.ids,
+        chosen.tokens,
+        chosen.logprobs,
+        chosen_raw,
+        counts,
+        alts.ids,
+        alts.tokens,
+        alts.logprobs,
+        arrays,
+        spelt,
+        top_spelt is not None,
     )
 
 
@@ -284,25 +310,29 @@ def legacy_columns(logprobs: dict[str, Any], id_limit: int) -> Columns | None:
     if not (set(map(type, tokens)) <= _STRS and set(map(type, lps)) <= _NUMBERS):
         return None  # the alternatives' tokens are JSON object keys: strings; so every type is known below
     counts = alternative_counts(tops)  # None or {}: no alternatives
-    if _ranked_already(values, list(map(len, given))):  # as servers send them: no pair is made or sorted
+    ranked = _ranked_already(values, list(map(len, given)))
+    if ranked is not None:  # as servers send them: no pair is made or sorted
         others = Fields([None] * len(values), list(chain.from_iterable(given)), values)
     else:
         alts = list(chain.from_iterable(ranked_alternatives(tops)))
         others = Fields([None] * len(alts), list(map(_KEY, alts)), list(map(_VALUE, alts)))
-    return checked(counts, Fields([None] * n, tokens, lps), [None] * n, others, id_limit, typed=True)
+    return checked(
+        counts, Fields([None] * n, tokens, lps), [None] * n, others, id_limit, typed=True, alt_logprobs=ranked
+    )
 
 
-def _ranked_already(values: list[Any], sizes: list[int]) -> bool:
-    """Whether each run of `sizes` values is in non-increasing order (NaN never is), checked in one pass."""
+def _ranked_already(values: list[Any], sizes: list[int]) -> np.ndarray | None:
+    """`values` as an array when each run of `sizes` of them is in non-increasing order (NaN never is),
+    checked in one pass; None when some run is not."""
     array = _numbers(values, np.float64)
     if array is None:
-        return False
+        return None
     falls = np.diff(array) <= 0
     starts = (
         np.cumsum(np.asarray(sizes, np.int64))[:-1] - 1
     )  # the step from one object's last value to the next object's first
     falls[starts[starts < len(falls)]] = True
-    return bool(falls.all())
+    return array if falls.all() else None
 
 
 def ranked_alternatives(tops: list[dict[str, Any] | None]) -> list[list[tuple[str, Any]]]:
@@ -346,12 +376,24 @@ def _ids_ok(ids: list[Any], array: np.ndarray | None, limit: int) -> bool:
     return min(values, default=0) >= 0 and max(values, default=0) < limit
 
 
-def _tokens_ok(tokens: list[Any], limit: int) -> bool:
-    """A "token_id:N" rendering must name an id below the limit."""
+def _spelling(tokens: list[Any]) -> str | None:
+    """The token strings joined, or None when some is absent (the strings are known to be str or None)."""
     try:
-        joined = "".join(tokens)
-    except TypeError:  # some are absent
-        joined = "".join(_present(tokens))
+        return "".join(tokens)
+    except TypeError:
+        return None
+
+
+def _unnamed(ids: list[Any], spelt: str | None) -> np.ndarray | None:
+    """-1 for every token when no id is given and no token string renders one (`id_array`'s answer, made once)."""
+    if spelt is None or ids.count(None) != len(ids) or TOKEN_ID_PREFIX in spelt:
+        return None
+    return np.full(len(ids), -1, np.int64)
+
+
+def _tokens_ok(tokens: list[Any], limit: int, spelt: str | None) -> bool:
+    """A "token_id:N" rendering must name an id below the limit (`spelt`: `_spelling(tokens)`)."""
+    joined = spelt if spelt is not None else "".join(_present(tokens))
     if TOKEN_ID_PREFIX not in joined:
         return True
     for token in _present(tokens):

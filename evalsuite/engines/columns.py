@@ -456,7 +456,7 @@ def _float32(values: np.ndarray) -> np.ndarray:
     return np.maximum(values, -1e30).astype(np.float32)  # NaN stays NaN: maximum propagates it
 
 
-_ZERO = ord("0")
+_ZERO, _OPEN = ord("0"), ord("[")
 _LIST_BYTES = b"0123456789,[] \t\n\r\0"
 """What lists of integers joined by NUL may be spelled with: digits, commas, brackets, whitespace."""
 
@@ -464,9 +464,9 @@ _LIST_BYTES = b"0123456789,[] \t\n\r\0"
 def byte_lists_ok(joined: bytes) -> bool:
     """Whether each NUL-separated JSON value (msgspec has checked its syntax; none: True) is null or a list of byte values.
 
-    All are checked together, in numpy, without reading a number: only digits, commas, brackets
-    and whitespace; each value one list with no list inside; no number of four digits or more, and
-    none of three above 255.  False may also mean an unusual spelling (`[ ]`): the caller then reads
+    All are checked together, in numpy: only digits, commas, brackets and whitespace; each value
+    one list with no list inside; no number of four digits or more, and none of three above 255
+    (only the numbers of three digits are read).  False may also mean an unusual spelling (`[ ]`): the caller then reads
     the body generically, which names any fault.
     """
     if b"l" in joined or b"[]" in joined:  # null, or an empty list: both fine, and left out
@@ -475,16 +475,17 @@ def byte_lists_ok(joined: bytes) -> bool:
         return True
     if joined.translate(None, _LIST_BYTES):
         return False
-    values = joined.count(b"\0") + 1  # a "[" opens each value, and no other:
-    if not joined.startswith(b"[") or joined.count(b"\0[") != values - 1 or joined.count(b"[") != values:
+    codes = np.frombuffer(joined, np.uint8)  # counted in numpy: a pass of bytes.count each costs far more
+    nul, opens = codes == 0, codes == _OPEN
+    values = int(np.count_nonzero(nul)) + 1  # a "[" opens each value, and no other:
+    if codes[0] != _OPEN or np.count_nonzero(opens) != values or np.count_nonzero(nul[:-1] & opens[1:]) != values - 1:
         return False
-    value = np.frombuffer(joined, np.uint8) - _ZERO  # a digit's value; unsigned: what lies below "0" wraps above
+    value = codes - _ZERO  # a digit's value; unsigned: what lies below "0" wraps above
     digit = value < 10
-    three = digit[:-2] & digit[1:-1] & digit[2:]  # where a run of three digits starts
-    if not three.any():
+    at = np.flatnonzero(digit[:-2] & digit[1:-1] & digit[2:])  # where a run of three digits starts
+    if not at.size:
         return True
-    if (three[:-1] & digit[3:]).any():
+    if (np.diff(at) == 1).any():  # two runs of three in a row: a number of four digits or more
         return False
-    first, second, third = value[:-2], value[1:-1], value[2:]
-    above = (first > 2) | ((first == 2) & ((second > 5) | ((second == 5) & (third > 5))))  # as a number, > 255
-    return not (three & above).any()
+    number = value[at].astype(np.int16) * 100 + value[at + 1] * 10 + value[at + 2]
+    return not (number > 255).any()

@@ -94,31 +94,32 @@ class TypedEvents:
 
     def feed(self, piece: bytes) -> bool:
         """Take a piece of the body; True once `[DONE]` was read (nothing after it is read)."""
-        cut = piece.rfind(b"\n")
-        if cut < 0:
+        if b"\n" not in piece:
             self._buffer += piece
             return False
-        head = memoryview(piece)[:cut]
-        block = b"".join((self._buffer, head)) if self._buffer else bytes(head)
-        self._buffer = bytearray(piece[cut + 1 :])
-        return self._lines(block)
+        lines = piece.split(b"\n")  # the piece itself: a block joined first would copy every byte again
+        if self._buffer:
+            lines[0] = bytes(self._buffer + lines[0])
+        returns = b"\r" in piece or b"\r" in lines[0]
+        self._buffer = bytearray(lines.pop())  # after the last line feed: the start of a line to come
+        return self._lines(lines, returns)
 
     def finish(self) -> dict[str, Any]:
         """The merged response, once the body has ended (RequestFailed when it was cut off)."""
         if not self.done and self._buffer:
             rest, self._buffer = bytes(self._buffer), bytearray()
-            self._lines(rest)
+            self._lines([rest], b"\r" in rest)
         if not self.done and self._data:
-            self._lines(b"")
+            self._lines([b""], False)
         if not self.done and not self.finished:
             raise incomplete(self.events)
         return self._result()
 
-    def _lines(self, block: bytes) -> bool:
-        lines = block.split(b"\n")
+    def _lines(self, lines: list[bytes], returns: bool) -> bool:
+        """Complete lines (`returns`: some may end in a carriage return)."""
         done = self._framed(lines)
         if done is None:
-            done = self._each(lines, b"\r" in block)
+            done = self._each(lines, returns)
         self._fold()
         return done
 

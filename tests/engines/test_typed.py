@@ -195,6 +195,8 @@ FRAMINGS = {
     "named events": "event: message\ndata: {}\n\n",
     "ids": "id: 7\ndata: {}\n\n",
     "extra blank lines": "data: {}\n\n\n",
+    "carriage returns": "data: {}\r\n\r\n",
+    "bare carriage returns": "data: {}\r\n\n",
 }
 
 
@@ -204,7 +206,14 @@ def test_each_framing_cut_anywhere_reads_typed_as_generically(framing: str, chat
     events = stream_events(_body(chat, tokens=3, k=2))
     raw = "".join(FRAMINGS[framing].format(e if isinstance(e, str) else json.dumps(e)) for e in events).encode()
     lines = [i + 1 for i, byte in enumerate(raw) if byte == ord("\n")]
-    for pieces in ([raw], _pieces(raw, lines), _pieces(raw, lines[1::2]), _pieces(raw, [n - 1 for n in lines])):
+    around = sorted({n - 1 for n in lines} | {n + 1 for n in lines if n < len(raw)})  # a piece of "\n" and a byte
+    for pieces in (
+        [raw],
+        _pieces(raw, lines),
+        _pieces(raw, lines[1::2]),
+        _pieces(raw, [n - 1 for n in lines]),
+        _pieces(raw, around),
+    ):
         _, generic = asyncio.run(read_stream(_aiter(pieces)))
         assert generic is not None  # read typed
         _same(_outcome(chat, _read_stream(pieces)), _outcome(chat, _generic_stream(pieces)))

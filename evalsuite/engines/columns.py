@@ -62,10 +62,10 @@ class Columns:
 
         vLLM's ids-as-tokens ("token_id:N") spell nothing: their bytes may spell the placeholder itself.
         """
-        if None not in self.raw and TOKEN_ID_PREFIX not in "".join(filter(None, self.tokens)):
+        spelt = self.spelt if self.spelt is not None else "".join(filter(None, self.tokens))
+        if None not in self.raw and TOKEN_ID_PREFIX not in spelt:
             return b"".join(cast("list[bytes]", self.raw)).decode("utf-8", "replace")  # every token has bytes
         if self.raw.count(None) == len(self.raw) and self.spelt is not None:  # no bytes at all: the tokens spell it
-            spelt = self.spelt
             if TOKEN_ID_PREFIX in spelt and any(token.startswith(TOKEN_ID_PREFIX) for token in self.tokens):
                 return None
             return spelt.encode("utf-8", "surrogatepass").decode("utf-8", "replace")

@@ -29,6 +29,7 @@ import numpy as np
 from evalsuite.rig.dflash_graph import Acceptance, DrafterShape, block_logits, require_torch, simulate_acceptance
 from evalsuite.rig.dflash_train import init_drafter
 from evalsuite.rig.errors import RigError
+from evalsuite.rig.learned import MODELS
 from evalsuite.rig.smollm2 import SMOLLM2_DFLASH_DRAFTS
 
 TARGET_LAYERS = (1, 8, 15, 22, 29)
@@ -242,6 +243,11 @@ class SmolDFlashConfig:
     tokens at near-ties can depend on how a sum is split between threads)."""
     train_threads: int = 2
     """Torch threads training: the head's products dominate, and two threads take about half the time."""
+    second_epochs: int = 0
+    """Epochs of the second stage, over every prompt set (MATH train added) from the first's best weights;
+    0: no second stage, and the MATH train prompts are neither decoded nor read."""
+    second_lr: float = 1e-3
+    """The second stage's peak learning rate, with its own warm-up and decay and a fresh optimiser."""
 
 
 @dataclass
@@ -262,6 +268,9 @@ class Sequences:
                 out.starts.append(start)
                 out.features.append(feats)
         return out
+
+    def __add__(self, other: Sequences) -> Sequences:
+        return Sequences(self.tokens + other.tokens, self.starts + other.starts, self.features + other.features)
 
     def split(self, every: int) -> tuple[Sequences, Sequences]:
         """(train, held out): prompts 2q and 2q + 1 are held out together when q % every == every - 1.
@@ -293,12 +302,18 @@ def train_smol_drafter(
     config: SmolDFlashConfig = SmolDFlashConfig(),
     progress: Callable[[str], None] = print,
     checkpoint: Path | None = None,
+    more: tuple[Sequences, Sequences] | None = None,
 ) -> tuple[dict[str, Any], Acceptance]:
     """Fit the drafter on `train`; return its float32 tensors and its replayed acceptance on `held`.
 
-    With `checkpoint`, the whole training state is saved there after every epoch and a run that finds
-    one for the same configuration and data goes on from it: an interrupted training (hours of CPU)
-    loses at most one epoch and ends with the weights an uninterrupted one writes.
+    With `more` (train, held), a second stage of `config.second_epochs` goes on from the first
+    stage's best weights over both sets together, judged on both held-out sets: data added to a
+    trained drafter cost its epochs, not a training from scratch.
+
+    With `checkpoint`, the whole training state is saved there after every epoch (the second stage's
+    beside it, `-second` added to its name) and a run that finds one for the same configuration and
+    data goes on from it: an interrupted training (hours of CPU) loses at most one epoch and ends
+    with the weights an uninterrupted one writes.
 
     The head during training scores the tokens the data contain and a fresh
     random sample of the others (their logits weighted up to stand for all of
@@ -309,81 +324,124 @@ def train_smol_drafter(
     torch = require_torch()
     torch.manual_seed(config.seed)
     torch.set_num_threads(config.train_threads)
+    embd = torch.from_numpy(np.ascontiguousarray(embd_array, dtype=np.float32))
+    fit = _Fit(train, held, embd, config, progress)
     gen = torch.Generator().manual_seed(config.seed)
     rng = np.random.default_rng(config.seed)
-    embd = torch.from_numpy(np.ascontiguousarray(embd_array, dtype=np.float32))
-    mask_id = MASK_ID
-    used = torch.tensor(sorted({t for seq in train.tokens for t in seq} | {mask_id}))
-    local = torch.full((embd.shape[0],), -100, dtype=torch.long)
-    local[used] = torch.arange(len(used))
-    unused = torch.nonzero(local < 0).flatten()
-    n_neg = min(config.negatives, len(unused))
-    neg_weight = math.log(len(unused) / max(n_neg, 1))
-    dshape = DrafterShape(
-        n_embd=embd.shape[1],
-        n_layer=config.n_layer,
-        n_head=config.n_head,
-        n_ff=config.n_ff,
-        n_draft=config.n_draft,
-        target_layers=TARGET_LAYERS,
-    )
-    params = init_drafter(dshape, int(train.features[0].shape[1]), gen)
+    params = init_drafter(fit.shape, int(train.features[0].shape[1]), gen)
     with torch.no_grad():  # start from the scale the shared head was trained for
         params["output_norm.weight"].copy_(torch.from_numpy(np.array(output_norm, dtype=np.float32)))
-    optim = torch.optim.Adam(params.values(), lr=config.lr)
-    weights = torch.exp(-torch.arange(config.n_draft, dtype=torch.float32) / config.decay)
-    total_steps, step = config.epochs * len(train.tokens), 0
-    best: tuple[dict[str, Any], Acceptance] | None = None
-    key = {"config": asdict(config), "sequences": len(train.tokens), "held_out": len(held.tokens)}
-    first = 1
-    saved = _load_checkpoint(checkpoint, key)
-    if saved is not None:
-        _restore(saved, params, optim, rng, gen)
-        best, step, first = saved["best"], saved["step"], saved["epoch"] + 1
-        progress(f"  resuming after epoch {saved['epoch']} from {checkpoint}")
-    for epoch in range(first, config.epochs + 1):
-        losses = []
-        for i in rng.permutation(len(train.tokens)):
-            step += 1
-            frac = step / total_steps
-            lr = config.lr * min(1.0, frac / config.warmup) * (0.55 + 0.45 * math.cos(math.pi * frac))
-            for group in optim.param_groups:
-                group["lr"] = lr
-            ids = torch.tensor(train.tokens[i])
-            all_anchors = np.arange(train.starts[i], len(ids) - 1)
-            pick = rng.choice(all_anchors, size=min(config.anchors, len(all_anchors)), replace=False)
-            anchors = torch.from_numpy(np.sort(pick))
-            block = torch.full((len(anchors), dshape.block_size), mask_id)
-            block[:, 0] = ids[anchors]
-            where = anchors[:, None] + torch.arange(1, dshape.block_size)[None, :]
-            target = torch.full(where.shape, -100)
-            ok = where < len(ids)
-            target[ok] = local[ids[where[ok]]]
-            rows = torch.cat([used, unused[torch.randint(len(unused), (n_neg,), generator=gen)]])
-            logits = block_logits(params, dshape, train.features[i].float(), block, anchors, embd, embd[rows])[:, 1:]
-            logits = torch.cat([logits[..., : len(used)], logits[..., len(used) :] + neg_weight], dim=-1)
-            nll = torch.nn.functional.cross_entropy(
-                logits.reshape(-1, logits.shape[-1]), target.reshape(-1), reduction="none"
-            ).view(target.shape)
-            w = weights[None, :] * (target >= 0)
-            loss = (nll * w).sum() / w.sum()
-            optim.zero_grad()
-            loss.backward()
-            optim.step()
-            losses.append(float(loss.detach()))
-        result = replay(params, dshape, held, embd)
-        progress(
-            f"  epoch {epoch}: loss {np.mean(losses):.3f}, held-out replayed acceptance {result.rate:.1%}, "
-            f"tokens per verification {result.tau:.2f}"
-        )
-        if best is None or result.rate > best[1].rate:
-            best = ({k: p.detach().clone() for k, p in params.items()}, result)
-        if checkpoint is not None:
-            _save_checkpoint(
-                checkpoint, {"key": key, "epoch": epoch, "step": step, "best": best}, params, optim, rng, gen
-            )
-    assert best is not None
+    first_key = {k: v for k, v in asdict(config).items() if not k.startswith("second_")}
+    best = fit.stage(params, 1, config.epochs, config.lr, rng, gen, first_key, checkpoint)
+    if more is not None and config.second_epochs:
+        both = _Fit(train + more[0], held + more[1], embd, config, progress)
+        progress(f"  second stage: {len(both.train.tokens)} sequences, {len(both.held.tokens)} held out")
+        params = {k: v.clone().requires_grad_(True) for k, v in best[0].items()}
+        gen = torch.Generator().manual_seed(config.seed + 1)
+        rng = np.random.default_rng(config.seed + 1)
+        last = config.epochs + config.second_epochs
+        second = checkpoint.with_name(f"{checkpoint.stem}-second{checkpoint.suffix}") if checkpoint else None
+        best = both.stage(params, config.epochs + 1, last, config.second_lr, rng, gen, asdict(config), second)
     return {k: v.numpy().astype(np.float32) for k, v in best[0].items()}, best[1]
+
+
+class _Fit:
+    """The training loop over one set of sequences, run once per stage."""
+
+    def __init__(
+        self, train: Sequences, held: Sequences, embd: Any, config: SmolDFlashConfig, progress: Callable[[str], None]
+    ):
+        torch = require_torch()
+        self.train, self.held, self.embd, self.config, self.progress = train, held, embd, config, progress
+        self.used = torch.tensor(sorted({t for seq in train.tokens for t in seq} | {MASK_ID}))
+        self.local = torch.full((embd.shape[0],), -100, dtype=torch.long)
+        self.local[self.used] = torch.arange(len(self.used))
+        self.unused = torch.nonzero(self.local < 0).flatten()
+        self.n_neg = min(config.negatives, len(self.unused))
+        self.neg_weight = math.log(len(self.unused) / max(self.n_neg, 1))
+        self.shape = DrafterShape(
+            n_embd=embd.shape[1],
+            n_layer=config.n_layer,
+            n_head=config.n_head,
+            n_ff=config.n_ff,
+            n_draft=config.n_draft,
+            target_layers=TARGET_LAYERS,
+        )
+
+    def stage(
+        self,
+        params: dict[str, Any],
+        first: int,
+        last: int,
+        peak_lr: float,
+        rng: np.random.Generator,
+        gen: Any,
+        config_key: dict[str, Any],
+        checkpoint: Path | None,
+    ) -> tuple[dict[str, Any], Acceptance]:
+        """Epochs `first..last` with a fresh optimiser; the best epoch's weights (held-out acceptance) and result."""
+        torch = require_torch()
+        config, train = self.config, self.train
+        optim = torch.optim.Adam(params.values(), lr=peak_lr)
+        weights = torch.exp(-torch.arange(config.n_draft, dtype=torch.float32) / config.decay)
+        total_steps, step = (last - first + 1) * len(train.tokens), 0
+        best: tuple[dict[str, Any], Acceptance] | None = None
+        key = {"config": config_key, "sequences": len(train.tokens), "held_out": len(self.held.tokens)}
+        saved = _load_checkpoint(checkpoint, key)
+        if saved is not None:
+            _restore(saved, params, optim, rng, gen)
+            best, step, first = saved["best"], saved["step"], saved["epoch"] + 1
+            self.progress(f"  resuming after epoch {saved['epoch']} from {checkpoint}")
+        for epoch in range(first, last + 1):
+            losses = []
+            for i in rng.permutation(len(train.tokens)):
+                step += 1
+                frac = step / total_steps
+                lr = peak_lr * min(1.0, frac / config.warmup) * (0.55 + 0.45 * math.cos(math.pi * frac))
+                for group in optim.param_groups:
+                    group["lr"] = lr
+                loss = self._loss(params, int(i), weights, rng, gen)
+                optim.zero_grad()
+                loss.backward()
+                optim.step()
+                losses.append(float(loss.detach()))
+            result = replay(params, self.shape, self.held, self.embd)
+            self.progress(
+                f"  epoch {epoch}: loss {np.mean(losses):.3f}, held-out replayed acceptance {result.rate:.1%}, "
+                f"tokens per verification {result.tau:.2f}"
+            )
+            if best is None or result.rate > best[1].rate:
+                best = ({k: p.detach().clone() for k, p in params.items()}, result)
+            if checkpoint is not None:
+                _save_checkpoint(
+                    checkpoint, {"key": key, "epoch": epoch, "step": step, "best": best}, params, optim, rng, gen
+                )
+        assert best is not None
+        return best
+
+    def _loss(self, params: dict[str, Any], i: int, weights: Any, rng: np.random.Generator, gen: Any) -> Any:
+        """The weighted loss of sequence `i` over anchors drawn at random, each drafting one block."""
+        torch = require_torch()
+        train, local, used, unused, dshape = self.train, self.local, self.used, self.unused, self.shape
+        ids = torch.tensor(train.tokens[i])
+        all_anchors = np.arange(train.starts[i], len(ids) - 1)
+        pick = rng.choice(all_anchors, size=min(self.config.anchors, len(all_anchors)), replace=False)
+        anchors = torch.from_numpy(np.sort(pick))
+        block = torch.full((len(anchors), dshape.block_size), MASK_ID)
+        block[:, 0] = ids[anchors]
+        where = anchors[:, None] + torch.arange(1, dshape.block_size)[None, :]
+        target = torch.full(where.shape, -100)
+        ok = where < len(ids)
+        target[ok] = local[ids[where[ok]]]
+        rows = torch.cat([used, unused[torch.randint(len(unused), (self.n_neg,), generator=gen)]])
+        embd = self.embd
+        logits = block_logits(params, dshape, train.features[i].float(), block, anchors, embd, embd[rows])[:, 1:]
+        logits = torch.cat([logits[..., : len(used)], logits[..., len(used) :] + self.neg_weight], dim=-1)
+        nll = torch.nn.functional.cross_entropy(
+            logits.reshape(-1, logits.shape[-1]), target.reshape(-1), reduction="none"
+        ).view(target.shape)
+        w = weights[None, :] * (target >= 0)
+        return (nll * w).sum() / w.sum()
 
 
 def _snapshot(params: dict[str, Any], optim: Any, rng: np.random.Generator, gen: Any) -> dict[str, Any]:
@@ -466,6 +524,9 @@ GSM8K_TRAIN_QUESTIONS = 768
 """Questions used (file order), 1,536 prompts: what they cost and give is in docs/rig.md."""
 WRITTEN_PROBLEMS = 2048
 """Template-written problems (`math_problems`, seed 0), one math500 prompt each."""
+MATH_TRAIN = MODELS.parent / "math_train" / "problems.jsonl"
+"""1,024 problems of MATH's train split (fixtures/math_train/SOURCE.md), one math500 prompt each; in the
+repository, not in the package, like the answers."""
 
 
 def training_messages(gsm8k_train: Path, questions: int, written: int) -> list[list[dict[str, str]]]:
@@ -481,34 +542,20 @@ def training_messages(gsm8k_train: Path, questions: int, written: int) -> list[l
     )
 
 
-def train_smollm2_dflash(
-    out: Path,
-    work: Path,
-    gsm8k_train: Path,
-    questions: int = GSM8K_TRAIN_QUESTIONS,
-    written: int = WRITTEN_PROBLEMS,
-    config: SmolDFlashConfig = SmolDFlashConfig(),
-    progress: Callable[[str], None] = print,
-    data_only: bool = False,
-    answers: Path | None = None,
-) -> Acceptance | None:
-    """Generate the data into `work` (resumable), train, and write the drafter to `out`.
+def math_train_messages(path: Path) -> list[list[dict[str, str]]]:
+    """The MATH train problems' prompts (the math500 prompt), none of them a MATH-500 problem."""
+    from evalsuite.tasks.data import read_jsonl
 
-    With `answers`, the decoded answers are kept there too, in a folder per prompt set, and read back
-    by a later build that lacks the cache (`generate_chunks`).
+    rows = [dict(row, unique_id=f"math-train-{i}") for i, row in enumerate(read_jsonl(path))]
+    return prompt_messages(rows, ("math500",), "math train")
 
-    Returns the replayed acceptance on the held-out questions; None with `data_only`, which stops
-    once the data exist (more processes started so share the generation: `generate_chunks`).
-    """
-    torch = require_torch()
-    from evalsuite.rig.assets import ensure_assets
-    from evalsuite.rig.gguf_file import read_model
+
+def _prompt_ids(
+    work: Path, messages: list[list[dict[str, str]]], assets: Any, progress: Callable[[str], None]
+) -> tuple[str, list[list[int]]]:
+    """(digest of `messages`, their prompt ids), tokenized by llama-server once and kept in `work`."""
     from evalsuite.rig.launcher import serve_with_assets
 
-    torch.set_num_threads(config.threads)
-    assets = ensure_assets(progress, include_learned=False, include_smollm2=True)
-    target = assets.models["smollm2"]
-    messages = training_messages(gsm8k_train, questions, written)
     digest = hashlib.sha256(json.dumps(messages).encode()).hexdigest()[:12]
     prompts_file = work / f"prompts-{digest}.json"
     if not prompts_file.is_file():
@@ -519,19 +566,68 @@ def train_smollm2_dflash(
         staged = prompts_file.with_suffix(".partial")
         staged.write_text(json.dumps(ids))
         staged.replace(prompts_file)
-    prompts = json.loads(prompts_file.read_text())
-    progress(f"Generating SmolLM2's greedy answers to {len(prompts)} prompts (resumable, in {work}).")
-    chunks = generate_chunks(
-        target, prompts, work / f"chunks-{digest}", progress=progress, answers=answers / digest if answers else None
-    )
+    return digest, json.loads(prompts_file.read_text())
+
+
+def train_smollm2_dflash(
+    out: Path,
+    work: Path,
+    gsm8k_train: Path,
+    questions: int = GSM8K_TRAIN_QUESTIONS,
+    written: int = WRITTEN_PROBLEMS,
+    config: SmolDFlashConfig = SmolDFlashConfig(),
+    progress: Callable[[str], None] = print,
+    data_only: bool = False,
+    answers: Path | None = None,
+    math_train: Path = MATH_TRAIN,
+) -> Acceptance | None:
+    """Generate the data into `work` (resumable), train, and write the drafter to `out`.
+
+    The data come in prompt sets (GSM8K train with the written problems; MATH train), each
+    generated and kept under a digest of its own prompts, so adding a set leaves the others' data valid.
+    With `answers`, the decoded answers are kept there too, in a folder per prompt set, and read back
+    by a later build that lacks the cache (`generate_chunks`).
+
+    Returns the replayed acceptance on the held-out questions; None with `data_only`, which stops
+    once the data exist (more processes started so share the generation: `generate_chunks`).
+    """
+    torch = require_torch()
+    from evalsuite.rig.assets import ensure_assets
+    from evalsuite.rig.gguf_file import read_model
+
+    torch.set_num_threads(config.threads)
+    assets = ensure_assets(progress, include_learned=False, include_smollm2=True)
+    target = assets.models["smollm2"]
+    prompt_sets = [training_messages(gsm8k_train, questions, written)]
+    if config.second_epochs:
+        prompt_sets.append(math_train_messages(math_train))
+    sets = []
+    for messages in prompt_sets:
+        digest, prompts = _prompt_ids(work, messages, assets, progress)
+        progress(f"Generating SmolLM2's greedy answers to {len(prompts)} prompts (resumable, in {work}).")
+        chunks = generate_chunks(
+            target, prompts, work / f"chunks-{digest}", progress=progress, answers=answers / digest if answers else None
+        )
+        sets.append(chunks)
     if data_only:
         return None
-    train, held = Sequences.load(chunks).split(config.held_out)
-    n_tokens = sum(len(t) - s for t, s in zip(train.tokens, train.starts))
-    progress(f"Training on {len(train.tokens)} sequences ({n_tokens} generated tokens); {len(held.tokens)} held out.")
+    (train, held), *added = [Sequences.load(chunks).split(config.held_out) for chunks in sets]
+    more = added[0] if added else None
+    for name, (t, h) in zip(("first stage", "second stage adds"), [(train, held), *added]):
+        n_tokens = sum(len(x) - s for x, s in zip(t.tokens, t.starts))
+        progress(
+            f"{name.capitalize()}: {len(t.tokens)} sequences ({n_tokens} generated tokens); {len(h.tokens)} held out."
+        )
     _, shape, arrays = read_model(target)
     weights, acceptance = train_smol_drafter(
-        train, held, arrays["token_embd.weight"], arrays["output_norm.weight"], config, progress, work / "training.pt"
+        train,
+        held,
+        arrays["token_embd.weight"],
+        arrays["output_norm.weight"],
+        config,
+        progress,
+        work / "training.pt",
+        more,
     )
     write_smol_drafter(out, weights, config, target, shape.n_vocab)
     return acceptance

@@ -145,6 +145,71 @@ def test_an_interrupted_training_resumes_to_the_weights_of_an_uninterrupted_one(
         assert torch.equal(value, ends[1]["params"][name]), name
 
 
+def test_a_second_stage_resumes_from_both_checkpoints_to_the_uninterrupted_weights(tmp_path: Path) -> None:
+    torch = pytest.importorskip("torch")
+    from evalsuite.rig.smollm2_dflash import SmolDFlashConfig, train_smol_drafter
+
+    gen = torch.Generator().manual_seed(2)
+
+    def data(n: int, vocab: int) -> Sequences:
+        return Sequences(
+            [torch.randint(3, vocab, (20,), generator=gen).tolist() for _ in range(n)],
+            [4] * n,
+            [torch.randn(20, 24, generator=gen).half() for _ in range(n)],
+        )
+
+    first, added = data(8, 30).split(2), data(8, 40).split(2)  # the added set brings tokens of its own
+    embd, norm = torch.randn(40, 16, generator=gen).numpy(), torch.ones(16).numpy()
+    config = SmolDFlashConfig(
+        n_layer=1, n_head=2, n_ff=32, n_draft=3, epochs=2, anchors=4, negatives=8, second_epochs=2
+    )
+    said_whole: list[str] = []
+    whole, result = train_smol_drafter(*first, embd, norm, config, said_whole.append, tmp_path / "whole.pt", added)
+    assert [m.split(":")[0].strip() for m in said_whole if "epoch" in m] == [f"epoch {e}" for e in range(1, 5)]
+    assert result.steps > 0
+
+    class Stop(Exception):
+        pass
+
+    def stop_at_epoch_four(message: str) -> None:
+        if "epoch 4:" in message:
+            raise Stop
+
+    checkpoint = tmp_path / "training.pt"
+    with pytest.raises(Stop):
+        train_smol_drafter(*first, embd, norm, config, stop_at_epoch_four, checkpoint, added)
+    said: list[str] = []
+    resumed, _ = train_smol_drafter(*first, embd, norm, config, said.append, checkpoint, added)
+    resumes = [m.strip() for m in said if "resuming" in m]
+    assert resumes[0].startswith("resuming after epoch 2") and resumes[1].startswith("resuming after epoch 3"), said
+    assert [m.split(":")[0].strip() for m in said if m.strip().startswith("epoch")] == ["epoch 4"]
+    for name in whole:
+        assert (whole[name] == resumed[name]).all(), name
+    # without the added set, the same first stage alone: the second stage changed the weights
+    alone, _ = train_smol_drafter(*first, embd, norm, config, lambda _m: None, tmp_path / "alone.pt")
+    assert any((alone[name] != whole[name]).any() for name in whole)
+
+
+def test_math_train_problems_are_none_of_math500s() -> None:
+    from evalsuite.rig.smollm2_dflash import MATH_TRAIN, math_train_messages
+    from evalsuite.tasks.data import read_jsonl
+
+    rows = list(read_jsonl(MATH_TRAIN))
+    assert len(rows) == 1024 and len({r["problem"] for r in rows}) == 1024
+    evaluated = {str(r["problem"]).strip() for r in packaged_fixture("math500")[0]}
+    shared = shared_data_dir() / "math500" / "test.jsonl"
+    if shared.is_file():
+        evaluated |= {str(r["problem"]).strip() for r in read_jsonl(shared)}
+        assert len(evaluated) == 500
+    assert not evaluated & {str(r["problem"]).strip() for r in rows}
+    messages = math_train_messages(MATH_TRAIN)
+    assert len(messages) == len(rows)
+    template = packaged_fixture("math500")[1][0].messages[-1]["content"]
+    for row, msgs in zip(rows, messages):
+        text, problem = msgs[-1]["content"], row["problem"].strip()
+        assert text.endswith(problem) and template.startswith(text[: -len(problem)])
+
+
 def test_a_chunk_is_generated_by_one_process_and_a_dead_claim_is_taken_over(tmp_path: Path) -> None:
     from evalsuite.rig.smollm2_dflash import _claim
 

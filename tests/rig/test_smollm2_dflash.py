@@ -104,33 +104,44 @@ def test_training_without_the_train_split_says_where_it_looked(
     assert str(missing) in err and "--gsm8k-train" in err and "Traceback" not in err
 
 
+def _random_sequences(gen: Any, n: int, vocab: int) -> Sequences:
+    """n sequences of 20 tokens below `vocab` (answers from the fifth on) with random features."""
+    import torch
+
+    return Sequences(
+        [torch.randint(3, vocab, (20,), generator=gen).tolist() for _ in range(n)],
+        [4] * n,
+        [torch.randn(20, 24, generator=gen).half() for _ in range(n)],
+    )
+
+
+class _Stop(Exception):
+    pass
+
+
+def _stop_at(epoch: int) -> Callable[[str], None]:
+    """A progress callback that interrupts the training as it reports `epoch`."""
+
+    def progress(message: str) -> None:
+        if f"epoch {epoch}:" in message:
+            raise _Stop
+
+    return progress
+
+
 def test_an_interrupted_training_resumes_to_the_weights_of_an_uninterrupted_one(tmp_path: Path) -> None:
     torch = pytest.importorskip("torch")
     from evalsuite.rig.smollm2_dflash import SmolDFlashConfig, train_smol_drafter
 
     gen = torch.Generator().manual_seed(1)
-    n = 8
-    data = Sequences(
-        [torch.randint(3, 40, (20,), generator=gen).tolist() for _ in range(n)],
-        [4] * n,
-        [torch.randn(20, 24, generator=gen).half() for _ in range(n)],
-    )
-    train, held = data.split(2)
+    train, held = _random_sequences(gen, 8, 40).split(2)
     embd, norm = torch.randn(40, 16, generator=gen).numpy(), torch.ones(16).numpy()
     config = SmolDFlashConfig(n_layer=1, n_head=2, n_ff=32, n_draft=3, epochs=3, anchors=4, negatives=8)
     whole_checkpoint = tmp_path / "whole.pt"
     whole, _ = train_smol_drafter(train, held, embd, norm, config, lambda _msg: None, whole_checkpoint)
-
-    class Stop(Exception):
-        pass
-
-    def stop_at_epoch_two(message: str) -> None:
-        if "epoch 2:" in message:
-            raise Stop
-
     checkpoint = tmp_path / "training.pt"
-    with pytest.raises(Stop):
-        train_smol_drafter(train, held, embd, norm, config, stop_at_epoch_two, checkpoint)
+    with pytest.raises(_Stop):
+        train_smol_drafter(train, held, embd, norm, config, _stop_at(2), checkpoint)
     said: list[str] = []
     resumed, _ = train_smol_drafter(train, held, embd, norm, config, said.append, checkpoint)
     assert said[0].strip().startswith("resuming after epoch 1"), said
@@ -150,15 +161,8 @@ def test_a_second_stage_resumes_from_both_checkpoints_to_the_uninterrupted_weigh
     from evalsuite.rig.smollm2_dflash import SmolDFlashConfig, train_smol_drafter
 
     gen = torch.Generator().manual_seed(2)
-
-    def data(n: int, vocab: int) -> Sequences:
-        return Sequences(
-            [torch.randint(3, vocab, (20,), generator=gen).tolist() for _ in range(n)],
-            [4] * n,
-            [torch.randn(20, 24, generator=gen).half() for _ in range(n)],
-        )
-
-    first, added = data(8, 30).split(2), data(8, 40).split(2)  # the added set brings tokens of its own
+    # the added set brings tokens of its own
+    first, added = _random_sequences(gen, 8, 30).split(2), _random_sequences(gen, 8, 40).split(2)
     embd, norm = torch.randn(40, 16, generator=gen).numpy(), torch.ones(16).numpy()
     config = SmolDFlashConfig(
         n_layer=1, n_head=2, n_ff=32, n_draft=3, epochs=2, anchors=4, negatives=8, second_epochs=2
@@ -167,17 +171,9 @@ def test_a_second_stage_resumes_from_both_checkpoints_to_the_uninterrupted_weigh
     whole, result = train_smol_drafter(*first, embd, norm, config, said_whole.append, tmp_path / "whole.pt", added)
     assert [m.split(":")[0].strip() for m in said_whole if "epoch" in m] == [f"epoch {e}" for e in range(1, 5)]
     assert result.steps > 0
-
-    class Stop(Exception):
-        pass
-
-    def stop_at_epoch_four(message: str) -> None:
-        if "epoch 4:" in message:
-            raise Stop
-
     checkpoint = tmp_path / "training.pt"
-    with pytest.raises(Stop):
-        train_smol_drafter(*first, embd, norm, config, stop_at_epoch_four, checkpoint, added)
+    with pytest.raises(_Stop):
+        train_smol_drafter(*first, embd, norm, config, _stop_at(4), checkpoint, added)
     said: list[str] = []
     resumed, _ = train_smol_drafter(*first, embd, norm, config, said.append, checkpoint, added)
     resumes = [m.strip() for m in said if "resuming" in m]

@@ -130,7 +130,9 @@ class LlamaTarget:
 
         A slot whose sequence ends takes the next prompt at once (its stale cache
         entries lie beyond the new sequence's positions, so they stay masked),
-        so every step runs a full batch until the last prompts.
+        so every step runs a full batch until the last prompts.  Then the cache
+        keeps only the live slots' rows: gathering them at every step copied
+        the whole cache twice a step, and doubled the peak memory.
         """
         torch = require_torch()
         t_max = max(len(p) for p in prompts) + max_tokens
@@ -169,13 +171,13 @@ class LlamaTarget:
                 live = [(slot, b) for slot, b in enumerate(owner) if b is not None]
                 if not live:
                     break
-                rows = torch.tensor([slot for slot, _ in live])
-                view = cache if len(live) == len(owner) else [(k[rows], v[rows]) for k, v in cache]
+                if len(live) < len(owner):  # every prompt is admitted: the finished slots' rows go, once
+                    rows = torch.tensor([slot for slot, _ in live])
+                    cache = [(k[rows], v[rows]) for k, v in cache]
+                    owner = [b for _, b in live]
+                    live = [(slot, b) for slot, (_, b) in enumerate(live)]
                 pos = torch.tensor([[len(tokens[b]) - 1] for _, b in live])
-                logits, taken = self.forward(torch.tensor([[tokens[b][-1]] for _, b in live]), pos, view, layers)
-                if view is not cache:
-                    for (k, v), (vk, vv) in zip(cache, view):
-                        k[rows], v[rows] = vk, vv
+                logits, taken = self.forward(torch.tensor([[tokens[b][-1]] for _, b in live]), pos, cache, layers)
                 feat = torch.cat(taken, dim=-1)[:, 0].half()
                 best = logits.argmax(-1).tolist()
                 for j, (_, b) in enumerate(live):

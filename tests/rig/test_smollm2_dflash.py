@@ -320,3 +320,15 @@ def test_a_damaged_answers_file_is_named(tmp_path: Path) -> None:
         np.savez_compressed(fh, tokens=np.arange(5, dtype=np.uint32), lengths=np.array([4, 2]), starts=np.array([2, 1]))
     with pytest.raises(RigError, match="a.npz"):
         load_answers(path)
+
+
+def test_prompts_decoded_together_are_decoded_as_each_alone() -> None:
+    """Slots that take the next prompt, and the cache that drops finished slots' rows, change no answer."""
+    torch = pytest.importorskip("torch")
+    target = _tiny_llama()
+    prompts = [*PROMPTS, [9, 2]]  # the last two take slots as the first three end: two live rows of three
+    together = target.greedy(prompts, LAYERS, 10, frozenset({0}), slots=3)
+    for prompt, seq in zip(prompts, together):
+        (alone,) = target.greedy([prompt], LAYERS, 10, frozenset({0}), slots=1)
+        assert (seq.tokens, seq.start) == (alone.tokens, alone.start)
+        torch.testing.assert_close(seq.features.float(), alone.features.float(), atol=2e-2, rtol=1e-2)

@@ -98,9 +98,10 @@ class TypedEvents:
             self._buffer += piece
             return False
         lines = piece.split(b"\n")  # the piece itself: a block joined first would copy every byte again
+        returns = b"\r" in piece
         if self._buffer:
+            returns = returns or b"\r" in self._buffer  # the start of the first line came before
             lines[0] = bytes(self._buffer + lines[0])
-        returns = b"\r" in piece or b"\r" in lines[0]
         self._buffer = bytearray(lines.pop())  # after the last line feed: the start of a line to come
         return self._lines(lines, returns)
 

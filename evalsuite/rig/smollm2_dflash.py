@@ -29,8 +29,8 @@ import numpy as np
 from evalsuite.rig.dflash_graph import Acceptance, DrafterShape, block_logits, require_torch, simulate_acceptance
 from evalsuite.rig.dflash_train import init_drafter
 from evalsuite.rig.errors import RigError
-from evalsuite.rig.learned import MODELS
 from evalsuite.rig.smollm2 import SMOLLM2_DFLASH_DRAFTS
+from evalsuite.tasks.packaged import packaged_fixtures
 
 TARGET_LAYERS = (1, 8, 15, 22, 29)
 """Inputs of five SmolLM2 blocks, evenly spread from the first to the last (DFlash's recipe)."""
@@ -524,7 +524,7 @@ GSM8K_TRAIN_QUESTIONS = 768
 """Questions used (file order), 1,536 prompts: what they cost and give is in docs/rig.md."""
 WRITTEN_PROBLEMS = 2048
 """Template-written problems (`math_problems`, seed 0), one math500 prompt each."""
-MATH_TRAIN = MODELS.parent / "math_train" / "problems.jsonl"
+MATH_TRAIN = packaged_fixtures() / "math_train" / "problems.jsonl"
 """1,024 problems of MATH's train split (fixtures/math_train/SOURCE.md), one math500 prompt each; in the
 repository, not in the package, like the answers."""
 
@@ -533,7 +533,6 @@ def training_messages(gsm8k_train: Path, questions: int, written: int) -> list[l
     """The GSM8K train questions' prompts, then the written problems' (none of them a MATH-500 fixture problem)."""
     from evalsuite.rig.math_problems import math_problems
     from evalsuite.tasks.data import read_jsonl
-    from evalsuite.tasks.packaged import packaged_fixtures
 
     fixture = frozenset(str(row["problem"]) for row in read_jsonl(packaged_fixtures() / "math500.jsonl"))
     rows = math_problems(written, seed=0, exclude=fixture)
@@ -611,13 +610,13 @@ def train_smollm2_dflash(
         sets.append(chunks)
     if data_only:
         return None
-    (train, held), *added = [Sequences.load(chunks).split(config.held_out) for chunks in sets]
-    more = added[0] if added else None
-    for name, (t, h) in zip(("first stage", "second stage adds"), [(train, held), *added]):
+    loaded = [Sequences.load(chunks).split(config.held_out) for chunks in sets]
+    for name, (t, h) in zip(("first stage", "second stage adds"), loaded):
         n_tokens = sum(len(x) - s for x, s in zip(t.tokens, t.starts))
         progress(
             f"{name.capitalize()}: {len(t.tokens)} sequences ({n_tokens} generated tokens); {len(h.tokens)} held out."
         )
+    (train, held), more = loaded[0], (loaded[1] if len(loaded) > 1 else None)
     _, shape, arrays = read_model(target)
     weights, acceptance = train_smol_drafter(
         train,

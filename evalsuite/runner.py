@@ -26,6 +26,8 @@ from evalsuite.engines.retry import RequestFailed, RetriesExhausted, RetryPolicy
 from evalsuite.errors import EndpointError, HostError
 from evalsuite.records import GenerationParams, Sample, SampleResult
 from evalsuite.serialize import to_jsonable
+from evalsuite.serve.files import CACHE_NAME, model_digests
+from evalsuite.serve.process import RunningServer
 from evalsuite.store import MANIFEST_VERSION, RunManifest, RunStore, fingerprint
 from evalsuite.tasks.build import build_samples, prompt_template_digest
 from evalsuite.tasks.data import DataChoice, DatasetIdentity, load_rows
@@ -47,6 +49,16 @@ class RunPlan:
     base_url: str | None = None
     server_args: list[str] | None = None
     repeat: int = 0  # 1 = the same run again (a determinism check), kept in its own folder
+    model_files: dict[str, str] | None = None  # digests of the model files the server was started with
+
+    def served_by(self, server: RunningServer | None) -> None:
+        """Point the plan at a server the suite started, and record what it was started with."""
+        if server is None:
+            return
+        from evalsuite.rig.build import cache_root
+
+        self.base_url, self.server_args = server.base_url, list(server.args)
+        self.model_files = model_digests(server.args, server.cwd, cache_root() / CACHE_NAME)
 
 
 @dataclass
@@ -102,6 +114,14 @@ def _endpoint_identity(plan: RunPlan) -> dict[str, Any]:
     return {"base_url": target.base_url}
 
 
+def _endpoint_fields(plan: RunPlan) -> dict[str, Any]:
+    """The endpoint's identity, with the contents of the model files its server was started with."""
+    identity = _endpoint_identity(plan)
+    if plan.model_files:  # a file changed in place (a retrained drafter) starts a new run
+        identity["model_files"] = {Path(k).name: v for k, v in plan.model_files.items()}
+    return identity
+
+
 def _without_ports(args: list[str]) -> list[str]:
     """Server command lines minus the loopback port, which changes from launch to launch."""
     out: list[str] = []
@@ -123,7 +143,7 @@ def fingerprint_fields(plan: RunPlan, probe: dict[str, Any]) -> dict[str, Any]:
     fields: dict[str, Any] = {
         "suite_version": __version__,
         "target": plan.target.name,
-        "endpoint": _endpoint_identity(plan),
+        "endpoint": _endpoint_fields(plan),
         "server": stable_probe,
         "engine": {"dialect": plan.target.engine, "api": plan.target.api, "extra": plan.target.extra},
         "task": plan.task.name,

@@ -20,6 +20,7 @@ from evalsuite.config import Config, TargetConfig
 from evalsuite.errors import ConfigError, DatasetError
 from evalsuite.grading import grade_store
 from evalsuite.runner import RunOutcome, RunPlan, execute, plan_run
+from evalsuite.serve.process import RunningServer
 from evalsuite.store import RunStore, open_run
 from evalsuite.tasks.data import DataChoice
 
@@ -54,23 +55,22 @@ class EvalRuns:
 @contextlib.contextmanager
 def serving(
     target: TargetConfig, say: Callable[[str], None], root: Path | None = None
-) -> Iterator[tuple[str | None, list[str] | None]]:
+) -> Iterator[RunningServer | None]:
     """Start the server a target needs (its `serve` command or rig configuration) for the duration of the block."""
     if target.serve is not None:
         from evalsuite.serve.target import default_log_dir, serve_target
 
         with serve_target(target, root or Path.cwd(), default_log_dir(), say) as server:
-            yield server.base_url, list(server.args)
+            yield server
         return
     if target.rig is None:
-        yield None, None
+        yield None
         return
     from evalsuite.rig.launcher import serve
 
     say(f"starting rig server '{target.rig}' for target '{target.name}'...")
     with serve([target.rig]) as servers:
-        server = servers[target.rig]
-        yield server.base_url, list(server.args)
+        yield servers[target.rig]
 
 
 def run_target(
@@ -92,11 +92,11 @@ def run_target(
         for task in tasks
         for repeat in repeats
     }
-    with serving(target, say, config.root) as (base_url, server_args):
+    with serving(target, say, config.root) as server:
         for task in tasks:
             for repeat in repeats:
                 plan = plans[(task, repeat)]
-                plan.base_url, plan.server_args = base_url, server_args
+                plan.served_by(server)
                 label = f"{target_name}/{task}" + (f" (repeat {repeat})" if repeat else "")
                 bar = progress(label) if progress else None
                 outcome = asyncio.run(execute(plan, progress=bar, on_warning=lambda w: say(f"warning: {w}")))

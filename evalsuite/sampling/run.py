@@ -17,6 +17,7 @@ from evalsuite.sampling.plan import TASK_SUFFIX, DrawSettings, SeededDraws, plan
 from evalsuite.sampling.tree import END, Draw, build_tree
 from evalsuite.sampling.verdict import JudgeSettings, SamplingVerdict, judge
 from evalsuite.serialize import to_jsonable
+from evalsuite.serve.process import RunningServer
 from evalsuite.store import RunManifest, RunStore, open_run
 from evalsuite.tasks.data import DataChoice
 
@@ -98,12 +99,12 @@ def draw_arm(
     """Draw (or finish drawing) one arm on every task with one server start; returns one run per task."""
     target = config.target(target_name)
     outcomes = []
-    with _serving(target, say) as (base_url, server_args):
+    with _serving(target, say) as server:
         for task in tasks:
             plan = plan_draws(config, target_name, task, settings, stream=stream, data=data, data_path=data_path)
-            plan.base_url, plan.server_args = base_url, server_args
+            plan.served_by(server)
             label = f"{target_name}/{task} draws"
-            engine = SeededDraws(make_engine(plan.target, base_url=base_url))
+            engine = SeededDraws(make_engine(plan.target, base_url=plan.base_url))
             outcome = asyncio.run(
                 execute(
                     plan,
@@ -119,7 +120,7 @@ def draw_arm(
 
 
 @contextlib.contextmanager
-def _serving(target: TargetConfig, say: Say) -> Iterator[tuple[str | None, list[str] | None]]:
+def _serving(target: TargetConfig, say: Say) -> Iterator[RunningServer | None]:
     """The target's rig server (if it has one) with ONE thread, for the duration of the block.
 
     A draw is a handful of tokens from a tiny model: one thread does it in
@@ -129,14 +130,13 @@ def _serving(target: TargetConfig, say: Say) -> Iterator[tuple[str | None, list[
     arms get the same thread count, and it is part of the run's fingerprint.
     """
     if target.rig is None:
-        yield None, None
+        yield None
         return
     from evalsuite.rig.launcher import serve
 
     say(f"starting rig server '{target.rig}' for target '{target.name}' (one thread)...")
     with serve([target.rig], threads=1) as servers:
-        server = servers[target.rig]
-        yield server.base_url, list(server.args)
+        yield servers[target.rig]
 
 
 def load_arm(folders: Sequence[str | Path], *, draws: int | None = None, prompts: int | None = None) -> Arm:

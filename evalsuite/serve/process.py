@@ -61,6 +61,7 @@ class RunningServer:
     args: list[str]  # the exact command line
     log_path: Path
     process: subprocess.Popen[bytes] = field(repr=False)
+    cwd: Path | None = None  # where relative paths in args are taken from
 
     @property
     def pid(self) -> int:
@@ -134,7 +135,9 @@ def start(command: ServerCommand, log_dir: Path) -> RunningServer:
             )
         except OSError as exc:
             raise ServeError(f"Could not start the server for '{command.name}' ({args[0]}): {exc.strerror}.") from None
-    return RunningServer(command.name, f"http://127.0.0.1:{port}", _model_name(args), args, log_path, process)
+    return RunningServer(
+        command.name, f"http://127.0.0.1:{port}", _model_name(args), args, log_path, process, command.cwd
+    )
 
 
 def wait_healthy(server: RunningServer, health_path: str = "/health", timeout_s: float = 600.0) -> None:

@@ -2,11 +2,8 @@
 
 A missing binary, model file or working folder is a `ConfigError` (exit 2)
 naming the target, the key and the value, raised before any server starts or
-any request is sent.  What counts as a model file: any argument ending in
-`.gguf` (also as `--flag=path.gguf`), and the value of a model flag
-(`-m`, `--model`, `-md`, `--model-draft`, `--spec-draft-model`, `--mmproj`)
-when it is written as a path (starts with `/`, `./`, `../` or `~`); a hub id
-such as `Qwen/Qwen3-8B` is left to the server.
+any request is sent.  What counts as a model file is said in
+`evalsuite.serve.files`; a hub id such as `Qwen/Qwen3-8B` is left to the server.
 """
 
 from __future__ import annotations
@@ -19,13 +16,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from evalsuite.errors import ConfigError
+from evalsuite.serve.files import model_paths
 from evalsuite.serve.process import RunningServer, ServerCommand, served
 
 if TYPE_CHECKING:
     from evalsuite.config import TargetConfig
-
-MODEL_FLAGS = ("-m", "--model", "-md", "--model-draft", "--spec-draft-model", "--mmproj")
-PATH_PREFIXES = ("/", "./", "../", "~")
 
 
 def server_command(target: TargetConfig, root: Path) -> ServerCommand:
@@ -37,18 +32,6 @@ def server_command(target: TargetConfig, root: Path) -> ServerCommand:
     return ServerCommand(
         target.name, tuple(serve.argv()), dict(serve.env), cwd, serve.health_path, serve.startup_timeout_s
     )
-
-
-def _model_paths(argv: list[str]) -> list[str]:
-    found: list[str] = []
-    for i, arg in enumerate(argv[1:], start=1):
-        value = arg.split("=", 1)[1] if arg.startswith("-") and "=" in arg else arg
-        previous = argv[i - 1]
-        if value.endswith(".gguf") and "{" not in value:
-            found.append(value)
-        elif previous in MODEL_FLAGS and value.startswith(PATH_PREFIXES):
-            found.append(value)
-    return list(dict.fromkeys(found))
 
 
 def check_command(command: ServerCommand, where: str) -> None:
@@ -71,7 +54,7 @@ def check_command(command: ServerCommand, where: str) -> None:
         raise ConfigError(
             f"{where}: {key}.command runs '{program}', which is not on PATH; install it or give its full path."
         )
-    for value in _model_paths(list(command.argv)):
+    for value in model_paths(command.argv):
         path = (command.cwd or Path.cwd()) / Path(value).expanduser()
         if not path.exists():
             raise ConfigError(f"{where}: {key}.command names the model file '{value}', which does not exist ({path}).")

@@ -61,6 +61,7 @@ class EndpointIdentity(_Part):
     rig: str | None = None
     server_args: list[str] | None = None
     serve: list[str] | None = None
+    model_files: dict[str, str] | None = None  # file name: "sha256:<hex>" of each model file the server read
 
 
 class EngineIdentity(_Part):

@@ -7,6 +7,7 @@ rig tests, whose configurations are served the same way.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import stat
@@ -166,3 +167,27 @@ def test_env_and_cwd_reach_the_server(tmp_path: Path) -> None:
         assert running["a"].process.poll() is None
     assert (work / "seen.txt").read_text() == "42"
     assert "EVALSUITE_TEST_VALUE" not in os.environ
+
+
+def test_a_drafter_changed_in_place_starts_a_new_run_and_an_unchanged_one_resumes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("EVALSUITE_CACHE", str(tmp_path / "cache"))
+    draft = tmp_path / "draft.gguf"
+    draft.write_bytes(b"GGUF drafter one")
+    config_path = _served_project(tmp_path, base_cmd=_fake_cmd(), spec_cmd=_fake_cmd("-md", "./draft.gguf"))
+    config = load_config(config_path)
+
+    def run() -> tuple[Path, int, dict[str, str] | None]:
+        outcome = run_target(config, "spec", ["echo"], RunOptions(limit=2, grade=False))[("echo", 0)]
+        fields = outcome.store.manifest.fingerprint_fields
+        assert fields is not None
+        return outcome.folder, outcome.recorded, fields.endpoint.model_files
+
+    first, recorded, files = run()
+    assert recorded == 2 and files == {"draft.gguf": "sha256:" + hashlib.sha256(b"GGUF drafter one").hexdigest()}
+    assert run()[:2] == (first, 0)  # the same file: resumed, nothing asked again
+    draft.write_bytes(b"GGUF drafter two")  # same size, same path, other contents
+    changed, recorded, files = run()
+    assert changed != first and recorded == 2
+    assert files == {"draft.gguf": "sha256:" + hashlib.sha256(b"GGUF drafter two").hexdigest()}

@@ -187,7 +187,7 @@ RIG_CONFIGS: dict[str, RigConfig] = {
         ),
         RigConfig(
             "smollm2-dflash",
-            "SmolLM2 with its DFlash drafter (trained on its answers to GSM8K train and written problems)",
+            "SmolLM2 with its DFlash drafter (trained on its answers to GSM8K train, written and MATH train problems)",
             "smollm2",
             "smollm2-dflash",
             (

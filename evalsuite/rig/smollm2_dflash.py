@@ -243,9 +243,10 @@ class SmolDFlashConfig:
     tokens at near-ties can depend on how a sum is split between threads)."""
     train_threads: int = 2
     """Torch threads training: the head's products dominate, and two threads take about half the time."""
-    second_epochs: int = 0
-    """Epochs of the second stage, over every prompt set (MATH train added) from the first's best weights;
-    0: no second stage, and the MATH train prompts are neither decoded nor read."""
+    second_epochs: int = 1
+    """Epochs of the second stage, over every prompt set (MATH train added) from the first's best weights
+    (one: MATH-500's acceptance rose from 30.7 % to 40.4 %); 0: no second stage, and the MATH train
+    prompts are neither decoded nor read."""
     second_lr: float = 1e-3
     """The second stage's peak learning rate, with its own warm-up and decay and a fresh optimiser."""
 

@@ -51,14 +51,14 @@ class RunPlan:
     repeat: int = 0  # 1 = the same run again (a determinism check), kept in its own folder
     model_files: dict[str, str] | None = None  # digests of the model files the server was started with
 
-    def served_by(self, server: RunningServer | None) -> None:
+    def served_by(self, server: RunningServer | None, say: Callable[[str], None] | None = None) -> None:
         """Point the plan at a server the suite started, and record what it was started with."""
         if server is None:
             return
         from evalsuite.rig.build import cache_root
 
         self.base_url, self.server_args = server.base_url, list(server.args)
-        self.model_files = model_digests(server.args, server.cwd, cache_root() / CACHE_NAME)
+        self.model_files = model_digests(server.args, server.cwd, cache_root() / CACHE_NAME, say)
 
 
 @dataclass

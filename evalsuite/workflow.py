@@ -96,7 +96,7 @@ def run_target(
         for task in tasks:
             for repeat in repeats:
                 plan = plans[(task, repeat)]
-                plan.served_by(server)
+                plan.served_by(server, say)
                 label = f"{target_name}/{task}" + (f" (repeat {repeat})" if repeat else "")
                 bar = progress(label) if progress else None
                 outcome = asyncio.run(execute(plan, progress=bar, on_warning=lambda w: say(f"warning: {w}")))

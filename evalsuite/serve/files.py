@@ -23,7 +23,7 @@ import hashlib
 import json
 import os
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +31,8 @@ MODEL_FLAGS = ("-m", "--model", "-md", "--model-draft", "--spec-draft-model", "-
 PATH_PREFIXES = ("/", "./", "../", "~")
 CACHE_NAME = "file-digests.json"
 MISSING = "missing"
+SAY_ABOVE = 256 << 20
+"""Hashing a file larger than this (a second or more) is said first, so that the wait is explained."""
 
 
 def model_paths(argv: Sequence[str]) -> list[str]:
@@ -60,24 +62,26 @@ def _json_model(value: str) -> str | None:
     return None
 
 
-def model_digests(argv: Sequence[str], cwd: Path | None, cache: Path | None) -> dict[str, str]:
+def model_digests(
+    argv: Sequence[str], cwd: Path | None, cache: Path | None, say: Callable[[str], None] | None = None
+) -> dict[str, str]:
     """`{name as written: "sha256:<hex>"}` for each model file or folder of the command ("missing" if gone)."""
     base = cwd or Path.cwd()
     known = _load(cache)
     out: dict[str, str] = {}
     for value in model_paths(argv):
         path = (base / Path(value).expanduser()).resolve()
-        out[value] = _digest(path, known)
+        out[value] = _digest(path, known, say)
     if cache is not None:
         _save(cache, known)
     return out
 
 
-def _digest(path: Path, known: dict[str, list[Any]]) -> str:
+def _digest(path: Path, known: dict[str, list[Any]], say: Callable[[str], None] | None) -> str:
     if path.is_dir():
         folder = hashlib.sha256()
         for child in sorted(p for p in path.rglob("*") if p.is_file()):
-            folder.update(f"{child.relative_to(path).as_posix()}\0{_digest(child, known)}\n".encode())
+            folder.update(f"{child.relative_to(path).as_posix()}\0{_digest(child, known, say)}\n".encode())
         return f"sha256:{folder.hexdigest()}"
     try:
         stat = path.stat()
@@ -87,6 +91,8 @@ def _digest(path: Path, known: dict[str, list[Any]]) -> str:
     entry = known.get(key)
     if entry is not None and entry[:2] == stamp:
         return str(entry[2])
+    if say is not None and stat.st_size > SAY_ABOVE:
+        say(f"hashing {path} ({stat.st_size / 2**30:.1f} GiB) for the run's provenance, once per version of the file")
     digest = hashlib.sha256()
     with path.open("rb") as fh:
         for chunk in iter(lambda: fh.read(1 << 20), b""):

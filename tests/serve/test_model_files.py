@@ -68,3 +68,15 @@ def test_the_cache_is_keyed_by_path_size_and_modification_time(tmp_path: Path) -
     cache.write_text("{not json")  # a damaged cache costs hashing again, never the run
     assert model_digests(argv, None, cache) == {str(model): _sha(b"other")}
     assert json.loads(cache.read_text())[str(model)][2] == _sha(b"other")
+
+
+def test_hashing_a_large_file_is_said_once_per_version(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("evalsuite.serve.files.SAY_ABOVE", 3)
+    cache = tmp_path / "digests.json"
+    (tmp_path / "big.gguf").write_bytes(b"large")
+    (tmp_path / "s.gguf").write_bytes(b"3")
+    said: list[str] = []
+    argv = ["srv", "-m", "./big.gguf", "-md", "./s.gguf"]
+    model_digests(argv, tmp_path, cache, said.append)
+    model_digests(argv, tmp_path, cache, said.append)  # cached: nothing to hash, nothing said
+    assert len(said) == 1 and "big.gguf" in said[0] and "provenance" in said[0]

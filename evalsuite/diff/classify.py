@@ -20,7 +20,7 @@ a margin within `RESOLUTION_STEPS` grid steps a tie as well (see
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
 
@@ -107,21 +107,30 @@ def calibrate(
     near_tie: float = DEFAULT_NEAR_TIE_NATS,
     slack: float = DEFAULT_CONTROL_SLACK,
     resolution: LogitResolution | None = None,
+    elsewhere: Mapping[str, tuple[float, str]] | None = None,
 ) -> Thresholds:
     """The threshold: the near-tie default, raised to `slack` x the largest control margin when that is larger;
-    with `resolution` (the baseline's logit grid), ties within a few grid steps count as numerics too."""
-    best: tuple[float, str] | None = None
+    with `resolution` (the baseline's logit grid), ties within a few grid steps count as numerics too.
+
+    `elsewhere` gives, by control name, the largest margin the same control diverged at on another task
+    of the same comparisons, and that task's name (`evalsuite.compare.pooled`): it counts as the
+    control's own.
+    """
+    best: tuple[float, str, str] | None = None
     for ctl in controls:
         m = ctl.margins
         if len(m) and (best is None or m.max() > best[0]):
-            best = (float(m.max()), ctl.name)
+            best = (float(m.max()), ctl.name, "")
+        seen = (elsewhere or {}).get(ctl.name)
+        if seen is not None and (best is None or seen[0] > best[0]):
+            best = (seen[0], ctl.name, f", on {seen[1]}")
     if best is None or slack * best[0] <= near_tie:
         eff, note = near_tie, f"near-tie default {near_tie:g} nats"
         if best is not None:
-            note += f" (control '{best[1]}' diverged at margins up to {best[0]:.3g} nats)"
+            note += f" (control '{best[1]}' diverged at margins up to {best[0]:.3g} nats{best[2]})"
     else:
         eff = slack * best[0]
-        note = f"{slack:g} x the largest margin at a divergence of control '{best[1]}' ({best[0]:.3g} nats)"
+        note = f"{slack:g} x the largest margin at a divergence of control '{best[1]}' ({best[0]:.3g} nats{best[2]})"
     if resolution is not None and resolution.positions:
         note += f"; {resolution.description}"
     return Thresholds(near_tie, slack, eff, note, resolution)

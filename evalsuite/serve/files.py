@@ -112,9 +112,16 @@ def _load(cache: Path | None) -> dict[str, list[Any]]:
 
 
 def _save(cache: Path, known: dict[str, list[Any]]) -> None:
-    with contextlib.suppress(OSError):  # a cache that cannot be written only costs hashing again
+    """Write the cache whole or not at all (a cache that cannot be written only costs hashing again)."""
+    try:
         cache.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=cache.parent, prefix=".digests-")
+    except OSError:
+        return
+    try:
         with os.fdopen(fd, "w") as fh:
             json.dump(known, fh, sort_keys=True)
         os.replace(tmp, cache)
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)

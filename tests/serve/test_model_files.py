@@ -80,3 +80,13 @@ def test_hashing_a_large_file_is_said_once_per_version(tmp_path: Path, monkeypat
     model_digests(argv, tmp_path, cache, said.append)
     model_digests(argv, tmp_path, cache, said.append)  # cached: nothing to hash, nothing said
     assert len(said) == 1 and "big.gguf" in said[0] and "provenance" in said[0]
+
+
+def test_a_cache_that_cannot_be_written_leaves_nothing_behind(tmp_path: Path) -> None:
+    (tmp_path / "m.gguf").write_bytes(b"m")
+    folder = tmp_path / "cache"
+    folder.mkdir()
+    cache = folder / "digests.json"
+    cache.mkdir()  # a folder where the file should go: replacing it fails
+    assert model_digests(["srv", "-m", "./m.gguf"], tmp_path, cache) == {"./m.gguf": _sha(b"m")}
+    assert [p.name for p in folder.iterdir()] == ["digests.json"]

@@ -118,7 +118,9 @@ def _endpoint_fields(plan: RunPlan) -> dict[str, Any]:
     """The endpoint's identity, with the contents of the model files its server was started with."""
     identity = _endpoint_identity(plan)
     if plan.model_files:  # a file changed in place (a retrained drafter) starts a new run
-        identity["model_files"] = {Path(k).name: v for k, v in plan.model_files.items()}
+        names = [Path(k).name for k in plan.model_files]  # the rig's cache folder differs between machines
+        keys = names if len(set(names)) == len(names) else list(plan.model_files)
+        identity["model_files"] = dict(zip(keys, plan.model_files.values(), strict=True))
     return identity
 
 

@@ -6,6 +6,7 @@ import hashlib
 import json
 import os
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -90,3 +91,18 @@ def test_a_cache_that_cannot_be_written_leaves_nothing_behind(tmp_path: Path) ->
     cache.mkdir()  # a folder where the file should go: replacing it fails
     assert model_digests(["srv", "-m", "./m.gguf"], tmp_path, cache) == {"./m.gguf": _sha(b"m")}
     assert [p.name for p in folder.iterdir()] == ["digests.json"]
+
+
+def test_files_are_named_in_the_fingerprint_by_name_unless_two_share_one() -> None:
+    from evalsuite.runner import _endpoint_fields
+
+    def fields(files: dict[str, str]) -> object:
+        plan = SimpleNamespace(target=SimpleNamespace(rig=None, serve=None, base_url="http://x/v1"), model_files=files)
+        return _endpoint_fields(plan)["model_files"]  # type: ignore[arg-type]
+
+    assert fields({"/cache/a/t.gguf": "sha256:1", "/cache/a/d.gguf": "sha256:2"}) == {
+        "t.gguf": "sha256:1",
+        "d.gguf": "sha256:2",
+    }
+    same = {"/a/model.gguf": "sha256:1", "/b/model.gguf": "sha256:2"}
+    assert fields(same) == same

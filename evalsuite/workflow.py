@@ -54,9 +54,12 @@ class EvalRuns:
 
 @contextlib.contextmanager
 def serving(
-    target: TargetConfig, say: Callable[[str], None], root: Path | None = None
+    target: TargetConfig, say: Callable[[str], None], root: Path | None = None, *, rig_threads: int | None = None
 ) -> Iterator[RunningServer | None]:
-    """Start the server a target needs (its `serve` command or rig configuration) for the duration of the block."""
+    """Start the server a target needs (its `serve` command or rig configuration) for the duration of the block.
+
+    `rig_threads` sets a rig server's thread count (its own default otherwise); a `serve` command runs as written.
+    """
     if target.serve is not None:
         from evalsuite.serve.target import default_log_dir, serve_target
 
@@ -68,8 +71,9 @@ def serving(
         return
     from evalsuite.rig.launcher import serve
 
-    say(f"starting rig server '{target.rig}' for target '{target.name}'...")
-    with serve([target.rig]) as servers:
+    threads = f" ({rig_threads} thread{'s' if rig_threads != 1 else ''})" if rig_threads else ""
+    say(f"starting rig server '{target.rig}' for target '{target.name}'{threads}...")
+    with serve([target.rig], threads=rig_threads) as servers:
         yield servers[target.rig]
 
 

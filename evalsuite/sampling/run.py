@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from evalsuite.config import Config, TargetConfig
+from evalsuite.config import Config
 from evalsuite.engines import make_engine, request_speculation
 from evalsuite.errors import ConfigError, NotComparableError
 from evalsuite.runner import RunOutcome, execute
@@ -17,9 +16,9 @@ from evalsuite.sampling.plan import TASK_SUFFIX, DrawSettings, SeededDraws, plan
 from evalsuite.sampling.tree import END, Draw, build_tree
 from evalsuite.sampling.verdict import JudgeSettings, SamplingVerdict, judge
 from evalsuite.serialize import to_jsonable
-from evalsuite.serve.process import RunningServer
 from evalsuite.store import RunManifest, RunStore, open_run
 from evalsuite.tasks.data import DataChoice
+from evalsuite.workflow import serving
 
 Say = Callable[[str], None]
 ProgressFactory = Callable[[str], Callable[[int, int], Any]]
@@ -99,7 +98,11 @@ def draw_arm(
     """Draw (or finish drawing) one arm on every task with one server start; returns one run per task."""
     target = config.target(target_name)
     outcomes = []
-    with _serving(target, say) as server:
+    # one rig thread: a draw is a handful of tokens from a tiny model, which one thread does in tens of
+    # milliseconds, while ggml's spinning thread pool with two threads on a loaded two-core machine took
+    # 140 times longer (68 ms against 9.6 s per 8-token draw, measured on the CI-sized machine under
+    # load); both arms get the same thread count, and it is part of the run's fingerprint
+    with serving(target, say, config.root, rig_threads=1) as server:
         for task in tasks:
             plan = plan_draws(config, target_name, task, settings, stream=stream, data=data, data_path=data_path)
             plan.served_by(server, say)
@@ -117,26 +120,6 @@ def draw_arm(
             say(f"{label}: {outcome.recorded} new, {outcome.skipped} already stored -> {outcome.folder}")
             outcomes.append(outcome)
     return outcomes
-
-
-@contextlib.contextmanager
-def _serving(target: TargetConfig, say: Say) -> Iterator[RunningServer | None]:
-    """The target's rig server (if it has one) with ONE thread, for the duration of the block.
-
-    A draw is a handful of tokens from a tiny model: one thread does it in
-    tens of milliseconds, while ggml's spinning thread pool with two threads
-    on a loaded two-core machine took 140 times longer (68 ms against 9.6 s
-    per 8-token draw, measured on the CI-sized machine under load).  Both
-    arms get the same thread count, and it is part of the run's fingerprint.
-    """
-    if target.rig is None:
-        yield None
-        return
-    from evalsuite.rig.launcher import serve
-
-    say(f"starting rig server '{target.rig}' for target '{target.name}' (one thread)...")
-    with serve([target.rig], threads=1) as servers:
-        yield servers[target.rig]
 
 
 def load_arm(folders: Sequence[str | Path], *, draws: int | None = None, prompts: int | None = None) -> Arm:

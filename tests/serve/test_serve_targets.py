@@ -191,3 +191,25 @@ def test_a_drafter_changed_in_place_starts_a_new_run_and_an_unchanged_one_resume
     changed, recorded, files = run()
     assert changed != first and recorded == 2
     assert files == {"draft.gguf": "sha256:" + hashlib.sha256(b"GGUF drafter two").hexdigest()}
+
+
+def test_sample_test_starts_served_targets_and_records_their_model_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from evalsuite.cli import main
+    from evalsuite.sampling.plan import TASK_SUFFIX
+
+    monkeypatch.setenv("EVALSUITE_CACHE", str(tmp_path / "cache"))
+    (tmp_path / "draft.gguf").write_bytes(b"GGUF drafter")
+    config_path = _served_project(tmp_path, base_cmd=_fake_cmd(), spec_cmd=_fake_cmd("-md", "./draft.gguf"))
+    args = ["sample-test", "spec", "--config", str(config_path), "--task", "echo", "--prompts", "2"]
+    assert main([*args, "--draws", "3", "--tokens", "4", "-q", "--no-report"]) == 1  # the scripted server: too few
+    manifests = {
+        m["target"]: m
+        for m in map(json.loads, map(Path.read_text, tmp_path.glob(f"runs/*/echo{TASK_SUFFIX}/*/manifest.json")))
+    }
+    assert set(manifests) == {"base", "spec"}
+    assert manifests["spec"]["server_args"][:2] == [sys.executable, str(FAKE)]  # served, not asked of a base_url
+    assert manifests["spec"]["fingerprint_fields"]["endpoint"]["model_files"] == {
+        "draft.gguf": "sha256:" + hashlib.sha256(b"GGUF drafter").hexdigest()
+    }

@@ -26,7 +26,6 @@ from evalsuite.engines.retry import RequestFailed, RetriesExhausted, RetryPolicy
 from evalsuite.errors import EndpointError, HostError
 from evalsuite.records import GenerationParams, Sample, SampleResult
 from evalsuite.serialize import to_jsonable
-from evalsuite.serve.files import CACHE_NAME, model_digests
 from evalsuite.serve.process import RunningServer
 from evalsuite.store import MANIFEST_VERSION, RunManifest, RunStore, fingerprint
 from evalsuite.tasks.build import build_samples, prompt_template_digest
@@ -51,14 +50,11 @@ class RunPlan:
     repeat: int = 0  # 1 = the same run again (a determinism check), kept in its own folder
     model_files: dict[str, str] | None = None  # digests of the model files the server was started with
 
-    def served_by(self, server: RunningServer | None, say: Callable[[str], None] | None = None) -> None:
+    def served_by(self, server: RunningServer | None) -> None:
         """Point the plan at a server the suite started, and record what it was started with."""
-        if server is None:
-            return
-        from evalsuite.rig.build import cache_root
-
-        self.base_url, self.server_args = server.base_url, list(server.args)
-        self.model_files = model_digests(server.args, server.cwd, cache_root() / CACHE_NAME, say)
+        if server is not None:
+            self.base_url, self.server_args = server.base_url, list(server.args)
+            self.model_files = dict(server.model_files) or None
 
 
 @dataclass

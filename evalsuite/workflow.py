@@ -56,25 +56,38 @@ class EvalRuns:
 def serving(
     target: TargetConfig, say: Callable[[str], None], root: Path | None = None, *, rig_threads: int | None = None
 ) -> Iterator[RunningServer | None]:
-    """Start the server a target needs (its `serve` command or rig configuration) for the duration of the block.
+    """Start the server a target needs (its `serve` command or rig configuration) for the duration of the block,
+    with the digests of the model files it reads (hashed here, once per server, not once per run).
 
     `rig_threads` sets a rig server's thread count (its own default otherwise); a `serve` command runs as written.
     """
+    if target.serve is None and target.rig is None:
+        yield None
+        return
+    from evalsuite.rig.build import cache_root
+    from evalsuite.serve.files import CACHE_NAME, model_digests
+
+    with _started(target, say, root, rig_threads) as server:
+        server.model_files = model_digests(server.args, server.cwd, cache_root() / CACHE_NAME, say)
+        yield server
+
+
+@contextlib.contextmanager
+def _started(
+    target: TargetConfig, say: Callable[[str], None], root: Path | None, rig_threads: int | None
+) -> Iterator[RunningServer]:
     if target.serve is not None:
         from evalsuite.serve.target import default_log_dir, serve_target
 
         with serve_target(target, root or Path.cwd(), default_log_dir(), say) as server:
             yield server
         return
-    if target.rig is None:
-        yield None
-        return
     from evalsuite.rig.launcher import serve
 
     threads = f" ({rig_threads} thread{'s' if rig_threads != 1 else ''})" if rig_threads else ""
     say(f"starting rig server '{target.rig}' for target '{target.name}'{threads}...")
-    with serve([target.rig], threads=rig_threads) as servers:
-        yield servers[target.rig]
+    with serve([str(target.rig)], threads=rig_threads) as servers:
+        yield servers[str(target.rig)]
 
 
 def run_target(
@@ -100,7 +113,7 @@ def run_target(
         for task in tasks:
             for repeat in repeats:
                 plan = plans[(task, repeat)]
-                plan.served_by(server, say)
+                plan.served_by(server)
                 label = f"{target_name}/{task}" + (f" (repeat {repeat})" if repeat else "")
                 bar = progress(label) if progress else None
                 outcome = asyncio.run(execute(plan, progress=bar, on_warning=lambda w: say(f"warning: {w}")))

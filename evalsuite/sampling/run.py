@@ -105,7 +105,7 @@ def draw_arm(
     with serving(target, say, config.root, rig_threads=1) as server:
         for task in tasks:
             plan = plan_draws(config, target_name, task, settings, stream=stream, data=data, data_path=data_path)
-            plan.served_by(server, say)
+            plan.served_by(server)
             label = f"{target_name}/{task} draws"
             engine = SeededDraws(make_engine(plan.target, base_url=plan.base_url))
             outcome = asyncio.run(

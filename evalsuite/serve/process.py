@@ -62,6 +62,7 @@ class RunningServer:
     log_path: Path
     process: subprocess.Popen[bytes] = field(repr=False)
     cwd: Path | None = None  # where relative paths in args are taken from
+    model_files: dict[str, str] = field(default_factory=dict)  # digests of its model files, once it serves a run
 
     @property
     def pid(self) -> int:

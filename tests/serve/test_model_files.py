@@ -81,6 +81,9 @@ def test_hashing_a_large_file_is_said_once_per_version(tmp_path: Path, monkeypat
     model_digests(argv, tmp_path, cache, said.append)
     model_digests(argv, tmp_path, cache, said.append)  # cached: nothing to hash, nothing said
     assert len(said) == 1 and "big.gguf" in said[0] and "provenance" in said[0]
+    (tmp_path / "big.gguf").write_bytes(b"larger")  # a new version: hashed, and said, again
+    model_digests(argv, tmp_path, cache, said.append)
+    assert len(said) == 2 and "big.gguf" in said[1]
 
 
 def test_a_cache_that_cannot_be_written_leaves_nothing_behind(tmp_path: Path) -> None:

@@ -20,6 +20,7 @@ from typing import Any, ClassVar
 
 import httpx
 
+from evalsuite.collector import collections_paused
 from evalsuite.config import TargetConfig
 from evalsuite.engines.agree import check_agreement
 from evalsuite.engines.body import (
@@ -162,21 +163,27 @@ class Engine:
         """
         body = self.request_body(sample, params)
         start = time.perf_counter()
+        raw = b""
         try:
             async with asyncio.timeout(self.target.timeout_s):
                 if self.target.stream:
                     data, generic, ttft = await self._post_stream(body, start)
                 else:
-                    data, generic = decoded(await self._post(body))
-                    ttft = _server_ttft(data)
+                    raw = await self._post(body)
         except TimeoutError:
             raise RequestFailed(
                 "timeout", f"no complete response within timeout_s = {self.target.timeout_s:g} s"
             ) from None
         except Exception as exc:  # request_failure() re-raises anything that is not a request failure
             raise request_failure(exc) from exc
-        data, completion = self.accept_read(data, generic, params, latency_s=time.perf_counter() - start, ttft_s=ttft)
-        self.identity.check(data)
+        with collections_paused():  # nothing is awaited: the body's decoded entries are freed before it ends
+            if not self.target.stream:
+                data, generic = _generic(lambda: decoded(raw))
+                ttft = _server_ttft(data)
+            latency_s = time.perf_counter() - start
+            data, completion = self.accept_read(data, generic, params, latency_s=latency_s, ttft_s=ttft)
+            self.identity.check(data)
+            del data, generic
         return completion
 
     def accept_read(

@@ -27,6 +27,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import orjson
 
+from evalsuite.collector import collections_paused
 from evalsuite.records import TokenTrace
 
 TOKEN_COLUMNS = ("ids", "top_logprobs", "detail", "strings")
@@ -134,14 +135,17 @@ def _all_utf8(pieces: list[str], raw: list[bytes | None]) -> bool:
         return False
 
 
+@collections_paused()
 def pack_strings(trace: TokenTrace) -> bytes:
     """Every token string of a trace, packed: pieces as JSON, top-k strings as one name per distinct id where
-    that holds them exactly (else as JSON), and only the exact bytes that differ from their piece's UTF-8."""
+    that holds them exactly (else as JSON), and only the exact bytes that differ from their piece's UTF-8.
+
+    The row tuples and arrays of names it makes are freed before the collector could walk them."""
     flat = trace.top_names()
     named = _names_by_id(trace.top_ids, flat)
     if named is not None:
         name_ids, top = named[0].astype("<i4").tobytes(), dumps_strings(named[1])
-    elif flat is not None:  # rows of k as tuples: the same JSON, without a list per token for the collector
+    elif flat is not None:  # rows of k as tuples: the same JSON, without a list per token
         name_ids, top = b"", dumps_strings(list(zip(*[iter(flat)] * trace.top_ids.shape[1])))
     else:
         name_ids, top = b"", dumps_strings(trace.top_pieces)

@@ -1,0 +1,27 @@
+"""Python's cyclic garbage collector held off around bulk work that makes many short-lived containers.
+
+The collector runs after every 700 new containers (tuples, lists, dicts) and walks every container
+made since its last run.  Reading one 2k-token body makes some 2,000 tuples of alternatives, and
+storing a trace without ids some 16,000 row tuples: each set off a run every 700, and each run walked
+the big columns of the answer being read as well.  Made, used and freed inside `collections_paused`,
+such containers are never walked: they were 5-15 % of the client's CPU per token (bench/scale.py).
+"""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+
+@contextmanager
+def collections_paused() -> Iterator[None]:
+    """No collector runs inside (nothing may be awaited there); a collector the program turned off stays off."""
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()

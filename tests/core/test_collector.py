@@ -1,0 +1,82 @@
+"""Reading and storing long answers sets off no run of the cyclic collector inside the bulk work."""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fake_server import FakeServer, FakeState
+from projects import make_project
+
+from evalsuite.collector import collections_paused
+from evalsuite.config import load_config
+from evalsuite.runner import execute, plan_run
+
+BULK = {"decode_body", "accept_read", "pack_strings"}
+"""The functions that make thousands of short-lived containers per answer."""
+
+
+def _collections(work: Callable[[], Any]) -> list[set[str]]:
+    """The functions on the stack at each start of a collection while `work` runs."""
+    starts: list[set[str]] = []
+
+    def watch(phase: str, info: dict[str, Any]) -> None:
+        if phase == "start":
+            names, frame = set(), sys._getframe(0).f_back
+            while frame is not None:
+                names.add(frame.f_code.co_name)
+                frame = frame.f_back
+            starts.append(names)
+
+    gc.callbacks.append(watch)
+    try:
+        work()
+    finally:
+        gc.callbacks.remove(watch)
+    return starts
+
+
+@pytest.fixture
+def long_answers(request: pytest.FixtureRequest) -> Iterator[FakeServer]:
+    server = FakeServer(FakeState(tokens=2048, legacy=request.param == "lists"))
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.mark.parametrize(
+    ("long_answers", "api"), [("entries", "chat"), ("lists", "completions")], indirect=["long_answers"]
+)
+def test_no_collection_starts_while_an_answer_is_decoded_checked_or_packed(
+    tmp_path: Path, long_answers: FakeServer, api: str
+) -> None:
+    config = load_config(make_project(tmp_path, long_answers.base_url, n=4, target_extra=f'api = "{api}"'))
+    plan = plan_run(config, "base", "echo", max_tokens=2048)
+    plan.runs_dir = tmp_path / "runs"
+    outcome: list[Any] = []
+    starts = _collections(lambda: outcome.append(asyncio.run(execute(plan, progress=lambda done, total: None))))
+    assert outcome[0].recorded == 4
+    assert [names & BULK for names in starts if names & BULK] == []
+
+
+def test_the_collector_is_paused_inside_and_back_after_an_error() -> None:
+    assert gc.isenabled()
+    with pytest.raises(KeyError), collections_paused():
+        assert not gc.isenabled()
+        raise KeyError("x")
+    assert gc.isenabled()
+
+
+def test_a_collector_the_program_turned_off_stays_off() -> None:
+    gc.disable()
+    try:
+        with collections_paused():
+            assert not gc.isenabled()
+        assert not gc.isenabled()
+    finally:
+        gc.enable()

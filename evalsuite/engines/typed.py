@@ -21,7 +21,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from itertools import chain
-from operator import attrgetter
 from typing import Annotated, Any
 
 import msgspec
@@ -145,9 +144,6 @@ def _choice(choice: Choice | ChunkChoice) -> dict[str, Any]:
     return out
 
 
-_ID, _TOKEN, _LOGPROB, _BYTES, _TOP = map(attrgetter, ("id", "token", "logprob", "bytes", "top_logprobs"))
-
-
 class TypedEntries:
     """`logprobs.content` decoded typed, in the dict the schema checks: its checked columns on demand."""
 
@@ -160,7 +156,7 @@ class TypedEntries:
 
 
 class EntryTuple(TypedEntries):
-    """A body's entries, decoded together: their fields are pulled out a column at a time (in C)."""
+    """A body's entries, decoded together: their fields are pulled out a column at a time."""
 
     def __init__(self, entries: tuple[Entry, ...]):
         self.entries = entries
@@ -171,20 +167,23 @@ class EntryTuple(TypedEntries):
     def columns(self, id_limit: int) -> Columns | None:
         entries = self.entries
         counts, alts = _alternatives(entries)
-        raws = list(map(_BYTES, entries))
-        alt_raws = b"\0".join(map(_BYTES, alts))
+        raws = [entry.bytes for entry in entries]
+        alt_raws = b"\0".join([alt.bytes for alt in alts])
         return checked(counts, _fields(entries), raws, _fields(alts), id_limit, alt_raws=alt_raws, typed=True)
 
 
 def _alternatives(entries: Sequence[Entry]) -> tuple[list[int], list[Alternative]]:
     """How many alternatives each entry has, and all of them in order."""
-    tops = list(map(_TOP, entries))
+    tops = [entry.top_logprobs for entry in entries]
     return alternative_counts(tops), list(chain.from_iterable(filter(None, tops)))
 
 
 def _fields(structs: Sequence[Entry | Alternative]) -> Fields:
-    """The id, token and logprob of each entry or alternative, a field at a time (attribute reads mapped in C)."""
-    return Fields(list(map(_ID, structs)), list(map(_TOKEN, structs)), list(map(_LOGPROB, structs)))
+    """The id, token and logprob of each entry or alternative, a field at a time.
+
+    Comprehensions, not `map(attrgetter(...))`: the interpreter reads a struct's field from its slot
+    directly, where attrgetter goes through the generic attribute lookup (~2.7x the time)."""
+    return Fields([s.id for s in structs], [s.token for s in structs], [s.logprob for s in structs])
 
 
 class EntryColumns(TypedEntries):
@@ -208,14 +207,14 @@ class EntryColumns(TypedEntries):
         self.ids += chosen.ids
         self.tokens += chosen.tokens
         self.logprobs += chosen.logprobs
-        raws = list(map(_BYTES, entries))
+        raws: list[Any] = [entry.bytes for entry in entries]
         self.raws += [None if b is None else bytes(b) for b in raws] if None in raws else map(bytes, raws)
         self.counts += counts
         self.top_ids += top.ids
         self.top_tokens += top.tokens
         self.top_logprobs += top.logprobs
         if alts:
-            self.top_bytes.append(b"\0".join(map(_BYTES, alts)))
+            self.top_bytes.append(b"\0".join([alt.bytes for alt in alts]))
 
     def __len__(self) -> int:
         return len(self.ids)

@@ -289,26 +289,25 @@ def checked(
     )
 
 
-def legacy_columns(logprobs: dict[str, Any], id_limit: int) -> Columns | None:
+def legacy_columns(logprobs: dict[str, Any], id_limit: int, *, typed: bool = False) -> Columns | None:
     """The checked columns of the completions route's legacy lists, or None when any value breaks a rule.
 
     `tokens`, `token_logprobs` (one per token, or absent) and `top_logprobs` (an object of token ->
     logprob per token, or absent) become the columns `gather` makes of `logprobs.content`: no ids,
     each token's alternatives most likely first (ties keep their order: a stable sort).  None also
-    where a list is not of that shape; walking the values names the fault.
+    where a list is not of that shape; walking the values names the fault.  `typed`: the values are
+    known to be of their types already (typed.TypedLists).
     """
     tokens = logprobs.get("tokens") or []
     n = len(tokens)
     lps = logprobs.get("token_logprobs") or [None] * n
     tops = logprobs.get("top_logprobs") or [None] * n
-    if not len(lps) == len(tops) == n or not set(map(type, tops)) <= {dict, _NONE}:
+    if not len(lps) == len(tops) == n or not (typed or set(map(type, tops)) <= {dict, _NONE}):
         return None
     given = list(filter(None, tops))
     values = list(chain.from_iterable(map(dict.values, given)))
-    if not set(map(type, values)) <= {int, float}:
-        return None  # an alternative's logprob is a number, never absent (and only numbers rank)
-    if not (set(map(type, tokens)) <= _STRS and set(map(type, lps)) <= _NUMBERS):
-        return None  # the alternatives' tokens are JSON object keys: strings; so every type is known below
+    if not (typed or _legacy_types_ok(tokens, lps, values)):
+        return None
     counts = alternative_counts(tops)  # None or {}: no alternatives
     ranked = _ranked_already(values, list(map(len, given)))
     if ranked is not None:  # as servers send them: no pair is made or sorted
@@ -318,6 +317,16 @@ def legacy_columns(logprobs: dict[str, Any], id_limit: int) -> Columns | None:
         others = Fields([None] * len(alts), list(map(_KEY, alts)), list(map(_VALUE, alts)))
     return checked(
         counts, Fields([None] * n, tokens, lps), [None] * n, others, id_limit, typed=True, alt_logprobs=ranked
+    )
+
+
+def _legacy_types_ok(tokens: list[Any], logprobs: list[Any], values: list[Any]) -> bool:
+    """Tokens strings (or absent), logprobs numbers (or absent), alternatives' logprobs numbers: an
+    alternative's logprob is never absent, as only numbers rank (its token is an object key: a string)."""
+    return (
+        set(map(type, values)) <= {int, float}
+        and set(map(type, tokens)) <= _STRS
+        and set(map(type, logprobs)) <= _NUMBERS
     )
 
 

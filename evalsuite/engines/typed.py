@@ -53,9 +53,10 @@ class Entry(msgspec.Struct, gc=False):
 
 class Logprobs(msgspec.Struct, gc=False):
     content: tuple[Entry, ...] | None | UnsetType = UNSET
-    tokens: Any = UNSET  # the completions route's legacy columns stay plain values
-    token_logprobs: Any = UNSET
-    top_logprobs: Any = UNSET
+    # the completions route's legacy columns (vLLM's), as plain lists whose value types are checked here
+    tokens: list[str] | None | UnsetType = UNSET
+    token_logprobs: list[float | None] | None | UnsetType = UNSET
+    top_logprobs: list[dict[str, float] | None] | None | UnsetType = UNSET
 
 
 class Choice(msgspec.Struct, gc=False):
@@ -138,10 +139,15 @@ def decode_body(raw: bytes) -> dict[str, Any] | None:
 def _choice(choice: Choice | ChunkChoice) -> dict[str, Any]:
     out = plain(choice)
     if isinstance(choice.logprobs, Logprobs):
-        logprobs = out["logprobs"] = plain(choice.logprobs)
+        logprobs = out["logprobs"] = TypedLists(plain(choice.logprobs))
         if isinstance(choice.logprobs.content, tuple):
             logprobs["content"] = EntryTuple(choice.logprobs.content)
     return out
+
+
+class TypedLists(dict[str, Any]):
+    """A `logprobs` object read typed: its legacy lists' values are known to be of their types (strings;
+    numbers or null; objects of numbers or null), so `columns.legacy_columns` checks only their values."""
 
 
 class TypedEntries:

@@ -24,7 +24,7 @@ from typing import Any
 from msgspec import DecodeError
 
 from evalsuite.engines.stream import LEGACY_KEYS, EventReader, Lines, incomplete, merge_chunks, read_generic, take
-from evalsuite.engines.typed import CHUNK, UNSET, Chunk, Entry, EntryColumns, Logprobs
+from evalsuite.engines.typed import CHUNK, UNSET, Chunk, Entry, EntryColumns, Logprobs, TypedLists
 
 Generic = Callable[[], dict[str, Any]]
 
@@ -277,7 +277,7 @@ class TypedEvents:
         if len(self._entries):
             choice["logprobs"] = {"content": self._entries}
         elif self._legacy["tokens"]:
-            choice["logprobs"] = {key: values for key, values in self._legacy.items() if values}
+            choice["logprobs"] = TypedLists({key: values for key, values in self._legacy.items() if values})
         if self._token_ids:
             choice["token_ids"] = self._token_ids
         return {**self._merged, "choices": [choice]}

@@ -16,7 +16,7 @@ from typing import Any
 
 from evalsuite.engines.columns import LOGPROB_SLACK, TOKEN_ID_PREFIX, Columns, gather, legacy_columns
 from evalsuite.engines.retry import RequestFailed
-from evalsuite.engines.typed import TypedEntries
+from evalsuite.engines.typed import TypedEntries, TypedLists
 
 MAX_TOKEN_ID = 2**31  # ids are stored as int32; anything at or above is not a real vocabulary index
 FAILED_FINISH = frozenset({"abort", "aborted", "error", "cancelled", "canceled"})
@@ -154,13 +154,14 @@ class ResponseSchema:
         tokens = logprobs.get("tokens")
         if tokens is None:
             return None, None
-        if not isinstance(tokens, list) or not set(map(type, tokens)) <= {str}:
+        typed = isinstance(logprobs, TypedLists)  # typed.py: the lists' value types were checked while decoding
+        if not isinstance(tokens, list) or not (typed or set(map(type, tokens)) <= {str}):
             raise _fail(f"{path}.tokens", tokens, "a list of token strings")
         for key in ("token_logprobs", "top_logprobs"):
             column = logprobs.get(key)
             if column is not None and (not isinstance(column, list) or len(column) != len(tokens)):
                 raise _fail(f"{path}.{key}", column, f"a list of {len(tokens)} values, one per token")
-        columns = legacy_columns(logprobs, self.id_limit)
+        columns = legacy_columns(logprobs, self.id_limit, typed=typed)
         if columns is not None:  # the usual case: every value checked at once, the columns kept for parsing
             return len(tokens), columns
         for i, lp in enumerate(logprobs.get("token_logprobs") or ()):

@@ -27,7 +27,7 @@ from evalsuite.engines.body import loads
 from evalsuite.engines.columns import byte_lists_ok
 from evalsuite.engines.retry import RequestFailed
 from evalsuite.engines.stream import Lines, merge_chunks, read_events
-from evalsuite.engines.typed import Alternative, Entry, EntryColumns, EntryTuple, decode_body
+from evalsuite.engines.typed import Alternative, Entry, EntryColumns, EntryTuple, TypedLists, decode_body
 from evalsuite.engines.typed_stream import read_stream
 from evalsuite.records import Completion, GenerationParams
 
@@ -182,7 +182,8 @@ def test_streamed_legacy_lists_are_read_typed() -> None:
     pieces = _pieces(_sse(stream_events(_body(False, tokens=50, k=5, legacy=True)), crlf=False), [7, 500, 4000])
     data, generic = asyncio.run(read_stream(_aiter(pieces)))
     lists = data["choices"][0]["logprobs"]
-    assert generic is not None and len(lists["tokens"]) == len(lists["top_logprobs"]) == 50
+    assert generic is not None and isinstance(lists, TypedLists)
+    assert len(lists["tokens"]) == len(lists["top_logprobs"]) == 50
     read = _outcome(False, _read_stream(pieces))
     assert isinstance(read, Completion) and read.tokens is not None and read.tokens.top_logprobs.shape == (50, 5)
     _same(read, _outcome(False, _generic_stream(pieces)))
@@ -319,6 +320,27 @@ def test_each_legacy_list_value_in_a_stream_reads_alike_typed_and_generically(ke
     events[1]["choices"][0]["logprobs"][key] = value
     pieces = _pieces(_sse(events, crlf=False), [30, 300])
     _same(_outcome(False, _read_stream(pieces)), _outcome(False, _generic_stream(pieces)))
+
+
+@pytest.mark.parametrize("key", ["tokens", "token_logprobs", "top_logprobs"])
+@pytest.mark.parametrize(
+    "value", [None, "ab", "token_id:5", 0, -2, True, 10**400, {"a": -1.0}, {"a": 0}, {"a": True}, {"a": None}, {}, []]
+)
+def test_each_legacy_list_item_in_a_body_reads_alike_typed_and_generically(key: str, value: Any) -> None:
+    """The lists' value types are checked while decoding: any item of another type reads as generically."""
+    body = _body(False, tokens=4, k=2, legacy=True)
+    body["choices"][0]["logprobs"][key][1] = value
+    raw = json.dumps(body).encode()
+    _same(_outcome(False, _read_body(raw)), _outcome(False, _generic_body(raw)))
+
+
+def test_well_formed_legacy_lists_are_read_typed() -> None:
+    raw = json.dumps(_body(False, tokens=20, k=5, legacy=True)).encode()
+    data = decode_body(raw)
+    assert data is not None and isinstance(data["choices"][0]["logprobs"], TypedLists)
+    read = _outcome(False, _read_body(raw))
+    assert isinstance(read, Completion) and read.tokens is not None and read.tokens.top_logprobs.shape == (20, 5)
+    _same(read, _outcome(False, _generic_body(raw)))
 
 
 def _event_cuts(events: list[Any]) -> list[int]:

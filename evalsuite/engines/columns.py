@@ -475,11 +475,11 @@ def byte_lists_ok(joined: bytes) -> bool:
 
     All are checked together, in numpy: only digits, commas, brackets and whitespace; each value
     one list with no list inside; no number of four digits or more, and none of three above 255
-    (only the numbers of three digits are read).  False may also mean an unusual spelling (`[ ]`): the caller then reads
-    the body generically, which names any fault.
+    (only the numbers of three digits are read).  False may also mean an unusual spelling (whitespace
+    before a list): the caller then reads the body generically, which names any fault.
     """
-    if b"l" in joined or b"[]" in joined:  # null, or an empty list: both fine, and left out
-        joined = b"\0".join(v for v in joined.split(b"\0") if v not in (b"null", b"[]"))
+    if b"l" in joined:  # null: fine, and left out (an empty list passes the checks below as it is)
+        joined = b"\0".join(v for v in joined.split(b"\0") if v != b"null")
     if not joined:
         return True
     if joined.translate(None, _LIST_BYTES):

@@ -310,7 +310,7 @@ def test_raw_byte_lists_that_are_not_each_one_flat_list_are_refused(joined: byte
 
 
 def test_no_raw_byte_lists_or_only_empty_ones_pass() -> None:
-    assert byte_lists_ok(b"") and byte_lists_ok(b"null\0[]\0null")
+    assert byte_lists_ok(b"") and byte_lists_ok(b"null\0[]\0null") and byte_lists_ok(b"[ ]\0[]\0[1]\0[\t]")
 
 
 @pytest.mark.parametrize("key", ["tokens", "token_logprobs", "top_logprobs", "text_offset"])

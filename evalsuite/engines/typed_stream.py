@@ -85,6 +85,7 @@ class TypedEvents:
         self._reasoning: list[str] = []
         self._entries = EntryColumns()
         self._content: list[tuple[Entry, ...]] = []  # the entries of the events read since the last fold
+        self._lists: list[Logprobs] = []  # the events' legacy lists read since the last fold
         self._head: tuple[Any, ...] = ()  # id, model and system_fingerprint of the last event
         self._token_ids: list[Any] = []
         self._legacy: dict[str, list[Any]] = {key: [] for key in LEGACY_KEYS}
@@ -167,10 +168,18 @@ class TypedEvents:
         return False
 
     def _fold(self) -> None:
-        """Take the entries of the events read so far into the columns, all at once (the events are not kept)."""
+        """Take the entries and lists of the events read so far into the columns, all at once (the events are
+        not kept).  The lists are extended as the generic merge does: by the list values (typed: a list or
+        nothing)."""
         if self._content:
             self._entries.add(list(chain.from_iterable(self._content)))
             self._content.clear()
+        if self._lists:
+            lists, legacy = self._lists, self._legacy
+            legacy["tokens"] += chain.from_iterable(filter(None, [lp.tokens for lp in lists]))
+            legacy["token_logprobs"] += chain.from_iterable(filter(None, [lp.token_logprobs for lp in lists]))
+            legacy["top_logprobs"] += chain.from_iterable(filter(None, [lp.top_logprobs for lp in lists]))
+            lists.clear()
 
     def _payload(self) -> bytes:
         """The data of the event whose blank line was read (its data lines joined), taken out of the buffer."""
@@ -236,23 +245,12 @@ class TypedEvents:
             if type(logprobs) is Logprobs:
                 if logprobs.content:
                     self._content.append(logprobs.content)
-                if (
-                    logprobs.tokens is not UNSET
-                    or logprobs.token_logprobs is not UNSET
-                    or logprobs.top_logprobs is not UNSET
-                ):
-                    self._extend_legacy(logprobs)
+                if logprobs.tokens or logprobs.token_logprobs or logprobs.top_logprobs:  # UNSET is false too
+                    self._lists.append(logprobs)
             if type(choice.token_ids) is list:
                 self._token_ids.extend(choice.token_ids)
             if finish is not UNSET and finish:
                 self._finish = finish
-
-    def _extend_legacy(self, logprobs: Logprobs) -> None:
-        """The completions route's lists of one event, extended as the generic merge does (list values only)."""
-        legacy = self._legacy
-        for key, value in zip(legacy, (logprobs.tokens, logprobs.token_logprobs, logprobs.top_logprobs)):
-            if type(value) is list:
-                legacy[key] += value
 
     def _merge_head(self, id_: Any, model: Any, fingerprint: Any) -> None:
         """The event's id (the last one wins), model and system fingerprint (another one mid-stream: untyped)."""

@@ -17,7 +17,7 @@ the generic reader gives, at the same event.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from itertools import chain, repeat
 from typing import Any
 
@@ -176,9 +176,9 @@ class TypedEvents:
             self._content.clear()
         if self._lists:
             lists, legacy = self._lists, self._legacy
-            legacy["tokens"] += chain.from_iterable(filter(None, [lp.tokens for lp in lists]))
-            legacy["token_logprobs"] += chain.from_iterable(filter(None, [lp.token_logprobs for lp in lists]))
-            legacy["top_logprobs"] += chain.from_iterable(filter(None, [lp.top_logprobs for lp in lists]))
+            legacy["tokens"] += _joined([lp.tokens for lp in lists])
+            legacy["token_logprobs"] += _joined([lp.token_logprobs for lp in lists])
+            legacy["top_logprobs"] += _joined([lp.top_logprobs for lp in lists])
             lists.clear()
 
     def _payload(self) -> bytes:
@@ -279,6 +279,11 @@ class TypedEvents:
         if self._token_ids:
             choice["token_ids"] = self._token_ids
         return {**self._merged, "choices": [choice]}
+
+
+def _joined(lists: list[Any]) -> Iterator[Any]:
+    """The items of the lists among `lists` (the others are None or UNSET), in order."""
+    return chain.from_iterable(filter(None, lists))
 
 
 def _piece(out: list[str], value: Any) -> None:

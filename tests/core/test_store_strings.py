@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import zlib
 from pathlib import Path
 
+import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -12,7 +14,7 @@ from evalsuite.engines.parse import trace_from_entries
 from evalsuite.records import Completion, SampleResult
 from evalsuite.store import RunStore, open_run
 from evalsuite.store.codec import _dumps, _dumps_strings
-from evalsuite.store.tokens import pack_strings, unpack_strings
+from evalsuite.store.tokens import pack_detail, pack_strings, unpack_detail, unpack_strings
 
 ANY_CHAR = st.characters(codec=None, exclude_categories=())  # lone surrogates and control characters included
 pieces_lists = st.lists(st.text(ANY_CHAR, max_size=6), max_size=8)
@@ -89,3 +91,27 @@ def test_any_trace_reads_back_as_packed(data: st.DataObject) -> None:
     entries = [dict(entry(), top_logprobs=[entry() for _ in range(k)]) for _ in range(n)]
     trace = trace_from_entries(entries)
     assert unpack_strings(pack_strings(trace), trace.top_ids) == (trace.pieces, trace.raw, trace.top_pieces)
+
+
+def test_packed_columns_are_zlib_streams_and_stores_zlib_wrote_read_the_same() -> None:
+    """The packed columns are written by ISA-L: any zlib reads them, and the blobs stdlib zlib wrote before read
+    back as ever."""
+    entries = [
+        {"token": t, "logprob": -0.5, "id": i, "top_logprobs": [{"token": t, "logprob": -0.5, "id": i}]}
+        for i, t in enumerate(["the", " answer", " is", " 42", "\ud83d"] * 40)
+    ]
+    trace = trace_from_entries(entries)
+    strings = pack_strings(trace)
+    detail = pack_detail(trace.ids, trace.logprobs, trace.top_ids, trace.top_logprobs)
+    for blob in (strings, detail):
+        assert zlib.compress(zlib.decompress(blob), 1) != blob  # written by another deflater, read by zlib
+    old_strings = zlib.compress(zlib.decompress(strings), 1)
+    old_detail = zlib.compress(zlib.decompress(detail), 1)
+    expected = (trace.pieces, trace.raw, trace.top_pieces)
+    assert unpack_strings(old_strings, trace.top_ids) == unpack_strings(strings, trace.top_ids) == expected
+    for got in (
+        unpack_detail(old_detail, trace.ids, trace.top_logprobs),
+        unpack_detail(detail, trace.ids, trace.top_logprobs),
+    ):
+        np.testing.assert_array_equal(got[0], trace.top_ids)
+        np.testing.assert_array_equal(got[1], trace.logprobs)

@@ -28,6 +28,8 @@ from projects import copy_project, vllm_target
 
 from evalsuite.compare import Comparison
 from evalsuite.config import Config, load_config
+from evalsuite.engines import base
+from evalsuite.engines.typed import TypedLists
 from evalsuite.report import write_reports
 from evalsuite.rig.launcher import RunningServer, serve
 from evalsuite.rig.vllm.env import VLLM_VERSION
@@ -115,6 +117,30 @@ def test_completions_route_gives_the_same_token_data(project: Config) -> None:
         trace = result.completion.tokens
         assert trace is not None and trace.has_ids and trace.has_top.all()
         assert not any(p.startswith("token_id:") for p in trace.pieces)
+
+
+def test_completions_lists_are_read_typed_whole_and_streamed(project: Config, monkeypatch: pytest.MonkeyPatch) -> None:
+    """vLLM's parallel lists take the typed reading (engines/typed.py), not the generic one it falls back to for
+    any value of an unusual type: a vLLM release that changed their shape would keep its answers, slower."""
+    seen: list[Any] = []
+    decode, read = base.decode_body, base.read_stream
+
+    def decode_body(raw: bytes) -> Any:
+        seen.append(decode(raw))
+        return seen[-1]
+
+    async def read_stream(pieces: Any, on_first: Any = None) -> Any:
+        merged, generic = await read(pieces, on_first)
+        seen.append(merged if generic is not None else None)
+        return merged, generic
+
+    monkeypatch.setattr(base, "decode_body", decode_body)
+    monkeypatch.setattr(base, "read_stream", read_stream)
+    for name in ("vcomp", "vcompst"):
+        outcomes = run_target(project, name, ["gsm8k"], RunOptions(data="fixture", limit=2, max_tokens=16))
+        assert sum(o.recorded for o in outcomes.values()) == 2
+    assert len(seen) == 4 and all(data is not None for data in seen)
+    assert all(isinstance(data["choices"][0]["logprobs"], TypedLists) for data in seen)
 
 
 def test_completions_streamed_give_what_the_whole_answer_gives(project: Config) -> None:

@@ -10,8 +10,13 @@ such containers are never walked: they were 5-15 % of the client's CPU per token
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from functools import wraps
+from typing import ParamSpec, TypeVar
+
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
 @contextmanager
@@ -25,3 +30,21 @@ def collections_paused() -> Iterator[None]:
         yield
     finally:
         gc.enable()
+
+
+def pausing_collections(func: Callable[P, R]) -> Callable[P, R]:
+    """`func` run as inside `collections_paused`, for what runs once per network read: a stream read as it
+    arrives calls it once per token when the server is slower than the client, where a plain wrapper costs
+    about an eighth of the context manager's generator (0.1 against 0.8 us)."""
+
+    @wraps(func)
+    def paused(*args: P.args, **kwargs: P.kwargs) -> R:
+        if not gc.isenabled():
+            return func(*args, **kwargs)
+        gc.disable()
+        try:
+            return func(*args, **kwargs)
+        finally:
+            gc.enable()
+
+    return paused

@@ -23,7 +23,7 @@ from typing import Any
 
 from msgspec import DecodeError
 
-from evalsuite.collector import collections_paused
+from evalsuite.collector import pausing_collections
 from evalsuite.engines.stream import LEGACY_KEYS, EventReader, Lines, incomplete, merge_chunks, read_generic, take
 from evalsuite.engines.typed import CHUNK, UNSET, Chunk, Entry, EntryColumns, Logprobs, TypedLists
 
@@ -94,7 +94,7 @@ class TypedEvents:
         self._finish: Any = None
         self._merged: dict[str, Any] = {}
 
-    @collections_paused()  # each event's containers are made and freed inside: the collector never walks them
+    @pausing_collections  # each event's containers are made and freed inside: the collector never walks them
     def feed(self, piece: bytes) -> bool:
         """Take a piece of the body; True once `[DONE]` was read (nothing after it is read)."""
         if b"\n" not in piece:

@@ -28,7 +28,7 @@ import numpy as np
 import orjson
 from isal import isal_zlib
 
-from evalsuite.collector import collections_paused
+from evalsuite.collector import pausing_collections
 from evalsuite.records import TokenTrace
 
 TOKEN_COLUMNS = ("ids", "top_logprobs", "detail", "strings")
@@ -136,7 +136,7 @@ def _all_utf8(pieces: list[str], raw: list[bytes | None]) -> bool:
         return False
 
 
-@collections_paused()
+@pausing_collections
 def pack_strings(trace: TokenTrace) -> bytes:
     """Every token string of a trace, packed: pieces as JSON, top-k strings as one name per distinct id where
     that holds them exactly (else as JSON), and only the exact bytes that differ from their piece's UTF-8.

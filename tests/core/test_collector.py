@@ -16,7 +16,7 @@ import pytest
 from fake_server import FakeServer, FakeState
 from projects import make_project
 
-from evalsuite.collector import collections_paused
+from evalsuite.collector import collections_paused, pausing_collections
 from evalsuite.config import load_config
 from evalsuite.runner import execute, plan_run
 
@@ -91,3 +91,25 @@ def test_a_collector_the_program_turned_off_stays_off() -> None:
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+def test_a_function_wrapped_runs_paused_and_leaves_the_collector_as_it_found_it() -> None:
+    seen: list[bool] = []
+
+    @pausing_collections
+    def work(fail: bool) -> str:
+        seen.append(gc.isenabled())
+        if fail:
+            raise KeyError("x")
+        return "done"
+
+    assert work(False) == "done" and gc.isenabled()
+    with pytest.raises(KeyError):
+        work(True)
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        assert work(False) == "done" and not gc.isenabled()
+    finally:
+        gc.enable()
+    assert seen == [False, False, False]

@@ -4,8 +4,8 @@ A streamed answer is one event per token.  The generic reader (`stream.EventRead
 parses each event into dicts and keeps them all until the stream ends, so a 16k-token stream held
 16k chunk trees for the garbage collector to walk again and again.  `TypedEvents` applies the same
 rules to the raw lines, decodes each event into untracked structs, and folds it into the merged
-answer's columns with the other events of its piece of the body: only the token entries stay.  A
-piece in the usual framing (each event one `data:` line and a blank one) is split into its events
+answer's columns with the other events read since the last fold (a few hundred at a time): only the
+token entries stay.  A piece in the usual framing (each event one `data:` line and a blank one) is split into its events
 without looking at each line in turn, and an event that repeats the last one's id, model and
 fingerprint skips their merging.
 
@@ -28,6 +28,9 @@ from evalsuite.engines.stream import LEGACY_KEYS, EventReader, Lines, incomplete
 from evalsuite.engines.typed import CHUNK, UNSET, Chunk, Entry, EntryColumns, Logprobs, TypedLists
 
 Generic = Callable[[], dict[str, Any]]
+_FOLD_AT = 256
+"""Events read and not yet folded into the columns at which they are: a fold costs as much for one event as for
+hundreds, and a server slower than the client sends one event a network read."""
 
 
 async def read_stream(
@@ -108,6 +111,7 @@ class TypedEvents:
         self._buffer = bytearray(lines.pop())  # after the last line feed: the start of a line to come
         return self._lines(lines, returns)
 
+    @pausing_collections
     def finish(self) -> dict[str, Any]:
         """The merged response, once the body has ended (RequestFailed when it was cut off)."""
         if not self.done and self._buffer:
@@ -117,6 +121,7 @@ class TypedEvents:
             self._lines([b""], False)
         if not self.done and not self.finished:
             raise incomplete(self.events)
+        self._fold()
         return self._result()
 
     def _lines(self, lines: list[bytes], returns: bool) -> bool:
@@ -124,7 +129,8 @@ class TypedEvents:
         done = self._framed(lines)
         if done is None:
             done = self._each(lines, returns)
-        self._fold()
+        if len(self._content) + len(self._lists) >= _FOLD_AT:
+            self._fold()
         return done
 
     def _framed(self, lines: list[bytes]) -> bool | None:
@@ -171,8 +177,8 @@ class TypedEvents:
 
     def _fold(self) -> None:
         """Take the entries and lists of the events read so far into the columns, all at once (the events are
-        not kept).  The lists are extended as the generic merge does: by the list values (typed: a list or
-        nothing)."""
+        then not kept).  The lists are extended as the generic merge does: by the list values (typed: a list
+        or nothing)."""
         if self._content:
             self._entries.add(list(chain.from_iterable(self._content)))
             self._content.clear()

@@ -13,7 +13,10 @@ and at least 100,000 tokens per client CPU second.  Store bytes per token and th
 16k tokens; the scripted server sends each event of a stream as an HTTP chunk of its own, as
 llama-server, vLLM and SGLang do.  The "(lists)" rows are the completions route as vLLM answers it:
 logprobs in parallel `tokens` / `token_logprobs` / `top_logprobs` lists (no ids, each token's
-alternatives an object), whose floor pulls out those lists and the (token, logprob) pairs.
+alternatives an object), whose floor pulls out those lists and the (token, logprob) pairs.  The
+"paced" row is a server generating slower than its client reads, as a real one streaming tokens
+as it makes them: the events come 0.5 ms apart, so each network read brings about one event and
+what the client does per read (the event loop's wait, the HTTP layers) is paid per token.
 
     .venv/bin/python bench/scale.py [--full] [--sections ingest] [--repeat 3]
     SCALE=full .venv/bin/python bench/scale.py
@@ -49,6 +52,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 LENGTHS = (2048, 16_000, 32_000)
 CONCURRENCY = (1, 64)
+PACE_S = 0.0005
 
 
 @dataclass(frozen=True)
@@ -62,10 +66,13 @@ class Case:
     stream: bool = False
     legacy: bool = False
     """Completions logprobs in vLLM's parallel lists instead of llama.cpp's entries."""
+    pace_s: float = 0.0
+    """A stream's events sent one at a time, this long apart: each read of the client brings about one."""
 
     @property
     def label(self) -> str:
-        return f"{self.api}{' (lists)' if self.legacy else ''}{' stream' if self.stream else ''}"
+        paced = ", paced" if self.pace_s else ""
+        return f"{self.api}{' (lists)' if self.legacy else ''}{' stream' if self.stream else ''}{paced}"
 
 
 def ingest_cases(full: bool) -> list[Case]:
@@ -76,6 +83,7 @@ def ingest_cases(full: bool) -> list[Case]:
     routes = [("chat", True, False), ("completions", False, False), ("completions", True, False)]
     routes += [("completions", False, True), ("completions", True, True)]
     cases += [Case(16_000, count(16_000), 8, api, stream, legacy) for api, stream, legacy in routes]
+    cases.append(Case(2048, count(2048), 8, "chat", stream=True, pace_s=PACE_S))
     return cases
 
 
@@ -85,11 +93,11 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def start_server(tokens: int, legacy: bool = False) -> tuple[subprocess.Popen[str], str]:
+def start_server(tokens: int, legacy: bool = False, pace_s: float = 0.0) -> tuple[subprocess.Popen[str], str]:
     port = free_port()
     cmd = [sys.executable, str(ROOT / "fixtures" / "fake_server.py"), "--port", str(port), "--tokens", str(tokens)]
     proc = subprocess.Popen(
-        [*cmd, *(["--legacy"] if legacy else [])],
+        [*cmd, *(["--legacy"] if legacy else []), "--pace", str(pace_s)],
         stdout=subprocess.PIPE,
         text=True,
     )
@@ -117,7 +125,7 @@ def child(spec: dict[str, Any]) -> None:
     from evalsuite.config import load_config
     from evalsuite.runner import execute, plan_run
 
-    case = Case(spec["tokens"], spec["responses"], spec["concurrency"], spec["api"], spec["stream"], spec["legacy"])
+    case = Case(**{key: value for key, value in spec.items() if key not in ("url", "folder")})
     folder = Path(spec["folder"])
     extra = f'concurrency = {case.concurrency}\napi = "{case.api}"\nstream = {str(case.stream).lower()}'
     config = load_config(make_project(folder, spec["url"], n=case.responses, target_extra=extra))
@@ -237,7 +245,7 @@ def _ratio(run: dict[str, Any]) -> float:
 
 def ingest_once(case: Case) -> dict[str, Any]:
     """One run of a row: a fresh server, a fresh client process."""
-    server, url = start_server(case.tokens, case.legacy)
+    server, url = start_server(case.tokens, case.legacy, case.pace_s)
     try:
         with tempfile.TemporaryDirectory(prefix="scale-") as tmp:
             return run_child(case, url, Path(tmp))

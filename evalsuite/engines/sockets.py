@@ -35,19 +35,26 @@ class SocketStream(httpcore.AsyncNetworkStream):
         self._waiting = 0  # reads or writes parked on the loop
         self._closing = False
         self._ready_reads = 0  # reads in a row that found data without waiting
+        self._more = False  # the last read filled its buffer: more is likely waiting in the socket
 
     async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
         if self._ready_reads >= YIELD_EVERY:  # a body arriving faster than it is read still lets other tasks run
             self._ready_reads = 0
             await asyncio.sleep(0)
         with _mapped(httpcore.ReadError):
-            try:
-                data = self.sock.recv(max_bytes)
-            except BlockingIOError:
-                self._ready_reads = 0
-                receive = self._loop.sock_recv(self.sock, max_bytes)
-                return await self._park(receive, timeout, httpcore.ReadTimeout, "no data")
-            self._ready_reads += 1
+            if self._more:  # the last read filled its buffer: the next finds data at once, without the loop
+                try:
+                    data = self.sock.recv(max_bytes)
+                except BlockingIOError:
+                    pass
+                else:
+                    self._ready_reads += 1
+                    self._more = len(data) == max_bytes
+                    return data
+            self._ready_reads = 0  # (a read that came short drained the socket: trying it again first would
+            receive = self._loop.sock_recv(self.sock, max_bytes)  # fail, the loop tries it once anyway)
+            data = await self._park(receive, timeout, httpcore.ReadTimeout, "no data")
+            self._more = len(data) == max_bytes
             return data
 
     async def write(self, buffer: bytes, timeout: float | None = None) -> None:

@@ -41,7 +41,7 @@ class SocketStream(httpcore.AsyncNetworkStream):
         if self._ready_reads >= YIELD_EVERY:  # a body arriving faster than it is read still lets other tasks run
             self._ready_reads = 0
             await asyncio.sleep(0)
-        with _mapped(httpcore.ReadError):
+        try:  # as `_mapped` does, without its generator: a read is made once a token when the server is slow
             if self._more:  # the last read filled its buffer: the next finds data at once, without the loop
                 try:
                     data = self.sock.recv(max_bytes)
@@ -54,8 +54,10 @@ class SocketStream(httpcore.AsyncNetworkStream):
             self._ready_reads = 0  # (a read that came short drained the socket: trying it again first would
             receive = self._loop.sock_recv(self.sock, max_bytes)  # fail, the loop tries it once anyway)
             data = await self._park(receive, timeout, httpcore.ReadTimeout, "no data")
-            self._more = len(data) == max_bytes
-            return data
+        except OSError as exc:
+            raise _network_error(httpcore.ReadError, exc) from exc
+        self._more = len(data) == max_bytes
+        return data
 
     async def write(self, buffer: bytes, timeout: float | None = None) -> None:
         if not buffer:
@@ -210,4 +212,8 @@ def _mapped(failure: type[httpcore.NetworkError]) -> Iterator[None]:
     try:
         yield
     except OSError as exc:  # resets, aborts, refusals, a socket closed under the operation
-        raise failure(f"{type(exc).__name__}: {exc}") from exc
+        raise _network_error(failure, exc) from exc
+
+
+def _network_error(failure: type[httpcore.NetworkError], exc: OSError) -> httpcore.NetworkError:
+    return failure(f"{type(exc).__name__}: {exc}")

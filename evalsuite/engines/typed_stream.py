@@ -5,9 +5,9 @@ parses each event into dicts and keeps them all until the stream ends, so a 16k-
 16k chunk trees for the garbage collector to walk again and again.  `TypedEvents` applies the same
 rules to the raw lines, decodes each event into untracked structs, and folds it into the merged
 answer's columns with the other events read since the last fold (a few hundred at a time): only the
-token entries stay.  A piece in the usual framing (each event one `data:` line and a blank one) is split into its events
-without looking at each line in turn, and an event that repeats the last one's id, model and
-fingerprint skips their merging.
+token entries stay.  A piece in the usual framing (each event one `data:` line and a blank one) is
+split into its events without looking at each line in turn, and an event that repeats the last
+one's id, model and fingerprint skips their merging.
 
 Where it cannot vouch for an event (an error event or report, a field of an unusual type, text that
 is not JSON), `read_stream` replays the body read so far

@@ -4,16 +4,24 @@ httpcore's default backend reaches asyncio through anyio, which opens a cancel
 scope for every read and write and asks sniffio which loop is running each
 time; against a fast local server that was 10-20 % of the client's CPU per
 request.  Here a read or write first tries the socket and only parks on the
-loop when it would block, under `asyncio.timeout`.  Errors become httpcore's
-network errors of the operation, so httpx maps them as it maps its own
-backend's.  Addresses are tried in turn (no happy eyeballs): `transport.py`
-uses this backend only for hosts that answer or refuse at once.
+loop when it would block.  A server streaming slower than the client reads
+brings one event a read, so a read that waits is made once a token: the
+loop keeps watching the socket between reads (no epoll registration a
+read), reads it for the waiting read as its own transports do, and one
+timer per connection, moved on lazily, holds the read deadline (no timer
+scheduled and cancelled a read): 15-16 against 37-42 us a read with
+`loop.sock_recv` under `asyncio.timeout` (docs/speed.md).  Writes wait under
+`asyncio.timeout`.  Errors
+become httpcore's network errors of the operation, so httpx maps them as it
+maps its own backend's.  Addresses are tried in turn (no happy eyeballs):
+`transport.py` uses this backend only for hosts that answer or refuse at once.
 """
 
 from __future__ import annotations
 
 import asyncio
 import ipaddress
+import math
 import select
 import socket
 from collections.abc import Awaitable, Iterable, Iterator
@@ -36,12 +44,18 @@ class SocketStream(httpcore.AsyncNetworkStream):
         self._closing = False
         self._ready_reads = 0  # reads in a row that found data without waiting
         self._more = False  # the last read filled its buffer: more is likely waiting in the socket
+        self._reader: asyncio.Future[bytes] | None = None  # the read waiting for the socket to be readable
+        self._watched = -1  # the descriptor the loop watches for data (see `_on_readable`); -1: none
+        self._wanted = 0  # the most the waiting read takes
+        self._deadline = math.inf  # when the waiting read times out
+        self._timer: asyncio.TimerHandle | None = None  # fires at `_timer_at`, at or before the deadline
+        self._timer_at = math.inf
 
     async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
         if self._ready_reads >= YIELD_EVERY:  # a body arriving faster than it is read still lets other tasks run
             self._ready_reads = 0
             await asyncio.sleep(0)
-        try:  # as `_mapped` does, without its generator: a read is made once a token when the server is slow
+        try:  # as `_mapped` does, without its generator (a read a token when the server is slow)
             if self._more:  # the last read filled its buffer: the next finds data at once, without the loop
                 try:
                     data = self.sock.recv(max_bytes)
@@ -51,13 +65,94 @@ class SocketStream(httpcore.AsyncNetworkStream):
                     self._ready_reads += 1
                     self._more = len(data) == max_bytes
                     return data
-            self._ready_reads = 0  # (a read that came short drained the socket: trying it again first would
-            receive = self._loop.sock_recv(self.sock, max_bytes)  # fail, the loop tries it once anyway)
-            data = await self._park(receive, timeout, httpcore.ReadTimeout, "no data")
+            self._ready_reads = 0  # (a read that came short drained the socket: trying it again first would fail)
+            data = await self._receive(max_bytes, timeout)
         except OSError as exc:
             raise _network_error(httpcore.ReadError, exc) from exc
         self._more = len(data) == max_bytes
         return data
+
+    async def _receive(self, max_bytes: int, timeout: float | None) -> bytes:
+        """What the loop reads from the socket once it is readable (`_on_readable`); httpcore's ReadTimeout after
+        `timeout` seconds.  A close meanwhile wakes it, which then fails as the connection's network error."""
+        if self._watched < 0:
+            try:
+                self._loop.add_reader(self.sock.fileno(), self._on_readable)
+            except NotImplementedError:  # a loop that cannot watch sockets (Windows' proactor): its own receive
+                return await self._park(
+                    self._loop.sock_recv(self.sock, max_bytes), timeout, httpcore.ReadTimeout, "no data"
+                )
+            self._watched = self.sock.fileno()
+        waiter = self._reader = self._loop.create_future()
+        self._wanted = max_bytes
+        self._deadline = math.inf if timeout is None else self._loop.time() + timeout
+        if self._deadline < self._timer_at:  # the timer would fire too late for this read: set it earlier
+            self._set_timer(self._deadline)
+        self._waiting += 1
+        try:
+            data = await waiter
+        except _Late:
+            raise httpcore.ReadTimeout(f"no data within {timeout} s") from None
+        finally:
+            self._waiting -= 1
+            if self._reader is waiter:
+                self._reader = None
+            if self._closing and not self._waiting:
+                self._release()
+        if self._closing:
+            raise ConnectionAbortedError("the connection was closed while the operation waited")
+        return data
+
+    def _on_readable(self) -> None:
+        """The loop's call while the socket is readable: it reads for the waiting read, as the loop's own
+        transports do, so that the socket is drained before the loop looks again.  With no read waiting it stops
+        watching (the loop would call it on every pass until one reads); the next read that waits watches again."""
+        waiter = self._reader
+        if waiter is None or waiter.done():  # none waits, or its task was cancelled meanwhile
+            self._reader = None
+            self._unwatch()
+            return
+        try:
+            data = self.sock.recv(self._wanted)
+        except BlockingIOError:  # nothing after all: wait on
+            return
+        except OSError as exc:  # a reset, or the kernel timing the peer out: the read's network error
+            self._reader = None
+            waiter.set_exception(exc)
+            return
+        self._reader = None
+        waiter.set_result(data)
+
+    def _set_timer(self, when: float) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+        self._timer, self._timer_at = (
+            (None, math.inf) if when == math.inf else (self._loop.call_at(when, self._on_timer), when)
+        )
+
+    def _on_timer(self) -> None:
+        """The read deadline's timer: a read waiting since before it fails; a later deadline sets it again."""
+        self._timer, self._timer_at, fired_at = None, math.inf, self._timer_at
+        waiter = self._reader
+        if waiter is None or waiter.done():
+            return  # no read waits: the next one sets the timer
+        if self._deadline <= fired_at:
+            self._reader = None
+            waiter.set_exception(_Late())
+        else:
+            self._set_timer(self._deadline)
+
+    def _unwatch(self) -> None:
+        """Stop the loop watching the socket (by the number it was watched under: the socket may be closed)."""
+        if self._watched >= 0:
+            self._loop.remove_reader(self._watched)
+            self._watched = -1
+
+    def _release(self) -> None:
+        """Stop watching the socket, drop its timer, and close it."""
+        self._unwatch()
+        self._set_timer(math.inf)
+        self.sock.close()
 
     async def write(self, buffer: bytes, timeout: float | None = None) -> None:
         if not buffer:
@@ -92,7 +187,7 @@ class SocketStream(httpcore.AsyncNetworkStream):
         finally:
             self._waiting -= 1
             if self._closing and not self._waiting:
-                self.sock.close()
+                self._release()
         if self._closing:
             raise ConnectionAbortedError("the connection was closed while the operation waited")
         return result
@@ -104,7 +199,7 @@ class SocketStream(httpcore.AsyncNetworkStream):
         operation would hang until its deadline, and the next socket given that number could not register.
         """
         if not self._waiting:
-            self.sock.close()
+            self._release()
             return
         self._closing = True
         try:
@@ -115,7 +210,7 @@ class SocketStream(httpcore.AsyncNetworkStream):
     async def start_tls(
         self, ssl_context: Any, server_hostname: str | None = None, timeout: float | None = None
     ) -> httpcore.AsyncNetworkStream:
-        self.sock.close()
+        self._release()
         raise httpcore.ConnectError("this transport serves plain-http endpoints only (https uses httpx's own)")
 
     def get_extra_info(self, info: str) -> Any:
@@ -204,6 +299,10 @@ def _configure(sock: socket.socket, local_address: str | None, options: Iterable
         sock.setsockopt(*option)
     if local_address:
         sock.bind((local_address, 0))
+
+
+class _Late(Exception):
+    """A waiting read's deadline passed (`SocketStream._on_timer`); the read raises httpcore's ReadTimeout."""
 
 
 @contextmanager

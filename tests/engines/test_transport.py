@@ -247,13 +247,23 @@ async def test_an_address_whose_socket_cannot_be_made_is_skipped_for_the_next(mo
 
 
 class _VanishedPeer:
-    """A loop whose socket calls fail as the kernel does when a peer stops acknowledging (ETIMEDOUT)."""
-
-    async def sock_recv(self, sock: socket.socket, n: int) -> bytes:
-        raise TimeoutError(errno.ETIMEDOUT, "Connection timed out")
+    """A loop whose sending fails as the kernel's does when a peer stops acknowledging (ETIMEDOUT)."""
 
     async def sock_sendall(self, sock: socket.socket, data: object) -> None:
         raise TimeoutError(errno.ETIMEDOUT, "Connection timed out")
+
+
+class _VanishedSocket:
+    """A socket whose receiving fails as the kernel's does when a peer stops acknowledging (ETIMEDOUT)."""
+
+    def __init__(self, sock: socket.socket):
+        self.real = sock
+
+    def recv(self, n: int) -> bytes:
+        raise TimeoutError(errno.ETIMEDOUT, "Connection timed out")
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.real, name)
 
 
 @pytest.mark.asyncio
@@ -262,13 +272,17 @@ async def test_the_kernel_timing_out_a_peer_is_a_network_error_not_our_deadline(
     ours.setblocking(False)
     ours.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4096)
     stream = SocketStream(ours)
-    stream._loop = _VanishedPeer()  # type: ignore[assignment]
     try:
-        with pytest.raises(httpcore.ReadError):
+        stream.sock = _VanishedSocket(ours)  # type: ignore[assignment]
+        theirs.send(b"x")  # the socket turns readable; reading it fails
+        with pytest.raises(httpcore.ReadError, match="TimeoutError"):
             await stream.read(1024, timeout=5)
-        with pytest.raises(httpcore.WriteError):
+        stream.sock = ours
+        stream._loop = _VanishedPeer()  # type: ignore[assignment]
+        with pytest.raises(httpcore.WriteError, match="TimeoutError"):
             await stream.write(b"x" * 2**22, timeout=5)  # more than the socket takes at once: the rest waits
     finally:
+        stream._loop = asyncio.get_running_loop()
         await stream.aclose()
         theirs.close()
 

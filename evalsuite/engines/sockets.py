@@ -20,6 +20,7 @@ maps its own backend's.  Addresses are tried in turn (no happy eyeballs):
 from __future__ import annotations
 
 import asyncio
+import errno
 import ipaddress
 import math
 import select
@@ -76,6 +77,8 @@ class SocketStream(httpcore.AsyncNetworkStream):
         """What the loop reads from the socket once it is readable (`_on_readable`); httpcore's ReadTimeout after
         `timeout` seconds.  A close meanwhile wakes it, which then fails as the connection's network error."""
         if self._watched < 0:
+            if self.sock.fileno() < 0:  # closed: the loop cannot watch it (its receive failed with this error)
+                raise OSError(errno.EBADF, "Bad file descriptor")
             try:
                 self._loop.add_reader(self.sock.fileno(), self._on_readable)
             except NotImplementedError:  # a loop that cannot watch sockets (Windows' proactor): its own receive

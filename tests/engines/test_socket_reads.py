@@ -143,3 +143,11 @@ async def test_a_loop_that_cannot_watch_sockets_still_reads_and_times_out(monkey
         assert await stream.read(10, timeout=5) == b"data"
         with pytest.raises(httpcore.ReadTimeout):
             await stream.read(10, timeout=0.1)
+
+
+@pytest.mark.asyncio
+async def test_reading_a_closed_stream_is_a_read_error() -> None:
+    async with _pair() as (stream, _):
+        await stream.aclose()
+        with pytest.raises(httpcore.ReadError, match="Bad file descriptor"):
+            await stream.read(10, timeout=1)

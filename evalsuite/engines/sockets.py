@@ -11,10 +11,10 @@ read), reads it for the waiting read as its own transports do, and one
 timer per connection, moved on lazily, holds the read deadline (no timer
 scheduled and cancelled a read): 15-16 against 37-42 us a read with
 `loop.sock_recv` under `asyncio.timeout` (docs/speed.md).  Writes wait under
-`asyncio.timeout`.  Errors
-become httpcore's network errors of the operation, so httpx maps them as it
-maps its own backend's.  Addresses are tried in turn (no happy eyeballs):
-`transport.py` uses this backend only for hosts that answer or refuse at once.
+`asyncio.timeout`.  Errors become httpcore's network errors of the
+operation, so httpx maps them as it maps its own backend's.  Addresses are
+tried in turn (no happy eyeballs): `transport.py` uses this backend only for
+hosts that answer or refuse at once.
 """
 
 from __future__ import annotations
@@ -110,21 +110,18 @@ class SocketStream(httpcore.AsyncNetworkStream):
         """The loop's call while the socket is readable: it reads for the waiting read, as the loop's own
         transports do, so that the socket is drained before the loop looks again.  With no read waiting it stops
         watching (the loop would call it on every pass until one reads); the next read that waits watches again."""
-        waiter = self._reader
+        waiter, self._reader = self._reader, None
         if waiter is None or waiter.done():  # none waits, or its task was cancelled meanwhile
-            self._reader = None
             self._unwatch()
             return
         try:
             data = self.sock.recv(self._wanted)
         except BlockingIOError:  # nothing after all: wait on
-            return
+            self._reader = waiter
         except OSError as exc:  # a reset, or the kernel timing the peer out: the read's network error
-            self._reader = None
             waiter.set_exception(exc)
-            return
-        self._reader = None
-        waiter.set_result(data)
+        else:
+            waiter.set_result(data)
 
     def _set_timer(self, when: float) -> None:
         if self._timer is not None:

@@ -15,6 +15,8 @@ with a fresh h11 state machine that has seen a finished exchange, and httpcore k
 an exchange h11 read itself.  Anything else (bytes past the body's end, a request not fully sent, a
 body abandoned halfway) leaves h11's own state, and httpcore closes the connection.
 
+A request's head goes out in one write with the first bytes of its body (see `_send_event`).
+
 These classes override private methods of httpcore 1.0's connections, so only `transport.LinearPool`,
 used with httpcore 1.0 alone, makes them.
 """
@@ -157,6 +159,21 @@ class ReadingHTTP11(AsyncHTTP11Connection):
 
     _framing: int | str | None = None  # how the body in flight is read here (see `framing`)
     _finished: h11.Connection | None = None  # the state to go on with after a body read here
+    _head = b""  # a request's head, not yet written: it goes out with the body's first bytes
+
+    async def _send_event(self, event: h11.Event, timeout: float | None = None) -> None:
+        """Each event's bytes, the head held back to go out in one write with what follows it.
+
+        httpcore writes a request's head and its body apart: two sends, and to a local server two
+        segments, the second about 0.2 ms of client CPU per request (16-token answers, bench row)."""
+        data = self._h11_state.send(event) or b""
+        if isinstance(event, h11.Request):
+            self._head = data
+            return
+        if self._head:
+            data, self._head = self._head + data, b""
+        if data:
+            await self._network_stream.write(data, timeout=timeout)
 
     async def _receive_response_headers(
         self, request: httpcore.Request

@@ -4,14 +4,17 @@ h11 is the reference: for any body, well formed or not, cut anywhere into reads,
 give the same data and end at the same place, or refuse where h11 refuses; for any head h11 accepts,
 `framing` must name the end h11 reads to.  Through the transport, a streamed answer sent one HTTP
 chunk per event (as llama-server and vLLM send it), or a sized body sent in any pieces, comes back
-whole, and a broken or cut body is the protocol error the retry policy knows.
+whole, and a broken or cut body is the protocol error the retry policy knows.  A request's head goes
+out in one write with its body's first bytes.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
 
 import h11
+import httpcore
 import httpx
 import pytest
 from hypothesis import given, settings
@@ -19,7 +22,7 @@ from hypothesis import strategies as st
 from test_transport import _client, _request, _served
 
 from evalsuite.engines.base import request_failure
-from evalsuite.engines.http11 import ChunkedBody, ChunkError, framing
+from evalsuite.engines.http11 import ChunkedBody, ChunkError, ReadingHTTP11, framing
 
 Outcome = tuple[str, bytes]
 
@@ -312,3 +315,63 @@ async def test_a_sized_body_cut_short_is_a_protocol_error_that_says_how_much_cam
         with pytest.raises(httpx.RemoteProtocolError, match="received 99000 bytes, expected 100000") as caught:
             await client.post(url, content=b"{}")
     assert request_failure(caught.value).kind == "connection"
+
+
+class _Recorded(httpcore.AsyncMockStream):
+    """A network stream that answers from a script and keeps each write the connection makes."""
+
+    def __init__(self, answers: list[bytes]) -> None:
+        super().__init__(answers)
+        self.writes: list[bytes] = []
+
+    async def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        self.writes.append(bytes(buffer))
+
+
+def _as_server_reads(sent: bytes) -> tuple[h11.Request, bytes]:
+    server = h11.Connection(h11.SERVER)
+    server.receive_data(sent)
+    request, body = server.next_event(), bytearray()
+    assert isinstance(request, h11.Request)
+    while not isinstance(event := server.next_event(), h11.EndOfMessage):
+        assert isinstance(event, h11.Data)
+        body += event.data
+    return request, bytes(body)
+
+
+async def _pieces_sent(pieces: list[bytes]) -> AsyncIterator[bytes]:
+    for piece in pieces:
+        yield piece
+
+
+@pytest.mark.parametrize(
+    "content,writes,first_ends",
+    [
+        (b"", 1, b"Content-Length: 0\r\n\r\n"),
+        (b'{"prompt": "x"}', 1, b'\r\n\r\n{"prompt": "x"}'),
+        ([b"a", b"", b"bc"], 3, b"chunked\r\n\r\n1\r\na\r\n"),
+    ],
+    ids=["no body", "sized body", "chunked body"],
+)
+@pytest.mark.asyncio
+async def test_a_request_goes_out_its_head_and_first_body_bytes_in_one_write(
+    content: bytes | list[bytes], writes: int, first_ends: bytes
+) -> None:
+    answer = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
+    stream = _Recorded([answer, answer])
+    connection = ReadingHTTP11(httpcore.Origin(b"http", b"x", 80), stream)
+    sized = isinstance(content, bytes)
+    whole = content if isinstance(content, bytes) else b"".join(content)
+    framed = (b"Content-Length", b"%d" % len(whole)) if sized else (b"Transfer-Encoding", b"chunked")
+    for _ in range(2):  # the second request on the kept-alive connection starts from a clean slate
+        stream.writes.clear()
+        body = content if isinstance(content, bytes) else _pieces_sent(content)
+        request = httpcore.Request("POST", "http://x/", headers=[(b"Host", b"x"), framed], content=body)
+        response = await connection.handle_async_request(request)
+        assert await response.aread() == b"ok"
+        await response.aclose()
+        assert len(stream.writes) == writes
+        assert stream.writes[0].startswith(b"POST / HTTP/1.1\r\n")
+        assert stream.writes[0].endswith(first_ends)
+        sent, received = _as_server_reads(b"".join(stream.writes))
+        assert (sent.method, sent.target, received) == (b"POST", b"/", whole)

@@ -214,7 +214,10 @@ def gather(entries: list[Any], id_limit: int) -> Columns | None:
 
 def alternative_counts(tops: list[Any]) -> list[int]:
     """How many alternatives each token has, from its `top_logprobs` (None where it has none)."""
-    return [0 if t is None else len(t) for t in tops] if None in tops else list(map(len, tops))
+    try:
+        return list(map(len, tops))  # `None in tops` would cost a failed comparison per token
+    except TypeError:
+        return [0 if t is None else len(t) for t in tops]
 
 
 def checked(
@@ -304,12 +307,12 @@ def legacy_columns(logprobs: dict[str, Any], id_limit: int, *, typed: bool = Fal
     tops = logprobs.get("top_logprobs") or [None] * n
     if not len(lps) == len(tops) == n or not (typed or set(map(type, tops)) <= {dict, _NONE}):
         return None
-    given = list(filter(None, tops))
+    counts = alternative_counts(tops)  # None or {}: no alternatives
+    given = list(filter(None, tops)) if 0 in counts else tops
     values = list(chain.from_iterable(map(dict.values, given)))
     if not (typed or _legacy_types_ok(tokens, lps, values)):
         return None
-    counts = alternative_counts(tops)  # None or {}: no alternatives
-    ranked = _ranked_already(values, list(map(len, given)))
+    ranked = _ranked_already(values, counts if given is tops else [c for c in counts if c])
     if ranked is not None:  # as servers send them: no pair is made or sorted
         others = Fields([None] * len(values), list(chain.from_iterable(given)), values)
     else:
@@ -336,10 +339,11 @@ def _ranked_already(values: list[Any], sizes: list[int]) -> np.ndarray | None:
     array = _numbers(values, np.float64)
     if array is None:
         return None
+    k = sizes[0] if sizes else 0
+    if k and sizes.count(k) == len(sizes):  # runs of one size, as servers send them: a row each
+        return array if (np.diff(array.reshape(-1, k), axis=1) <= 0).all() else None
     falls = np.diff(array) <= 0
-    starts = (
-        np.cumsum(np.asarray(sizes, np.int64))[:-1] - 1
-    )  # the step from one object's last value to the next object's first
+    starts = np.cumsum(np.asarray(sizes, np.int64))[:-1] - 1  # the step from one run's last value to the next's first
     falls[starts[starts < len(falls)]] = True
     return array if falls.all() else None
 

@@ -133,3 +133,22 @@ def test_alternatives_already_ranked_are_taken_as_sent_and_others_ranked() -> No
     got = columns.legacy_columns(unranked, 2**31)
     assert got is not None and got.top_tokens == ["a", "b", "x", "y", "c"]
     assert got.top_logprobs == [-1.0, -0.5, -0.5, -0.7, -0.2]
+
+
+def test_alternatives_of_one_count_per_token_are_ranked_row_by_row() -> None:
+    """The usual shape (k alternatives every token): ranked within each row, rising between rows, taken as
+    sent; one row out of order, or a NaN, and the answer is read the slow way: sorted, or refused for the NaN."""
+    sent = {
+        "tokens": ["a", "b", "c"],
+        "token_logprobs": [-0.1, -0.2, -0.3],
+        "top_logprobs": [{"a": -1.0, "z": -2.0}, {"b": -0.5, "x": -0.5}, {"c": -0.2, "w": -9.0}],
+    }
+    with mock.patch.object(columns, "ranked_alternatives", side_effect=AssertionError("sorted what was ranked")):
+        got = columns.legacy_columns(sent, 2**31)
+    assert got is not None and got.top_tokens == ["a", "z", "b", "x", "c", "w"] and got.counts == [2, 2, 2]
+    for top, expected in (({"w": -9.0, "c": -0.2}, ["a", "z", "b", "x", "c", "w"]), ({"c": math.nan, "w": -9.0}, None)):
+        unranked = {**sent, "top_logprobs": [*sent["top_logprobs"][:2], top]}
+        with mock.patch.object(columns, "ranked_alternatives", wraps=columns.ranked_alternatives) as ranking:
+            got = columns.legacy_columns(unranked, 2**31)
+        assert ranking.called  # not taken as sent
+        assert (got and got.top_tokens) == expected  # a NaN logprob is refused, as anywhere

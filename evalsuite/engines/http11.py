@@ -23,8 +23,10 @@ used with httpcore 1.0 alone, makes them.
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections.abc import AsyncIterator
+from typing import Any
 
 import h11
 import httpcore
@@ -138,7 +140,14 @@ class ChunkedBody:
 
 
 class PlainConnection(httpcore.AsyncHTTPConnection):
-    """httpcore's plain-http connection, speaking HTTP/1.1 through `ReadingHTTP11`."""
+    """httpcore's plain-http connection, speaking HTTP/1.1 through `ReadingHTTP11`.
+
+    Its lock, and its connection's, are asyncio's: httpcore's ask sniffio for the loop and take an anyio lock,
+    whose every acquire gives the loop a turn; the two are taken three times a request."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._request_lock = asyncio.Lock()  # type: ignore[assignment]
 
     async def handle_async_request(self, request: httpcore.Request) -> httpcore.Response:
         if not self.can_handle_request(request.url.origin):
@@ -160,6 +169,10 @@ class ReadingHTTP11(AsyncHTTP11Connection):
     _framing: int | str | None = None  # how the body in flight is read here (see `framing`)
     _finished: h11.Connection | None = None  # the state to go on with after a body read here
     _head = b""  # a request's head, not yet written: it goes out with the body's first bytes
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._state_lock = asyncio.Lock()  # type: ignore[assignment]  # see PlainConnection
 
     async def _send_event(self, event: h11.Event, timeout: float | None = None) -> None:
         """Each event's bytes, the head held back to go out in one write with what follows it.

@@ -22,6 +22,7 @@ from typing import Any
 import httpcore
 import httpx
 from httpcore import AsyncConnectionInterface
+from httpcore._async.connection_pool import AsyncPoolRequest
 
 from evalsuite.engines.http11 import PlainConnection
 from evalsuite.engines.sockets import SocketBackend, ip_literal
@@ -118,8 +119,12 @@ class LinearPool(httpcore.AsyncConnectionPool):
             if chosen is None:
                 chosen = self.create_connection(origin)
                 self._connections.append(chosen)
-            request.assign_to_connection(chosen)
+            _assign(request, chosen)
         return closing
+
+    async def _close_connections(self, closing: list[AsyncConnectionInterface]) -> None:
+        if closing:  # httpcore opens a cancel-shielded scope (anyio, sniffio) even for none
+            await super()._close_connections(closing)
 
     def create_connection(self, origin: httpcore.Origin) -> AsyncConnectionInterface:
         """A plain-http connection whose response bodies are read a network read at a time (http11.py)."""
@@ -131,6 +136,16 @@ class LinearPool(httpcore.AsyncConnectionPool):
             network_backend=self._network_backend,
             socket_options=self._socket_options,
         )
+
+
+def _assign(request: AsyncPoolRequest, connection: AsyncConnectionInterface) -> None:
+    """`request.assign_to_connection`, waking its task only when it waits: a request that finds a connection at
+    once is never waited on, and setting httpcore's event would make it an anyio event (sniffio, anyio) per request.
+    An event's backend is set by the first wait, before that task gives the loop its turn."""
+    if request._connection_acquired._backend:
+        request.assign_to_connection(connection)
+    else:
+        request.connection = connection
 
 
 class _Body(httpx.AsyncByteStream):

@@ -141,6 +141,27 @@ async def test_a_body_larger_than_the_socket_buffers_goes_out_whole_and_comes_ba
 
 
 @pytest.mark.asyncio
+async def test_requests_beyond_the_connection_limit_wait_and_are_woken_as_connections_free() -> None:
+    async def slow_echo(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        while not reader.at_eof():
+            body = await _request(reader)
+            await asyncio.sleep(0.02)
+            writer.write(_answer(body))
+            await writer.drain()
+
+    async with _served(slow_echo) as (url, connections), _client(timeout=5) as client:
+        async with asyncio.timeout(5):  # a request left waiting would hang here
+            answers = await asyncio.gather(*(client.post(url, content=b"%d" % i) for i in range(7)))
+        pool = client._transport.pool  # type: ignore[attr-defined]
+        lock_types = {type(c._request_lock) for c in pool.connections} | {
+            type(c._connection._state_lock) for c in pool.connections
+        }
+    assert [a.text for a in answers] == [str(i) for i in range(7)]
+    assert len(connections) == LIMITS.max_connections  # five of them waited for one of the two
+    assert lock_types == {asyncio.Lock}
+
+
+@pytest.mark.asyncio
 async def test_a_connection_the_server_closed_while_idle_is_replaced_not_failed() -> None:
     async def one_then_close(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         await _request(reader)

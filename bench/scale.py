@@ -16,7 +16,9 @@ logprobs in parallel `tokens` / `token_logprobs` / `top_logprobs` lists (no ids,
 alternatives an object), whose floor pulls out those lists and the (token, logprob) pairs.  The
 "paced" row is a server generating slower than its client reads, as a real one streaming tokens
 as it makes them: the events come 0.5 ms apart, so each network read brings about one event and
-what the client does per read (the event loop's wait, the HTTP layers) is paid per token.
+what the client does per read (the event loop's wait, the HTTP layers) is paid per token.  The
+last row, 256-token answers 16 at a time, shows what a response costs apart from its tokens (the
+request and response through the HTTP layers, the checks' and the store's fixed costs).
 
     .venv/bin/python bench/scale.py [--full] [--sections ingest] [--repeat 3]
     SCALE=full .venv/bin/python bench/scale.py
@@ -53,6 +55,8 @@ sys.path.insert(0, str(ROOT / "tests"))
 LENGTHS = (2048, 16_000, 32_000)
 CONCURRENCY = (1, 64)
 PACE_S = 0.0005
+SHORT = 256
+"""A non-thinking model's GSM8K answer: the row where a response's own cost, apart from its tokens, shows."""
 
 
 @dataclass(frozen=True)
@@ -84,6 +88,7 @@ def ingest_cases(full: bool) -> list[Case]:
     routes += [("completions", False, True), ("completions", True, True)]
     cases += [Case(16_000, count(16_000), 8, api, stream, legacy) for api, stream, legacy in routes]
     cases.append(Case(2048, count(2048), 8, "chat", stream=True, pace_s=PACE_S))
+    cases.append(Case(SHORT, 4 * count(2048), 16))
     return cases
 
 

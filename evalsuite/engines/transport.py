@@ -17,15 +17,17 @@ import sys
 import urllib.request
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpcore
 import httpx
 from httpcore import AsyncConnectionInterface
-from httpcore._async.connection_pool import AsyncPoolRequest
 
 from evalsuite.engines.http11 import PlainConnection
 from evalsuite.engines.sockets import SocketBackend, ip_literal
+
+if TYPE_CHECKING:
+    from httpcore._async.connection_pool import AsyncPoolRequest
 
 
 def client_transport(base_url: str, limits: httpx.Limits) -> httpx.AsyncBaseTransport | None:
@@ -92,8 +94,10 @@ class LinearPool(httpcore.AsyncConnectionPool):
     request (bench/scale.py ingest, chat 2048 at concurrency 64: 0.6 us of client CPU per token, now
     0.28).  The decisions here are its own: connections closed or expired leave, an idle one leaves
     while the pool holds more than it keeps alive, then each queued request takes the first connection
-    that can serve it, or a new one while there is room, or the place of the first idle one.  It
-    overrides a private method of httpcore 1.0's pool, so PlainTransport uses it with httpcore 1.0 only.
+    that can serve it, or a new one while there is room, or the place of the first idle one.  A request
+    is woken only when it waits (`_assign`), and connections are closed under httpcore's shielded scope
+    only when there are some.  It overrides private methods of httpcore 1.0's pool, so PlainTransport
+    uses it with httpcore 1.0 only.
     """
 
     def _assign_requests_to_connections(self) -> list[AsyncConnectionInterface]:

@@ -21,6 +21,7 @@ exact; `unpack_*` gives back the arrays as written.
 from __future__ import annotations
 
 import json
+import operator
 import struct
 from collections.abc import Callable, Sequence
 
@@ -108,32 +109,31 @@ def _raw_apart(pieces: list[str], raw: list[bytes | None]) -> tuple[bytes, np.nd
         return b"", np.full(len(raw), -1, "<i4")
     if len(raw) != len(pieces):  # bytes without pieces to compare with: all kept
         return b"".join(b for b in raw if b is not None), np.array([-1 if b is None else len(b) for b in raw], "<i4")
-    if _all_utf8(pieces, raw):  # the usual case, compared in C: nothing to keep
+    encoded = _utf8(pieces)
+    if encoded == raw:  # the usual case, compared in C: nothing to keep
         return b"", np.full(len(raw), -2, "<i4")
-    lens = np.empty(len(raw), "<i4")
+    lens = np.full(len(raw), -2, "<i4")
+    if encoded is None:  # a lone surrogate in some piece: each compared on its own
+        apart = [i for i, (piece, chunk) in enumerate(zip(pieces, raw)) if _utf8([piece]) != [chunk]]
+    else:  # a split character, say: the few that differ found in C, then visited
+        apart = np.flatnonzero(~np.fromiter(map(operator.eq, encoded, raw), bool, len(raw))).tolist()
     kept = []
-    for i, (piece, chunk) in enumerate(zip(pieces, raw)):
+    for i in apart:
+        chunk = raw[i]
         if chunk is None:
             lens[i] = -1
-            continue
-        try:
-            same = piece.encode("utf-8") == chunk
-        except UnicodeEncodeError:  # a lone surrogate: the bytes say what the piece cannot
-            same = False
-        if same:
-            lens[i] = -2
         else:
             lens[i] = len(chunk)
             kept.append(chunk)
     return b"".join(kept), lens
 
 
-def _all_utf8(pieces: list[str], raw: list[bytes | None]) -> bool:
-    """Whether every token's bytes are its piece's UTF-8 (a lone surrogate in a piece: not all)."""
+def _utf8(pieces: list[str]) -> list[bytes] | None:
+    """Every piece's UTF-8, or None where a piece holds a lone surrogate (no UTF-8 says it)."""
     try:
-        return list(map(str.encode, pieces)) == raw
+        return list(map(str.encode, pieces))
     except UnicodeEncodeError:
-        return False
+        return None
 
 
 @pausing_collections

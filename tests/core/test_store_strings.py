@@ -14,7 +14,7 @@ from evalsuite.engines.parse import trace_from_entries
 from evalsuite.records import Completion, SampleResult
 from evalsuite.store import RunStore, open_run
 from evalsuite.store.codec import _dumps, _dumps_strings
-from evalsuite.store.tokens import pack_detail, pack_strings, unpack_detail, unpack_strings
+from evalsuite.store.tokens import _raw_apart, pack_detail, pack_strings, unpack_detail, unpack_strings
 
 ANY_CHAR = st.characters(codec=None, exclude_categories=())  # lone surrogates and control characters included
 pieces_lists = st.lists(st.text(ANY_CHAR, max_size=6), max_size=8)
@@ -115,3 +115,28 @@ def test_packed_columns_are_zlib_streams_and_stores_zlib_wrote_read_the_same() -
     ):
         np.testing.assert_array_equal(got[0], trace.top_ids)
         np.testing.assert_array_equal(got[1], trace.logprobs)
+
+
+def _kept_one_by_one(pieces: list[str], raw: list[bytes | None]) -> tuple[bytes, list[int]]:
+    """The kept bytes and their lengths as each token alone says them: -1 no bytes, -2 its piece's UTF-8."""
+    kept, lens = [], []
+    for piece, chunk in zip(pieces, raw):
+        try:
+            same = piece.encode("utf-8") == chunk
+        except UnicodeEncodeError:
+            same = False
+        if chunk is None or same:
+            lens.append(-1 if chunk is None else -2)
+        else:
+            kept.append(chunk)
+            lens.append(len(chunk))
+    return b"".join(kept), lens
+
+
+@given(st.lists(st.tuples(st.sampled_from(["a", " é", "\ud83d", "", "\ufffd"]), st.integers(0, 3)), min_size=1))
+def test_only_the_bytes_a_piece_cannot_say_are_kept_in_order(tokens: list[tuple[str, int]]) -> None:
+    """Bytes the same as the piece's UTF-8, other bytes (a split character), none; a lone surrogate or not."""
+    pieces = [piece for piece, _ in tokens]
+    raw = [[piece.encode("utf-8", "surrogatepass"), b"\xe2\x89", None, b""][form] for piece, form in tokens]
+    kept, lens = _raw_apart(pieces, raw)
+    assert (kept, lens.tolist()) == _kept_one_by_one(pieces, raw)

@@ -113,10 +113,7 @@ def _raw_apart(pieces: list[str], raw: list[bytes | None]) -> tuple[bytes, np.nd
     if encoded == raw:  # the usual case, compared in C: nothing to keep
         return b"", np.full(len(raw), -2, "<i4")
     lens = np.full(len(raw), -2, "<i4")
-    if encoded is None:  # a lone surrogate in some piece: each compared on its own
-        apart = [i for i, (piece, chunk) in enumerate(zip(pieces, raw)) if _utf8([piece]) != [chunk]]
-    else:  # a split character, say: the few that differ found in C, then visited
-        apart = np.flatnonzero(~np.fromiter(map(operator.eq, encoded, raw), bool, len(raw))).tolist()
+    apart = np.flatnonzero(~np.fromiter(map(operator.eq, encoded, raw), bool, len(raw))).tolist()
     kept = []
     for i in apart:
         chunk = raw[i]
@@ -128,12 +125,23 @@ def _raw_apart(pieces: list[str], raw: list[bytes | None]) -> tuple[bytes, np.nd
     return b"".join(kept), lens
 
 
-def _utf8(pieces: list[str]) -> list[bytes] | None:
-    """Every piece's UTF-8, or None where a piece holds a lone surrogate (no UTF-8 says it)."""
+_UNSAYABLE = object()
+"""A piece with a lone surrogate in `_utf8`'s list: no UTF-8 says it, so no bytes equal it."""
+
+
+def _utf8(pieces: list[str]) -> list[object]:
+    """Every piece's UTF-8 (`_UNSAYABLE` for a piece with a lone surrogate), in C where none has one."""
     try:
         return list(map(str.encode, pieces))
     except UnicodeEncodeError:
-        return None
+        return list(map(_utf8_of, pieces))
+
+
+def _utf8_of(piece: str) -> object:
+    try:
+        return piece.encode()
+    except UnicodeEncodeError:
+        return _UNSAYABLE
 
 
 @pausing_collections

@@ -1,51 +1,171 @@
-"""HTTP/1.1 connections for `transport.PlainTransport`: response bodies handed on a read at a time.
+"""HTTP/1.1 on the wire, without I/O: a request's head written, a response's head read, a chunked body decoded.
 
-llama-server, vLLM and SGLang send each event of a stream, so each token, as an HTTP chunk of its own.
-httpcore's connection has h11 parse those chunks one at a time, each an event through h11's state
-machine, and hands each up through five generators to the stream reader, which then splits, decodes
-and merges it alone: at 16k tokens a stream cost 4.7x its parse floor (bench/scale.py).  Here a
-chunked response body is decoded by `ChunkedBody`, every chunk a read brought handed on as one piece.
-A body of a stated Content-Length is handed on as the network's reads bring it: h11 would copy each
-read into its receive buffer and out again as an event (a whole answer at 2k tokens is ~880 KB).  Any
-other body (read until the server closes, or with no body by its status) is h11's.
-
-h11 never sees a body read here.  Where the body ended cleanly and h11 had let the connection stay
-open (its side of the exchange DONE: no "Connection: close", not HTTP/1.0), the connection goes on
-with a fresh h11 state machine that has seen a finished exchange, and httpcore keeps it alive as after
-an exchange h11 read itself.  Anything else (bytes past the body's end, a request not fully sent, a
-body abandoned halfway) leaves h11's own state, and httpcore closes the connection.
-
-A request's head goes out in one write with the first bytes of its body (see `_send_event`).
-
-These classes override private methods of httpcore 1.0's connections, so only `transport.LinearPool`,
-used with httpcore 1.0 alone, makes them.
+`connection.py` speaks it over a socket for `transport.PlainTransport`.  The rules are RFC 9112's as
+h11 applies them (tests/engines/test_http11.py holds the two to the same decisions on any head and any
+body): a head h11 would refuse is refused here with the reason, and a body ends where h11 would end it.
+Where this reading is leaner is in what it does per response: one pass over a head's lines with a
+compiled pattern each, no event objects, no state machine walked per event, and a chunked body decoded
+a network read at a time, every chunk that read brought handed on as one piece (llama-server, vLLM and
+SGLang send each token of a stream as a chunk of its own).
 """
 
 from __future__ import annotations
 
-import asyncio
 import re
-from collections.abc import AsyncIterator
-from typing import Any
+from dataclasses import dataclass
 
-import h11
-import httpcore
-from httpcore import AsyncHTTP11Connection
-
+_TOKEN = rb"[-!#$%&'*+.^_`|~0-9A-Za-z]+"
+_FIELD_VALUE = rb"(?:[^\x00\s]+(?:[ \t]+[^\x00\s]+)*)?"  # visible bytes and obs-text, spaces only between
+_STATUS_LINE = re.compile(rb"HTTP/([0-9]\.[0-9]) ([0-9]{3})(?: ((?:[ \t]|[^\x00\s])*))?")
+_FIELD_LINE = re.compile(rb"(" + _TOKEN + rb"):[ \t]*(" + _FIELD_VALUE + rb")[ \t]*")
+_NAME = re.compile(_TOKEN)
+_VALUE = re.compile(_FIELD_VALUE)
+_TARGET = re.compile(rb"[\x21-\x7e]+")
+_LENGTH = re.compile(rb"[0-9]{1,20}")
+_LINE_END = re.compile(rb"\r?\n")
+_BLANK_LINE = re.compile(rb"\n\r?\n")
+MAX_HEAD = 100 * 1024
+"""The longest response head (and chunk size or trailer line) waited for, as httpcore limits h11."""
 _CHUNK_SIZE = re.compile(rb"([0-9A-Fa-f]{1,20})(?:;.*)?[ \t]*")
 """A chunk's size line without its CRLF: hex digits, extensions (ignored), whitespace; as h11 reads it."""
 _HEX_DIGITS = b"0123456789abcdefABCDEF"
-_BLANK_LINE = re.compile(rb"\n\r?\n")
 _MAX_LINE = 16 * 1024
 """The longest chunk size or trailer line waited for, as h11 limits an incomplete line."""
-_PAST_REQUEST = h11.Request(method="GET", target="/", headers=[("Host", "evalsuite")])
-_PAST_END = h11.EndOfMessage()
-"""The exchange a fresh state machine is taken through (`_finished_exchange`), made once: h11's events are
-frozen, and making them was a third of that walk."""
+
+CHUNKED = "chunked"
+UNTIL_CLOSE = "until close"
 
 
-class ChunkError(ValueError):
+class ProtocolError(ValueError):
+    """Bytes that break HTTP/1.1 (RFC 9112): a malformed head or a broken chunked body."""
+
+
+class ChunkError(ProtocolError):
     """A chunked body that breaks the framing (RFC 9112, section 7.1)."""
+
+
+class RequestError(ValueError):
+    """A request that cannot be written as HTTP/1.1: a method, target or header field out of its grammar, or a
+    body that is not the length its head declares."""
+
+
+@dataclass(frozen=True, slots=True)
+class Head:
+    """A response's status line and header fields, and how its body ends: a length, CHUNKED or UNTIL_CLOSE."""
+
+    version: bytes
+    status: int
+    reason: bytes
+    headers: list[tuple[bytes, bytes]]
+    body: int | str
+    keep_alive: bool
+    """Whether the connection may carry another exchange once the body has ended (HTTP/1.1, no close asked)."""
+
+
+def head_end(data: bytes | bytearray, start: int = 0) -> int:
+    """Where the head at the start of `data` ends (past its blank line); -1 while it has not all come.
+
+    `start` is where to look from: bytes already looked through need not be again.  An empty first line
+    is a head of no lines (`parse_head` refuses it, as h11 does)."""
+    if data[:1] == b"\n":
+        return 1
+    if data[:2] == b"\r\n":
+        return 2
+    blank = _BLANK_LINE.search(data, max(0, start - 2))
+    return -1 if blank is None else blank.end()
+
+
+def parse_head(block: bytes, method: bytes) -> Head:
+    """The response head in `block` (up to and with its blank line), as h11 reads it; ProtocolError says why not.
+
+    `method` is the request's: a response to HEAD has no body whatever its head says.  The fields are as
+    received, but for h11's two normalisations: Content-Length once (a list of equal lengths, or repeats,
+    as the one length) and Transfer-Encoding's value in lower case."""
+    lines = _LINE_END.split(block)[:-2]  # the blank line's two empty pieces
+    if not lines:
+        raise ProtocolError("no response line received")
+    status = _STATUS_LINE.fullmatch(lines[0])
+    if status is None:
+        raise ProtocolError(f"illegal status line: {lines[0][:100]!r}")
+    version, code, reason = status[1], int(status[2]), status[3] or b""
+    if code < 100:
+        raise ProtocolError(f"status code {code} is not one HTTP has")
+    if code == 101:
+        raise ProtocolError("the server switched protocols though no request asked it to")
+    fields: list[bytes] = []
+    for line in lines[1:]:
+        if line[:1] in (b" ", b"\t"):  # obs-fold: the line goes on the one before, after one space
+            if not fields:
+                raise ProtocolError("continuation line at start of headers")
+            fields[-1] += b" " + line.lstrip(b" \t")
+        else:
+            fields.append(line)
+    headers: list[tuple[bytes, bytes]] = []
+    length: bytes | None = None
+    chunked, close = False, False
+    for line in fields:
+        field = _FIELD_LINE.fullmatch(line)
+        if field is None:
+            raise ProtocolError(f"illegal header line: {line[:100]!r}")
+        name, value = field[1], field[2]
+        lower = name.lower()
+        if lower == b"content-length":  # kept once, as its one length
+            seen, length = length, _content_length(value, length)
+            if seen is not None:
+                continue
+            value = length
+        elif lower == b"transfer-encoding":
+            if chunked:
+                raise ProtocolError("multiple Transfer-Encoding headers")
+            value = value.lower()
+            if value != b"chunked":
+                raise ProtocolError("Only Transfer-Encoding: chunked is supported")
+            chunked = True
+        elif lower == b"connection":
+            close = close or b"close" in [token.strip().lower() for token in value.split(b",")]
+        headers.append((name, value))
+    body: int | str
+    if code in (204, 304) or code < 200 or method == b"HEAD":
+        body = 0
+    elif chunked:
+        body = CHUNKED
+    elif length is not None:
+        body = int(length)
+    else:
+        body = UNTIL_CLOSE
+    keep_alive = version >= b"1.1" and not close and body != UNTIL_CLOSE  # h11 compares versions so
+    return Head(version, code, reason, headers, body, keep_alive)
+
+
+def _content_length(value: bytes, seen: bytes | None) -> bytes:
+    """A Content-Length field's length (a list of equal lengths is one), agreeing with any seen before."""
+    lengths = {part.strip() for part in value.split(b",")}
+    if len(lengths) != 1:
+        raise ProtocolError("conflicting Content-Length headers")
+    length = lengths.pop()
+    if not _LENGTH.fullmatch(length):
+        raise ProtocolError("bad Content-Length")
+    if seen is not None and seen != length:
+        raise ProtocolError("conflicting Content-Length headers")
+    return length
+
+
+def request_head(method: bytes, target: bytes, headers: list[tuple[bytes, bytes]]) -> bytes:
+    """A request's head; RequestError for a method, target or field that cannot be sent (a line break in a header
+    value would end the field and start another)."""
+    if not _NAME.fullmatch(method):
+        raise RequestError(f"Illegal method {method!r}")
+    if not _TARGET.fullmatch(target):
+        raise RequestError(f"Illegal target characters: {target[:100]!r}")
+    lines = [b"%s %s HTTP/1.1\r\n" % (method, target)]
+    for name, value in headers:
+        if not _NAME.fullmatch(name):
+            raise RequestError(f"Illegal header name {name!r}")
+        if not _VALUE.fullmatch(value):
+            raise RequestError(f"Illegal header value {value!r}")
+        lines.append(b"%s: %s\r\n" % (name, value))
+    lines.append(b"\r\n")
+    return b"".join(lines)
 
 
 class ChunkedBody:
@@ -141,165 +261,3 @@ class ChunkedBody:
                 raise ChunkError(f"a trailer line is not a header field: {line[:40]!r}")
         self.done = True
         return blank.end()
-
-
-class PlainConnection(httpcore.AsyncHTTPConnection):
-    """httpcore's plain-http connection, speaking HTTP/1.1 through `ReadingHTTP11`.
-
-    Its lock, and its connection's, are asyncio's: httpcore's ask sniffio for the loop and take an anyio lock,
-    whose every acquire gives the loop a turn; the two are taken three times a request."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._request_lock = asyncio.Lock()  # type: ignore[assignment]
-
-    async def handle_async_request(self, request: httpcore.Request) -> httpcore.Response:
-        if not self.can_handle_request(request.url.origin):
-            raise RuntimeError(f"a connection to {self._origin} was asked for {request.url.origin}")
-        try:
-            async with self._request_lock:
-                if self._connection is None:
-                    stream = await self._connect(request)
-                    self._connection = ReadingHTTP11(self._origin, stream, self._keepalive_expiry)
-        except BaseException:
-            self._connect_failed = True
-            raise
-        return await self._connection.handle_async_request(request)
-
-
-class ReadingHTTP11(AsyncHTTP11Connection):
-    """httpcore's HTTP/1.1 connection, its response bodies handed on a read at a time (see the module)."""
-
-    _framing: int | str | None = None  # how the body in flight is read here (see `framing`)
-    _finished: h11.Connection | None = None  # the state to go on with after a body read here
-    _head = b""  # a request's head, not yet written: it goes out with the body's first bytes
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._state_lock = asyncio.Lock()  # type: ignore[assignment]  # see PlainConnection
-
-    async def _send_event(self, event: h11.Event, timeout: float | None = None) -> None:
-        """Each event's bytes, the head held back to go out in one write with what follows it.
-
-        httpcore writes a request's head and its body apart: two sends, and to a local server two
-        segments, the second about 0.2 ms of client CPU per request (measured on 16-token answers)."""
-        data = self._h11_state.send(event) or b""
-        if isinstance(event, h11.Request):
-            self._head = data
-            return
-        if self._head:
-            data, self._head = self._head + data, b""
-        if data:
-            await self._network_stream.write(data, timeout=timeout)
-
-    async def _receive_response_headers(
-        self, request: httpcore.Request
-    ) -> tuple[bytes, int, bytes, list[tuple[bytes, bytes]], bytes]:
-        head = await super()._receive_response_headers(request)
-        sending = self._h11_state.their_state is h11.SEND_BODY
-        self._framing = framing(request.method, head[1], head[3]) if sending else None
-        self._finished = None
-        return head
-
-    async def _response_closed(self) -> None:
-        if self._finished is not None:
-            self._h11_state, self._finished = self._finished, None
-        await super()._response_closed()
-
-    def _finished_exchange(self) -> h11.Connection:
-        """A fresh h11 state machine that has seen a whole kept-alive exchange."""
-        state = h11.Connection(our_role=h11.CLIENT, max_incomplete_event_size=self.MAX_INCOMPLETE_EVENT_SIZE)
-        state.send(_PAST_REQUEST)
-        state.send(_PAST_END)
-        state.receive_data(b"HTTP/1.1 204 No Content\r\n\r\n")
-        while state.their_state is not h11.DONE:
-            state.next_event()
-        return state
-
-    async def _receive_response_body(self, request: httpcore.Request) -> AsyncIterator[bytes]:
-        timeout = request.extensions.get("timeout", {}).get("read")
-        if self._framing == "chunked":
-            async for piece in self._chunks(timeout):
-                yield piece
-            return
-        if isinstance(self._framing, int):
-            async for piece in self._sized(self._framing, timeout):
-                yield piece
-            return
-        state = self._h11_state
-        while True:
-            event: object = await self._receive_event(timeout=timeout)
-            parts = []
-            while isinstance(event, h11.Data):
-                parts.append(event.data)
-                try:
-                    event = state.next_event()
-                except h11.RemoteProtocolError as exc:  # as httpcore's own reading maps it
-                    raise httpcore.RemoteProtocolError(exc) from exc
-            if parts:
-                yield b"".join(parts)
-            if isinstance(event, h11.EndOfMessage) or event is h11.PAUSED:
-                break
-
-    async def _chunks(self, timeout: float | None) -> AsyncIterator[bytes]:
-        """The chunked body's data, decoded here from what h11 holds past the head and what follows."""
-        body = ChunkedBody()
-        data, closed = self._h11_state.trailing_data
-        while True:
-            try:
-                pieces = body.feed(data)
-            except ChunkError as exc:
-                raise httpcore.RemoteProtocolError(str(exc)) from exc
-            if pieces:
-                yield b"".join(pieces)
-            if body.done:
-                self._ended(extra=bool(body.extra))
-                return
-            if closed:
-                raise httpcore.RemoteProtocolError(
-                    "peer closed connection without sending complete message body (incomplete chunked read)"
-                )
-            data = await self._network_stream.read(self.READ_NUM_BYTES, timeout=timeout)
-            closed = not data
-
-    async def _sized(self, length: int, timeout: float | None) -> AsyncIterator[bytes]:
-        """A body of `length` bytes, from what h11 holds past the head and what follows, a read at a time."""
-        data, closed = self._h11_state.trailing_data
-        left = length
-        while len(data) < left:
-            if data:
-                yield data
-                left -= len(data)
-            if closed:  # h11's words for it
-                raise httpcore.RemoteProtocolError(
-                    "peer closed connection without sending complete message body: "
-                    f"received {length - left} bytes, expected {length}"
-                )
-            data = await self._network_stream.read(min(self.READ_NUM_BYTES, left), timeout=timeout)
-            closed = not data
-        if left:
-            yield data[:left]
-        self._ended(extra=len(data) > left)
-
-    def _ended(self, extra: bool) -> None:
-        """A body read here has ended: the connection may go on when nothing came past it."""
-        # h11 saw the request end and the response head: DONE means it may keep the connection alive (a
-        # "Connection: close" or an HTTP/1.0 answer would have made it MUST_CLOSE)
-        if not extra and self._h11_state.our_state is h11.DONE:
-            self._finished = self._finished_exchange()
-
-
-def framing(method: bytes, status: int, headers: list[tuple[bytes, bytes]]) -> int | str | None:
-    """How a response body ends, as h11 decided it from the head h11 accepted: "chunked", its Content-Length
-    (h11 has checked it is digits and any repeats agree), or None for a body h11 reads itself: one read
-    until the server closes, or none whatever the head says (204, 304, an answer to HEAD or CONNECT)."""
-    if status in (204, 304) or method in (b"HEAD", b"CONNECT"):
-        return None
-    length: int | None = None
-    for name, value in headers:
-        name = name.lower()
-        if name == b"transfer-encoding":  # h11 refuses any coding but chunked, and it overrides a length
-            return "chunked" if value.strip().lower() == b"chunked" else None
-        if name == b"content-length":
-            length = int(value)
-    return length

@@ -2,32 +2,33 @@
 
 For an `http://` endpoint at an IP address or at `localhost`, reached without
 a proxy (the usual local `llama-server`, vLLM or SGLang), requests go through
-`PlainTransport`: httpcore's own pool, HTTP/1.1 parser, limits and timeouts,
-over `sockets.SocketBackend` instead of anyio (bench/overhead.py: 10-20 % of
-the client's CPU per request), its response bodies read a network read at a
-time, not an HTTP chunk at a time (`http11.py`).  Every other endpoint (TLS,
-a proxy, a host name, whose addresses want anyio's happy-eyeballs connect)
-keeps httpx's default transport.  Either way the caller sees httpx's
-exceptions.
+`PlainTransport`: a pool of HTTP/1.1 connections of our own (`connection.py`,
+speaking `http11.py`) over `sockets.SocketBackend`'s asyncio sockets.  With
+short answers a response's fixed cost is most of the client's: through
+httpcore's pool, connections and h11's event machinery it was some 40 % of
+the client's CPU on 64-token answers (docs/speed.md).  Limits and timeouts
+are httpx's (`Limits`, and each request's `timeout` extension).  Every other
+endpoint (TLS, a proxy, a host name, whose addresses want anyio's
+happy-eyeballs connect) keeps httpx's default transport.  Either way the
+caller sees httpx's exceptions.
 """
 
 from __future__ import annotations
 
+import asyncio
 import sys
 import urllib.request
+from collections import deque
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import httpcore
 import httpx
-from httpcore import AsyncConnectionInterface
 
-from evalsuite.engines.http11 import PlainConnection
-from evalsuite.engines.sockets import SocketBackend, ip_literal
-
-if TYPE_CHECKING:
-    from httpcore._async.connection_pool import AsyncPoolRequest
+from evalsuite.engines.connection import Connection, Origin
+from evalsuite.engines.http11 import Head, ProtocolError, RequestError, request_head
+from evalsuite.engines.sockets import SocketBackend, SocketStream, ip_literal
 
 
 def client_transport(base_url: str, limits: httpx.Limits) -> httpx.AsyncBaseTransport | None:
@@ -49,126 +50,162 @@ def _proxied() -> bool:
 
 
 class PlainTransport(httpx.AsyncBaseTransport):
-    """httpx's transport contract over an httpcore pool that uses `SocketBackend`."""
+    """httpx's transport contract over a pool of `connection.Connection`s on `SocketBackend`'s sockets.
 
-    def __init__(self, limits: httpx.Limits):
-        pool = LinearPool if httpcore.__version__.startswith("1.0.") else httpcore.AsyncConnectionPool
-        self.pool = pool(
-            max_connections=limits.max_connections,
-            max_keepalive_connections=limits.max_keepalive_connections,
-            keepalive_expiry=limits.keepalive_expiry,
-            network_backend=SocketBackend(),
-        )
-
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        core = httpcore.Request(
-            method=request.method,
-            url=httpcore.URL(
-                scheme=request.url.raw_scheme,
-                host=request.url.raw_host,
-                port=request.url.port,
-                target=request.url.raw_path,
-            ),
-            headers=request.headers.raw,
-            content=request.stream,
-            extensions=request.extensions,
-        )
-        with _as_httpx():
-            response = await self.pool.handle_async_request(core)
-        return httpx.Response(
-            status_code=response.status,
-            headers=response.headers,
-            stream=_Body(response.stream),
-            extensions=response.extensions,
-        )
-
-    async def aclose(self) -> None:
-        await self.pool.aclose()
-
-
-class LinearPool(httpcore.AsyncConnectionPool):
-    """httpcore's connection pool, its bookkeeping looking at each connection once.
-
-    httpcore (1.0) takes stock of its pool whenever a request comes or a response ends, and for each
-    idle connection there it counts the whole pool again: with 64 connections, some 1,500 calls per
-    request (bench/scale.py ingest, chat 2048 at concurrency 64: 0.6 us of client CPU per token, now
-    0.28).  The decisions here are its own: connections closed or expired leave, an idle one leaves
-    while the pool holds more than it keeps alive, then each queued request takes the first connection
-    that can serve it, or a new one while there is room, or the place of the first idle one.  A request
-    is woken only when it waits (`_assign`), and connections are closed under httpcore's shielded scope
-    only when there are some.  It overrides private methods of httpcore 1.0's pool, so PlainTransport
-    uses it with httpcore 1.0 only.
+    A request takes the idle connection to its server used last (one the server has closed meanwhile, or
+    that has idled past the keep-alive expiry, is closed instead), or opens one while fewer than
+    `max_connections` are open, or closes an idle one to another server to make room, or waits its turn
+    up to the pool timeout.  A response whose body ended cleanly gives its connection back to the idle
+    ones (up to `max_keepalive_connections`); any other closes it.  Either wakes the first waiting request.
     """
 
-    def _assign_requests_to_connections(self) -> list[AsyncConnectionInterface]:
-        closing: list[AsyncConnectionInterface] = []
-        for connection in list(self._connections):
-            if connection.is_closed():
-                self._connections.remove(connection)
-            elif connection.has_expired() or (
-                connection.is_idle() and len(self._connections) > self._max_keepalive_connections
-            ):
-                self._connections.remove(connection)
-                closing.append(connection)
-        for request in [request for request in self._requests if request.is_queued()]:
-            origin = request.request.url.origin
-            serving = (c for c in self._connections if c.can_handle_request(origin) and c.is_available())
-            chosen = next(serving, None)
-            if chosen is None and len(self._connections) >= self._max_connections:
-                idle = next((c for c in self._connections if c.is_idle()), None)
-                if idle is None:
-                    continue  # it waits for a connection
-                self._connections.remove(idle)
-                closing.append(idle)
-            if chosen is None:
-                chosen = self.create_connection(origin)
-                self._connections.append(chosen)
-            _assign(request, chosen)
-        return closing
+    def __init__(self, limits: httpx.Limits):
+        self._max = limits.max_connections or sys.maxsize
+        self._keep = self._max if limits.max_keepalive_connections is None else limits.max_keepalive_connections
+        self._expiry = limits.keepalive_expiry
+        self._backend = SocketBackend()
+        self._idle: list[Connection] = []  # the one used last, last
+        self._open: set[Connection] = set()
+        self._slots = 0  # connections open or being opened
+        self._waiting: deque[asyncio.Future[None]] = deque()
+        self._closed = False
 
-    async def _close_connections(self, closing: list[AsyncConnectionInterface]) -> None:
-        if closing:  # httpcore opens a cancel-shielded scope (anyio, sniffio) even for none
-            await super()._close_connections(closing)
-
-    def create_connection(self, origin: httpcore.Origin) -> AsyncConnectionInterface:
-        """A plain-http connection whose response bodies are read a network read at a time (http11.py)."""
-        return PlainConnection(
-            origin=origin,
-            keepalive_expiry=self._keepalive_expiry,
-            retries=self._retries,
-            local_address=self._local_address,
-            network_backend=self._network_backend,
-            socket_options=self._socket_options,
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        timeouts = request.extensions.get("timeout", {})
+        url = request.url
+        with _as_httpx():
+            sent = request_head(request.method.encode("ascii"), url.raw_path, request.headers.raw)
+            connection = await self._acquire((url.raw_scheme, url.raw_host, url.port or 80), timeouts)
+            try:
+                head = await connection.exchange(request, sent, timeouts)
+            except BaseException:
+                await self._release(connection)
+                raise
+        return httpx.Response(
+            status_code=head.status,
+            headers=head.headers,
+            stream=_Body(self, connection, head, timeouts.get("read")),
+            extensions={"http_version": b"HTTP/" + head.version, "reason_phrase": head.reason},
         )
 
+    async def _acquire(self, origin: Origin, timeouts: dict[str, Any]) -> Connection:
+        """A connection to `origin` for one exchange: an idle one, a new one, or the next freed after a wait."""
+        while True:
+            if self._closed:
+                raise httpcore.ConnectError("the client's transport has been closed")
+            connection = await self._idle_to(origin)
+            if connection is not None:
+                return connection
+            if self._slots >= self._max and self._idle:  # room for this server, made by one idle to another
+                await self._drop(self._idle.pop(0))
+            if self._slots < self._max:
+                self._slots += 1
+                try:
+                    stream = await self._backend.connect_tcp(
+                        origin[1].decode("ascii"), origin[2], timeouts.get("connect")
+                    )
+                except BaseException:
+                    self._slots -= 1
+                    self._wake()
+                    raise
+                assert isinstance(stream, SocketStream)
+                connection = Connection(stream, origin)
+                self._open.add(connection)
+                return connection
+            await self._wait(timeouts.get("pool"))
 
-def _assign(request: AsyncPoolRequest, connection: AsyncConnectionInterface) -> None:
-    """`request.assign_to_connection`, waking its task only when it waits: a request that finds a connection at
-    once is never waited on, and setting httpcore's event would make it an anyio event (sniffio, anyio) per request.
-    An event's backend is set by the first wait, before that task gives the loop its turn."""
-    if request._connection_acquired._backend:
-        request.assign_to_connection(connection)
-    else:
-        request.connection = connection
+    async def _idle_to(self, origin: Origin) -> Connection | None:
+        """The idle connection to `origin` used last that can still serve; idle ones past their expiry are closed."""
+        now = asyncio.get_running_loop().time()
+        found = None
+        for connection in list(reversed(self._idle)):
+            expired = self._expiry is not None and now - connection.idle_since > self._expiry
+            if expired or (found is None and connection.origin == origin and connection.is_readable()):
+                self._idle.remove(connection)
+                await self._drop(connection)
+            elif found is None and connection.origin == origin:
+                found = connection
+        if found is not None:
+            self._idle.remove(found)
+        return found
+
+    async def _wait(self, timeout: float | None) -> None:
+        """Until a connection is given back or closed (`_wake`), in turn with the other waiting requests."""
+        waiter = asyncio.get_running_loop().create_future()
+        self._waiting.append(waiter)
+        try:
+            async with asyncio.timeout(timeout):
+                await waiter
+        except BaseException as exc:  # timed out or cancelled: a turn given to it meanwhile goes on to the next
+            if waiter.done() and not waiter.cancelled():
+                self._wake()
+            if isinstance(exc, TimeoutError):
+                raise httpcore.PoolTimeout(f"no connection free within {timeout} s") from None
+            raise
+        finally:
+            if not waiter.done():
+                self._waiting.remove(waiter)
+                waiter.cancel()
+
+    def _wake(self) -> None:
+        """The first waiting request looks again."""
+        while self._waiting:
+            waiter = self._waiting.popleft()
+            if not waiter.done():
+                waiter.set_result(None)
+                return
+
+    async def _release(self, connection: Connection) -> None:
+        """A connection back from an exchange: idle again when it may go on, else closed."""
+        if connection.reusable and not self._closed and len(self._idle) < self._keep:
+            connection.idle_since = asyncio.get_running_loop().time()
+            self._idle.append(connection)
+        else:
+            await self._drop(connection)
+        self._wake()
+
+    async def _drop(self, connection: Connection) -> None:
+        self._open.discard(connection)
+        self._slots -= 1
+        await connection.aclose()
+
+    async def aclose(self) -> None:
+        """Close every connection, idle or in an exchange (whose read or write then fails), and wake the waiting."""
+        self._closed = True
+        self._idle.clear()
+        for connection in list(self._open):
+            await connection.aclose()
+        while self._waiting:
+            self._wake()
 
 
 class _Body(httpx.AsyncByteStream):
-    """The pool's response body as httpx reads it, raising httpx's errors."""
+    """A response's body as httpx reads it, raising httpx's errors; closing it gives its connection back."""
 
-    def __init__(self, stream: Any):
-        self._stream = stream
+    def __init__(self, transport: PlainTransport, connection: Connection, head: Head, timeout: float | None):
+        self._transport = transport
+        self._connection: Connection | None = connection
+        self._head = head
+        self._timeout = timeout
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
+        connection = self._connection
+        if connection is None:
+            raise httpx.StreamClosed()
         with _as_httpx():
-            async for part in self._stream:
+            async for part in connection.body(self._head, self._timeout):
                 yield part
 
     async def aclose(self) -> None:
-        with _as_httpx():
-            await self._stream.aclose()
+        connection, self._connection = self._connection, None
+        if connection is not None:
+            await self._transport._release(connection)
 
 
 _HTTPX_ERRORS: list[tuple[type[Exception], type[httpx.HTTPError]]] = [
+    (ProtocolError, httpx.RemoteProtocolError),
+    (RequestError, httpx.LocalProtocolError),
+] + [
     (getattr(httpcore, name), getattr(httpx, name))  # the two libraries name each error alike
     for name in (  # most specific first
         "ConnectTimeout",
@@ -191,7 +228,8 @@ _HTTPX_ERRORS: list[tuple[type[Exception], type[httpx.HTTPError]]] = [
 
 @contextmanager
 def _as_httpx() -> Iterator[None]:
-    """httpcore's exceptions as the httpx ones its default transport raises, so callers see one set."""
+    """httpcore's exceptions (the sockets') and the protocol's as the httpx ones its default transport raises,
+    so callers see one set."""
     try:
         yield
     except Exception as exc:

@@ -17,15 +17,12 @@ import httpcore
 import httpx
 import pytest
 from fake_server import FakeServer
-from httpcore._async.connection_pool import AsyncPoolRequest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from evalsuite.config import TargetConfig
 from evalsuite.engines import make_engine
 from evalsuite.engines.base import request_failure
 from evalsuite.engines.sockets import YIELD_EVERY, SocketBackend, SocketStream
-from evalsuite.engines.transport import LinearPool, PlainTransport, _as_httpx, client_transport
+from evalsuite.engines.transport import PlainTransport, _as_httpx, client_transport
 from evalsuite.records import GenerationParams, Sample
 
 LIMITS = httpx.Limits(max_connections=2, max_keepalive_connections=2)
@@ -152,13 +149,8 @@ async def test_requests_beyond_the_connection_limit_wait_and_are_woken_as_connec
     async with _served(slow_echo) as (url, connections), _client(timeout=5) as client:
         async with asyncio.timeout(5):  # a request left waiting would hang here
             answers = await asyncio.gather(*(client.post(url, content=b"%d" % i) for i in range(7)))
-        pool = client._transport.pool  # type: ignore[attr-defined]
-        lock_types = {type(c._request_lock) for c in pool.connections} | {
-            type(c._connection._state_lock) for c in pool.connections
-        }
     assert [a.text for a in answers] == [str(i) for i in range(7)]
     assert len(connections) == LIMITS.max_connections  # five of them waited for one of the two
-    assert lock_types == {asyncio.Lock}
 
 
 @pytest.mark.asyncio
@@ -349,62 +341,158 @@ async def test_an_engine_generates_through_it(fake_server: FakeServer) -> None:
     assert completions[0].tokens is not None and len(completions[0].tokens.ids) == 8
 
 
-class _Connection:
-    """A connection in some state, as the pool's bookkeeping sees it."""
-
-    def __init__(self, name: str, state: tuple[bool, bool, bool, bool, bool]):
-        self.name = name
-        self.closed, self.expired, self.idle, self.available, self.same_origin = state
-
-    def is_closed(self) -> bool:
-        return self.closed
-
-    def has_expired(self) -> bool:
-        return self.expired
-
-    def is_idle(self) -> bool:
-        return self.idle
-
-    def is_available(self) -> bool:
-        return self.available
-
-    def can_handle_request(self, origin: httpcore.Origin) -> bool:
-        return self.same_origin
+def _limited(**limits: Any) -> httpx.AsyncClient:
+    return httpx.AsyncClient(transport=PlainTransport(httpx.Limits(**limits)), timeout=5)
 
 
-def _bookkeeping(pool_type: type[httpcore.AsyncConnectionPool], states: list[Any], queued: int, limits: Any) -> Any:
-    """What a pool decides for these connections and requests: who stays, who closes, who serves whom."""
-    pool = pool_type(max_connections=limits[0], max_keepalive_connections=limits[1])
-    made: list[str] = []
-
-    def create_connection(origin: httpcore.Origin) -> Any:
-        made.append(f"new{len(made)}")
-        return _Connection(made[-1], (False, False, False, False, True))
-
-    pool.create_connection = create_connection  # type: ignore[method-assign]
-    pool._connections = [_Connection(f"c{i}", state) for i, state in enumerate(states)]
-    served = AsyncPoolRequest(httpcore.Request("GET", "http://127.0.0.1:9/"))
-    served.connection = pool._connections[0] if pool._connections else None
-    pool._requests = [served] + [
-        AsyncPoolRequest(httpcore.Request("GET", "http://127.0.0.1:9/")) for _ in range(queued)
-    ]
-    closing = pool._assign_requests_to_connections()
-    return (
-        [c.name for c in pool._connections],  # type: ignore[attr-defined]
-        [c.name for c in closing],  # type: ignore[attr-defined]
-        [r.connection.name if r.connection else None for r in pool._requests],  # type: ignore[attr-defined]
-    )
+@pytest.mark.asyncio
+async def test_an_idle_connection_past_the_keep_alive_expiry_is_closed_and_a_new_one_opened() -> None:
+    async with _served(_echo_lengths) as (url, connections), _limited(keepalive_expiry=0.1) as client:
+        assert (await client.post(url, content=b"a")).text == "1"
+        assert (await client.post(url, content=b"ab")).text == "2"  # at once: the same connection
+        await asyncio.sleep(0.2)
+        assert (await client.post(url, content=b"abc")).text == "3"
+    assert len(connections) == 2
 
 
-@settings(max_examples=300, deadline=None)
-@given(
-    states=st.lists(st.tuples(*[st.booleans()] * 5), max_size=6),
-    queued=st.integers(0, 4),
-    limits=st.tuples(st.integers(1, 6), st.integers(0, 6)),
+@pytest.mark.asyncio
+async def test_no_connection_is_kept_beyond_max_keepalive_connections() -> None:
+    async with _served(_echo_lengths) as (url, connections), _limited(max_keepalive_connections=0) as client:
+        answers = [(await client.post(url, content=b"x" * n)).text for n in range(3)]
+    assert answers == ["0", "1", "2"]
+    assert len(connections) == 3
+
+
+@pytest.mark.asyncio
+async def test_a_request_that_waits_past_the_pool_timeout_is_a_pool_timeout_and_the_pool_goes_on() -> None:
+    async def slow_echo(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        while not reader.at_eof():
+            body = await _request(reader)
+            await asyncio.sleep(0.3)
+            writer.write(_answer(body))
+            await writer.drain()
+
+    async with _served(slow_echo) as (url, _), _limited(max_connections=1) as client:
+        first = asyncio.create_task(client.post(url, content=b"a"))
+        await asyncio.sleep(0.05)
+        with pytest.raises(httpx.PoolTimeout):
+            await client.post(url, content=b"b", timeout=httpx.Timeout(5, pool=0.05))
+        assert (await first).text == "a"
+        assert (await client.post(url, content=b"cc")).text == "cc"
+
+
+@pytest.mark.asyncio
+async def test_a_waiting_request_cancelled_after_its_turn_came_passes_the_turn_on() -> None:
+    release = asyncio.Event()
+
+    async def gated_echo(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        while not reader.at_eof():
+            body = await _request(reader)
+            if body == b"first":
+                await release.wait()
+            writer.write(_answer(body))
+            await writer.drain()
+
+    async with _served(gated_echo) as (url, _), _limited(max_connections=1) as client:
+        first = asyncio.create_task(client.post(url, content=b"first"))
+        await asyncio.sleep(0.05)
+        second = asyncio.create_task(client.post(url, content=b"second"))
+        third = asyncio.create_task(client.post(url, content=b"third"))
+        await asyncio.sleep(0.05)  # both wait for the one connection
+        release.set()
+        await first  # its connection goes back and wakes the second, which is cancelled before it runs
+        second.cancel()
+        async with asyncio.timeout(5):  # a lost turn would leave the third waiting for good
+            assert (await third).text == "third"
+        assert second.cancelled()
+
+
+@pytest.mark.asyncio
+async def test_an_idle_connection_to_another_server_is_closed_to_make_room() -> None:
+    async with _served(_echo_lengths) as (one, _), _served(_echo_lengths) as (other, _):
+        async with _limited(max_connections=1) as client, asyncio.timeout(5):
+            assert (await client.post(one, content=b"a")).text == "1"
+            assert (await client.post(other, content=b"ab")).text == "2"
+            assert (await client.post(one, content=b"abc")).text == "3"
+
+
+async def _answering(raw: bytes) -> Handler:
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        while not reader.at_eof():
+            await _request(reader)
+            writer.write(raw)
+            await writer.drain()
+            if raw.endswith(b"until close"):
+                return
+
+    return handler
+
+
+@pytest.mark.parametrize(
+    "raw,method,body,connections",
+    [
+        (b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok", "GET", b"ok", 1),
+        (b"HTTP/1.1 200 OK\r\n\r\nread until close", "GET", b"read until close", 2),
+        (b"HTTP/1.1 204 No Content\r\nContent-Length: 5\r\n\r\n", "GET", b"", 1),
+        (b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\n", "HEAD", b"", 1),
+        (b"HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\nok", "GET", b"ok", 2),
+    ],
+    ids=["informational first", "until close", "204", "HEAD", "HTTP/1.0"],
 )
-async def test_the_linear_pool_decides_what_httpcores_own_pool_decides(
-    states: list[Any], queued: int, limits: tuple[int, int]
+@pytest.mark.asyncio
+async def test_each_way_a_body_ends_is_read_to_its_end_and_decides_reuse(
+    raw: bytes, method: str, body: bytes, connections: int
 ) -> None:
-    assert _bookkeeping(LinearPool, states, queued, limits) == _bookkeeping(
-        httpcore.AsyncConnectionPool, states, queued, limits
-    )
+    async with _served(await _answering(raw)) as (url, accepted), _client() as client:
+        for _ in range(2):
+            assert (await client.request(method, url)).content == body
+            await asyncio.sleep(0.05)  # a close reaches the client's socket before the next request
+    assert len(accepted) == connections
+
+
+@pytest.mark.parametrize(
+    "raw,says",
+    [
+        (b"HTTP/1.1 200 OK\r\nX-Big: " + b"x" * 200_000, "longer than"),
+        (b"HTTP/1.1 200 OK\r\nBad Name: 1\r\n\r\n", "illegal header line"),
+        (b"SMTP ready\r\n\r\n", "illegal status line"),
+        (b"HTTP/1.1 200 OK\r\nContent-Length: 1, 2\r\n\r\n", "conflicting Content-Length"),
+        (b"HTTP/1.1 200 OK\r\nContent-Le", "without sending a complete response head"),
+    ],
+    ids=["too long", "bad field", "not HTTP", "two lengths", "cut head"],
+)
+@pytest.mark.asyncio
+async def test_a_head_h11_would_refuse_is_a_protocol_error_that_says_why(raw: bytes, says: str) -> None:
+    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await _request(reader)
+        writer.write(raw)
+        await writer.drain()
+
+    async with _served(answer) as (url, _), _client() as client:
+        with pytest.raises(httpx.RemoteProtocolError, match=says) as caught:
+            await client.get(url)
+    assert request_failure(caught.value).kind == "connection"
+
+
+@pytest.mark.parametrize(
+    "headers", [{"X-Key": "a\r\nX-Smuggled: 1"}, {"X-Key": "a\nb"}, {"X-Key": "a\x00b"}], ids=["CRLF", "LF", "NUL"]
+)
+@pytest.mark.asyncio
+async def test_a_header_value_that_would_end_its_line_is_refused_before_anything_is_sent(
+    headers: dict[str, str],
+) -> None:
+    async with _served(_echo_lengths) as (url, connections), _client() as client:
+        with pytest.raises(httpx.LocalProtocolError, match="Illegal header value"):
+            await client.post(url, content=b"x", headers=headers)
+        assert (await client.post(url, content=b"xy")).text == "2"
+    assert len(connections) == 1  # the refused request took a connection, sent nothing, and gave it back
+
+
+@pytest.mark.parametrize("declared", [b"1", b"9"], ids=["more than declared", "less than declared"])
+@pytest.mark.asyncio
+async def test_a_body_that_is_not_its_declared_length_is_refused_and_its_connection_not_reused(declared: bytes) -> None:
+    async with _served(_echo_lengths) as (url, connections), _client() as client:
+        with pytest.raises(httpx.LocalProtocolError, match="data for declared Content-Length"):
+            await client.post(url, content=b"abc", headers={"Content-Length": declared.decode()})
+        assert (await client.post(url, content=b"xy")).text == "2"
+    assert len(connections) == 2

@@ -102,12 +102,13 @@ class Engine:
         if key:
             headers["Authorization"] = f"Bearer {key}"
         limits = httpx.Limits(max_connections=target.concurrency, max_keepalive_connections=target.concurrency)
+        self._plain = client_transport(self.base_url, limits)
         self.http = httpx.AsyncClient(
             headers=headers,
             verify=client_verify(self.base_url),
             timeout=httpx.Timeout(target.timeout_s, connect=min(10.0, target.timeout_s)),
             limits=limits,
-            transport=client_transport(self.base_url, limits),
+            transport=self._plain,
         )
         self.model = target.model or ""
         self.max_bytes = int(target.max_response_mb * 2**20)
@@ -226,8 +227,22 @@ class Engine:
         """The POST of one body to the generation route, the JSON written by orjson (see dumps_body)."""
         return self.http.build_request("POST", self._generate_url, content=dumps_body(body), headers=JSON_HEADERS)
 
+    async def _send(self, request: httpx.Request) -> httpx.Response:
+        """The response to a generation request, its body still to read.
+
+        On our own transport it goes to it directly: the client's layers around it (auth, redirects, cookies,
+        event hooks) have nothing to do for these requests, and cost about a tenth of the client's CPU on short
+        answers, most of it taking cookies out of every response (bench/scale.py, 64-token answers)."""
+        if self._plain is None:
+            return await self.http.send(request, stream=True)
+        if self.http.is_closed:
+            raise RuntimeError("Cannot send a request, as the client has been closed.")  # as httpx says it
+        response = await self._plain.handle_async_request(request)
+        response.request = request
+        return response
+
     async def _post(self, body: dict[str, Any]) -> bytes:
-        async with _streamed(self.http, self._request(body)) as resp:
+        async with self._streamed(self._request(body)) as resp:
             if resp.status_code >= 300:
                 check_status(resp.status_code, resp.headers, await read_error_body(resp))
             return await read_body(resp, self.max_bytes)
@@ -236,7 +251,7 @@ class Engine:
         """The merged events, how to read them generically if they came typed, and the time to the first token."""
         body = {**body, "stream": True, "stream_options": {"include_usage": True}}
         ttft: list[float] = []
-        async with _streamed(self.http, self._request(body)) as resp:
+        async with self._streamed(self._request(body)) as resp:
             if resp.status_code >= 300:
                 check_status(resp.status_code, resp.headers, await read_error_body(resp))
             if resp.headers.get("content-type", "").startswith("application/json"):  # the server ignored stream
@@ -295,15 +310,14 @@ class Engine:
     async def aclose(self) -> None:
         await self.http.aclose()
 
-
-@asynccontextmanager
-async def _streamed(client: httpx.AsyncClient, request: httpx.Request) -> AsyncIterator[httpx.Response]:
-    """`client.stream` for a request already built: the response, closed however the block ends."""
-    response = await client.send(request, stream=True)
-    try:
-        yield response
-    finally:
-        await response.aclose()
+    @asynccontextmanager
+    async def _streamed(self, request: httpx.Request) -> AsyncIterator[httpx.Response]:
+        """The response to a request already built, closed however the block ends."""
+        response = await self._send(request)
+        try:
+            yield response
+        finally:
+            await response.aclose()
 
 
 Generic = Callable[[], Any]

@@ -109,18 +109,17 @@ class Connection:
                 raise ProtocolError("Server disconnected without sending a response.")
             data += more
 
-    async def body(self, head: Head, timeout: float | None) -> AsyncIterator[bytes]:
-        """The response body's bytes, a network read at a time; `reusable` is set once it has ended cleanly."""
+    def body(self, head: Head, timeout: float | None) -> AsyncIterator[bytes]:
+        """The response body's bytes, a network read at a time; `reusable` is set once it has ended cleanly.
+
+        The reader of its framing itself, not a generator around it: a paced stream brings a read a token."""
         rest, self._rest = self._rest, b""
         if head.body == CHUNKED:
-            chunks = self._chunks(rest, timeout)
-        elif head.body == UNTIL_CLOSE:
-            chunks = self._until_close(rest, timeout)
-        else:
-            assert isinstance(head.body, int)
-            chunks = self._sized(rest, head.body, timeout)
-        async for piece in chunks:
-            yield piece
+            return self._chunks(rest, timeout)
+        if head.body == UNTIL_CLOSE:
+            return self._until_close(rest, timeout)
+        assert isinstance(head.body, int)
+        return self._sized(rest, head.body, timeout)
 
     async def _chunks(self, data: bytes, timeout: float | None) -> AsyncIterator[bytes]:
         body = ChunkedBody()

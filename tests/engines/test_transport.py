@@ -137,16 +137,22 @@ async def test_a_body_larger_than_the_socket_buffers_goes_out_whole_and_comes_ba
     assert response.content == big
 
 
-@pytest.mark.asyncio
-async def test_requests_beyond_the_connection_limit_wait_and_are_woken_as_connections_free() -> None:
+def _slow_echo(delay_s: float) -> Handler:
+    """A server that answers each request with its body, `delay_s` after reading it."""
+
     async def slow_echo(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         while not reader.at_eof():
             body = await _request(reader)
-            await asyncio.sleep(0.02)
+            await asyncio.sleep(delay_s)
             writer.write(_answer(body))
             await writer.drain()
 
-    async with _served(slow_echo) as (url, connections), _client(timeout=5) as client:
+    return slow_echo
+
+
+@pytest.mark.asyncio
+async def test_requests_beyond_the_connection_limit_wait_and_are_woken_as_connections_free() -> None:
+    async with _served(_slow_echo(0.02)) as (url, connections), _client(timeout=5) as client:
         async with asyncio.timeout(5):  # a request left waiting would hang here
             answers = await asyncio.gather(*(client.post(url, content=b"%d" % i) for i in range(7)))
     assert [a.text for a in answers] == [str(i) for i in range(7)]
@@ -365,14 +371,7 @@ async def test_no_connection_is_kept_beyond_max_keepalive_connections() -> None:
 
 @pytest.mark.asyncio
 async def test_a_request_that_waits_past_the_pool_timeout_is_a_pool_timeout_and_the_pool_goes_on() -> None:
-    async def slow_echo(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        while not reader.at_eof():
-            body = await _request(reader)
-            await asyncio.sleep(0.3)
-            writer.write(_answer(body))
-            await writer.drain()
-
-    async with _served(slow_echo) as (url, _), _limited(max_connections=1) as client:
+    async with _served(_slow_echo(0.3)) as (url, _), _limited(max_connections=1) as client:
         first = asyncio.create_task(client.post(url, content=b"a"))
         await asyncio.sleep(0.05)
         with pytest.raises(httpx.PoolTimeout):

@@ -155,9 +155,12 @@ class Connection:
         self._ended(extra=len(data) > left)
 
     async def _until_close(self, data: bytes, timeout: float | None) -> AsyncIterator[bytes]:
-        while data:
-            yield data
+        while True:
+            if data:
+                yield data
             data = await self.stream.read(READ_SIZE, timeout=timeout)
+            if not data:
+                return
 
     def _ended(self, extra: bool) -> None:
         self.reusable = self._keep and not extra

@@ -416,10 +416,16 @@ async def test_an_idle_connection_to_another_server_is_closed_to_make_room() -> 
 
 
 async def _answering(raw: bytes) -> Handler:
+    """A server that answers each request with `raw`, its body a moment after its head (in a read of its own)."""
+    split = raw.rfind(b"\r\n\r\n") + 4
+
     async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         while not reader.at_eof():
             await _request(reader)
-            writer.write(raw)
+            writer.write(raw[:split])
+            await writer.drain()
+            await asyncio.sleep(0.02)
+            writer.write(raw[split:])
             await writer.drain()
             if raw.endswith(b"until close"):
                 return

@@ -25,12 +25,10 @@ _LENGTH = re.compile(rb"[0-9]{1,20}")
 _LINE_END = re.compile(rb"\r?\n")
 _BLANK_LINE = re.compile(rb"\n\r?\n")
 MAX_HEAD = 100 * 1024
-"""The longest response head (and chunk size or trailer line) waited for, as httpcore limits h11."""
+"""The longest response head, chunk size line or trailer section waited for, as httpcore limits h11."""
 _CHUNK_SIZE = re.compile(rb"([0-9A-Fa-f]{1,20})(?:;.*)?[ \t]*")
 """A chunk's size line without its CRLF: hex digits, extensions (ignored), whitespace; as h11 reads it."""
 _HEX_DIGITS = b"0123456789abcdefABCDEF"
-_MAX_LINE = 16 * 1024
-"""The longest chunk size or trailer line waited for, as h11 limits an incomplete line."""
 
 CHUNKED = "chunked"
 UNTIL_CLOSE = "until close"
@@ -79,8 +77,7 @@ def parse_head(block: bytes, method: bytes) -> Head:
     """The response head in `block` (up to and with its blank line), as h11 reads it; ProtocolError says why not.
 
     `method` is the request's: a response to HEAD has no body whatever its head says.  The fields are as
-    received, but for h11's two normalisations: Content-Length once (a list of equal lengths, or repeats,
-    as the one length) and Transfer-Encoding's value in lower case."""
+    `_field_lines` reads them."""
     lines = _LINE_END.split(block)[:-2]  # the blank line's two empty pieces
     if not lines:
         raise ProtocolError("no response line received")
@@ -92,8 +89,27 @@ def parse_head(block: bytes, method: bytes) -> Head:
         raise ProtocolError(f"status code {code} is not one HTTP has")
     if code == 101:
         raise ProtocolError("the server switched protocols though no request asked it to")
+    headers, length, chunked, close = _field_lines(lines[1:])
+    body: int | str
+    if code in (204, 304) or code < 200 or method == b"HEAD":
+        body = 0
+    elif chunked:
+        body = CHUNKED
+    elif length is not None:
+        body = int(length)
+    else:
+        body = UNTIL_CLOSE
+    keep_alive = version >= b"1.1" and not close and body != UNTIL_CLOSE  # h11 compares versions so
+    return Head(version, code, reason, headers, body, keep_alive)
+
+
+def _field_lines(lines: list[bytes]) -> tuple[list[tuple[bytes, bytes]], bytes | None, bool, bool]:
+    """A head's (or trailer section's) field lines as h11 reads them: (fields, Content-Length, chunked, close).
+
+    The fields are as received, but for h11's two normalisations: Content-Length once (a list of equal
+    lengths, or repeats, as the one length) and Transfer-Encoding's value in lower case."""
     fields: list[bytes] = []
-    for line in lines[1:]:
+    for line in lines:
         if line[:1] in (b" ", b"\t"):  # obs-fold: the line goes on the one before, after one space
             if not fields:
                 raise ProtocolError("continuation line at start of headers")
@@ -124,17 +140,7 @@ def parse_head(block: bytes, method: bytes) -> Head:
         elif lower == b"connection":
             close = close or b"close" in [token.strip().lower() for token in value.split(b",")]
         headers.append((name, value))
-    body: int | str
-    if code in (204, 304) or code < 200 or method == b"HEAD":
-        body = 0
-    elif chunked:
-        body = CHUNKED
-    elif length is not None:
-        body = int(length)
-    else:
-        body = UNTIL_CLOSE
-    keep_alive = version >= b"1.1" and not close and body != UNTIL_CLOSE  # h11 compares versions so
-    return Head(version, code, reason, headers, body, keep_alive)
+    return headers, length, chunked, close
 
 
 def _content_length(value: bytes, seen: bytes | None) -> bytes:
@@ -213,8 +219,8 @@ class ChunkedBody:
             pos = self._whole_chunks(buf, view, pos, out)
             eol = buf.find(b"\r\n", pos)
             if eol < 0:
-                if end - pos > _MAX_LINE:
-                    raise ChunkError(f"a chunk header is longer than {_MAX_LINE} bytes")
+                if end - pos > MAX_HEAD:
+                    raise ChunkError(f"a chunk header is longer than {MAX_HEAD} bytes")
                 break
             line = buf[pos:eol]
             pos = eol + 2
@@ -253,11 +259,12 @@ class ChunkedBody:
             return pos + (1 if buf[pos] == 10 else 2)
         blank = _BLANK_LINE.search(buf, pos)
         if blank is None:
-            if len(buf) - pos > _MAX_LINE:
-                raise ChunkError(f"the trailer fields are longer than {_MAX_LINE} bytes")
+            if len(buf) - pos > MAX_HEAD:
+                raise ChunkError(f"the trailer fields are longer than {MAX_HEAD} bytes")
             return pos
-        for line in buf[pos : blank.start()].split(b"\n"):
-            if b":" not in line:
-                raise ChunkError(f"a trailer line is not a header field: {line[:40]!r}")
+        try:
+            _field_lines(_LINE_END.split(buf[pos : blank.end()])[:-2])  # checked as a head's fields, then dropped
+        except ProtocolError as exc:
+            raise ChunkError(f"in the trailer fields: {exc}") from None
         self.done = True
         return blank.end()

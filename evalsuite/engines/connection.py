@@ -87,15 +87,16 @@ class Connection:
             await self.stream.write(pending, timeout=timeout)
 
     async def _read_head(self, method: bytes, timeout: float | None) -> Head:
-        data, looked = b"", 0
+        data, looked = bytearray(), 0  # grown in place: a head a few bytes a read is not copied a read
         while True:
             end = head_end(data, looked) if data else -1
             if end >= 0:
-                head = parse_head(data[:end], method)
-                data, looked = data[end:], 0
+                head = parse_head(bytes(data[:end]), method)
+                del data[:end]
+                looked = 0
                 if head.status < 200:
                     continue  # informational: the final answer follows
-                self._rest = data
+                self._rest = bytes(data)
                 return head
             if data and data[0] < 0x21:
                 raise ProtocolError(f"illegal status line: {data[:100]!r}")

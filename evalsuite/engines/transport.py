@@ -73,6 +73,8 @@ class PlainTransport(httpx.AsyncBaseTransport):
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         timeouts = request.extensions.get("timeout", {})
         url = request.url
+        if url.raw_scheme != b"http":  # never TLS: an https request here would go out in cleartext
+            raise httpx.UnsupportedProtocol(f"this transport speaks plain http only, not {url.scheme!r}")
         with _as_httpx():
             sent = request_head(request.method.encode("ascii"), url.raw_path, request.headers.raw)
             connection = await self._acquire((url.raw_scheme, url.raw_host, url.port or 80), timeouts)

@@ -501,3 +501,29 @@ async def test_a_body_that_is_not_its_declared_length_is_refused_and_its_connect
             await client.post(url, content=b"abc", headers={"Content-Length": declared.decode()})
         assert (await client.post(url, content=b"xy")).text == "2"
     assert len(connections) == 2
+
+
+@pytest.mark.parametrize("scheme", ["https", "ftp"])
+@pytest.mark.asyncio
+async def test_a_url_of_another_scheme_is_refused_never_sent_in_cleartext(scheme: str) -> None:
+    async with _served(_echo_lengths) as (url, connections), _client() as client:
+        with pytest.raises(httpx.UnsupportedProtocol, match="plain http only"):
+            await client.get(url.replace("http", scheme, 1), headers={"Authorization": "Bearer secret"})
+    assert connections == []
+
+
+@pytest.mark.asyncio
+async def test_a_long_head_sent_a_few_bytes_at_a_time_is_read_whole() -> None:
+    answer = b"HTTP/1.1 200 OK\r\nX-Long: " + b"a" * 20_000 + b"\r\nContent-Length: 2\r\n\r\nok"
+
+    async def trickle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await _request(reader)
+        for at in range(0, len(answer), 7):
+            writer.write(answer[at : at + 7])
+            await writer.drain()
+            if at % 700 == 0:
+                await asyncio.sleep(0)  # the client reads between pieces
+
+    async with _served(trickle) as (url, _), _client() as client:
+        response = await client.get(url)
+    assert (response.content, response.headers["x-long"]) == (b"ok", "a" * 20_000)

@@ -54,9 +54,12 @@ class PlainTransport(httpx.AsyncBaseTransport):
 
     A request takes the idle connection to its server used last (one the server has closed meanwhile, or
     that has idled past the keep-alive expiry, is closed instead), or opens one while fewer than
-    `max_connections` are open, or closes an idle one to another server to make room, or waits its turn
-    up to the pool timeout.  A response whose body ended cleanly gives its connection back to the idle
-    ones (up to `max_keepalive_connections`); any other closes it.  Either wakes the first waiting request.
+    `max_connections` are open, or closes an idle one to another server to make room; else it waits its
+    turn, up to the pool timeout.  Turns are first come, first served: a connection whose response ended
+    cleanly goes to the first waiting request (closed, its place given instead, when that request is for
+    another server or the server has closed it), and the place of a connection that closes goes to the
+    first waiting request too; with no one waiting, the connection goes back to the idle ones (up to
+    `max_keepalive_connections`) or closes.
     """
 
     def __init__(self, limits: httpx.Limits):
@@ -66,8 +69,9 @@ class PlainTransport(httpx.AsyncBaseTransport):
         self._backend = SocketBackend()
         self._idle: list[Connection] = []  # the one used last, last
         self._open: set[Connection] = set()
-        self._slots = 0  # connections open or being opened
-        self._waiting: deque[asyncio.Future[None]] = deque()
+        self._slots = 0  # places taken: connections open or being opened, and places handed to a waiting request
+        self._waiting: deque[tuple[Origin, asyncio.Future[Connection | None]]] = deque()
+        """Requests waiting their turn, first first: each is handed a connection, or None for a place to open one."""
         self._closed = False
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
@@ -91,10 +95,10 @@ class PlainTransport(httpx.AsyncBaseTransport):
         )
 
     async def _acquire(self, origin: Origin, timeouts: dict[str, Any]) -> Connection:
-        """A connection to `origin` for one exchange: an idle one, a new one, or the next freed after a wait."""
-        while True:
-            if self._closed:
-                raise httpcore.ConnectError("the client's transport has been closed")
+        """A connection to `origin` for one exchange: an idle one, a new one, or one handed on after a wait."""
+        if self._closed:
+            raise httpcore.ConnectError("the client's transport has been closed")
+        if not self._waiting:  # nobody is before this request
             connection = await self._idle_to(origin)
             if connection is not None:
                 return connection
@@ -102,19 +106,24 @@ class PlainTransport(httpx.AsyncBaseTransport):
                 await self._drop(self._idle.pop(0))
             if self._slots < self._max:
                 self._slots += 1
-                try:
-                    stream = await self._backend.connect_tcp(
-                        origin[1].decode("ascii"), origin[2], timeouts.get("connect")
-                    )
-                except BaseException:
-                    self._slots -= 1
-                    self._wake()
-                    raise
-                assert isinstance(stream, SocketStream)
-                connection = Connection(stream, origin)
-                self._open.add(connection)
-                return connection
-            await self._wait(timeouts.get("pool"))
+                return await self._connect(origin, timeouts)
+        handed = await self._wait(origin, timeouts.get("pool"))
+        return handed if handed is not None else await self._connect(origin, timeouts)
+
+    async def _connect(self, origin: Origin, timeouts: dict[str, Any]) -> Connection:
+        """A new connection in a place already taken; the place goes on to the next request if it fails."""
+        try:
+            stream = await self._backend.connect_tcp(origin[1].decode("ascii"), origin[2], timeouts.get("connect"))
+        except BaseException:
+            self._free_place()
+            raise
+        assert isinstance(stream, SocketStream)
+        connection = Connection(stream, origin)
+        self._open.add(connection)
+        if self._closed:  # closed while it connected
+            await self._drop(connection)
+            raise httpcore.ConnectError("the client's transport has been closed")
+        return connection
 
     async def _idle_to(self, origin: Origin) -> Connection | None:
         """The idle connection to `origin` used last that can still serve; idle ones past their expiry are closed."""
@@ -131,54 +140,78 @@ class PlainTransport(httpx.AsyncBaseTransport):
             self._idle.remove(found)
         return found
 
-    async def _wait(self, timeout: float | None) -> None:
-        """Until a connection is given back or closed (`_wake`), in turn with the other waiting requests."""
-        waiter = asyncio.get_running_loop().create_future()
-        self._waiting.append(waiter)
+    async def _wait(self, origin: Origin, timeout: float | None) -> Connection | None:
+        """This request's turn: a connection handed on to it, or None for a place to open one."""
+        turn: asyncio.Future[Connection | None] = asyncio.get_running_loop().create_future()
+        entry = (origin, turn)
+        self._waiting.append(entry)
         try:
             async with asyncio.timeout(timeout):
-                await waiter
-        except BaseException as exc:  # timed out or cancelled: a turn given to it meanwhile goes on to the next
-            if waiter.done() and not waiter.cancelled():
-                self._wake()
+                return await turn
+        except BaseException as exc:  # timed out or cancelled: what was handed to it meanwhile goes on to the next
+            if turn.done() and not turn.cancelled() and turn.exception() is None:
+                handed = turn.result()
+                if handed is None:
+                    self._free_place()
+                else:
+                    await self._release(handed)
             if isinstance(exc, TimeoutError):
                 raise httpcore.PoolTimeout(f"no connection free within {timeout} s") from None
             raise
         finally:
-            if not waiter.done():
-                self._waiting.remove(waiter)
-                waiter.cancel()
+            if not turn.done():
+                self._waiting.remove(entry)
+                turn.cancel()
 
-    def _wake(self) -> None:
-        """The first waiting request looks again."""
+    def _next_turn(self) -> tuple[Origin, asyncio.Future[Connection | None]] | None:
+        """The first request still waiting, taken off the queue."""
         while self._waiting:
-            waiter = self._waiting.popleft()
-            if not waiter.done():
-                waiter.set_result(None)
-                return
+            origin, turn = self._waiting.popleft()
+            if not turn.done():
+                return origin, turn
+        return None
+
+    def _free_place(self) -> None:
+        """A place given up: to the first waiting request, or free."""
+        nxt = self._next_turn()
+        if nxt is None:
+            self._slots -= 1
+        else:
+            nxt[1].set_result(None)
 
     async def _release(self, connection: Connection) -> None:
-        """A connection back from an exchange: idle again when it may go on, else closed."""
-        if connection.reusable and not self._closed and len(self._idle) < self._keep:
-            connection.idle_since = asyncio.get_running_loop().time()
-            self._idle.append(connection)
-        else:
-            await self._drop(connection)
-        self._wake()
+        """A connection back from an exchange: to the first waiting request, idle, or closed."""
+        if connection.reusable and not self._closed:
+            nxt = self._next_turn()
+            if nxt is None:
+                if len(self._idle) < self._keep:
+                    connection.idle_since = asyncio.get_running_loop().time()
+                    self._idle.append(connection)
+                    return
+            elif nxt[0] == connection.origin and not connection.is_readable():
+                nxt[1].set_result(connection)
+                return
+            else:  # for another server, or closed by its own: the waiting request gets its place
+                self._open.discard(connection)
+                await connection.aclose()
+                nxt[1].set_result(None)
+                return
+        await self._drop(connection)
 
     async def _drop(self, connection: Connection) -> None:
+        """Close a connection and give up its place."""
         self._open.discard(connection)
-        self._slots -= 1
         await connection.aclose()
+        self._free_place()
 
     async def aclose(self) -> None:
-        """Close every connection, idle or in an exchange (whose read or write then fails), and wake the waiting."""
+        """Close every connection, idle or in an exchange (whose read or write then fails), and fail the waiting."""
         self._closed = True
         self._idle.clear()
         for connection in list(self._open):
             await connection.aclose()
-        while self._waiting:
-            self._wake()
+        while (nxt := self._next_turn()) is not None:
+            nxt[1].set_exception(httpcore.ConnectError("the client's transport has been closed"))
 
 
 class _Body(httpx.AsyncByteStream):

@@ -527,3 +527,36 @@ async def test_a_long_head_sent_a_few_bytes_at_a_time_is_read_whole() -> None:
     async with _served(trickle) as (url, _), _client() as client:
         response = await client.get(url)
     assert (response.content, response.headers["x-long"]) == (b"ok", "a" * 20_000)
+
+
+@pytest.mark.asyncio
+async def test_a_waiting_request_is_served_in_its_turn_not_after_every_later_one() -> None:
+    done: list[str] = []
+    async with _served(_slow_echo(0.01)) as (url, _), _limited(max_connections=1) as client:
+
+        async def one_after_another() -> None:
+            for i in range(10):
+                await client.post(url, content=b"a")
+                done.append(f"a{i}")
+
+        first = asyncio.create_task(one_after_another())
+        await asyncio.sleep(0.005)  # the first of them holds the one connection
+        await client.post(url, content=b"b")
+        done.append("b")
+        await first
+    assert done.index("b") <= 1  # after the request in flight when it came, not after all ten
+
+
+@pytest.mark.asyncio
+async def test_closing_the_client_fails_a_request_waiting_for_a_connection_at_once() -> None:
+    async with _served(_silent) as (url, _):
+        client = _limited(max_connections=1)
+        holding = asyncio.create_task(client.get(url))
+        waiting = asyncio.create_task(client.get(url))
+        await asyncio.sleep(0.1)
+        await client.aclose()
+        async with asyncio.timeout(2):
+            with pytest.raises(httpx.ConnectError, match="closed"):
+                await waiting
+            with pytest.raises(httpx.ReadError):
+                await holding

@@ -179,7 +179,8 @@ class ChunkedBody:
 
     def __init__(self) -> None:
         self.done = False
-        self._rest = b""  # received, not yet decoded: an incomplete size line, footer or trailer
+        self._rest = bytearray()  # received, not yet decoded: an incomplete size line, footer or trailer section
+        self._looked = 0  # how far into `_rest` its line's end has been looked for
         self._left = 0  # bytes of the current chunk's data still to come
         self._footer = False  # the CRLF after a chunk's data is next
         self._trailers = False
@@ -190,7 +191,13 @@ class ChunkedBody:
         """The chunk data in `data` (views of it), in order; raises ChunkError where the framing breaks."""
         if self.done:
             return []
-        buf = self._rest + data if self._rest else data
+        if self._rest:  # grown in place: a long line sent a few bytes a read is not copied and searched a read
+            self._rest += data
+            if self._incomplete():
+                return []
+            buf, self._rest = bytes(self._rest), bytearray()
+        else:
+            buf = data
         view = memoryview(buf)
         out: list[memoryview] = []
         pos, end = 0, len(buf)
@@ -229,9 +236,27 @@ class ChunkedBody:
                 raise ChunkError(f"illegal chunk header: {line[:40]!r}")
             self._left = int(size[1], 16)
             self._trailers = not self._left
-        self._rest = buf[pos:] if pos < end and not self.done else b""
+        if pos < end and not self.done:
+            self._rest = bytearray(buf[pos:])
+            self._looked = max(0, len(self._rest) - 3)  # looked through already, but for a line end cut in two
         self.extra = buf[pos:] if self.done else b""
         return out
+
+    def _incomplete(self) -> bool:
+        """Whether what is in hand is still the start of a size line or trailer section, its end not yet come."""
+        if self._left or self._footer:
+            return False
+        rest = self._rest
+        if self._trailers:
+            if rest[:1] == b"\n" or rest[:2] == b"\r\n" or _BLANK_LINE.search(rest, self._looked):
+                return False
+        elif rest.find(b"\r\n", self._looked) >= 0:
+            return False
+        if len(rest) > MAX_HEAD:
+            what = "the trailer fields are" if self._trailers else "a chunk header is"
+            raise ChunkError(f"{what} longer than {MAX_HEAD} bytes")
+        self._looked = max(0, len(rest) - 3)
+        return True
 
     @staticmethod
     def _whole_chunks(buf: bytes, view: memoryview, pos: int, out: list[memoryview]) -> int:

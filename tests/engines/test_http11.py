@@ -129,6 +129,16 @@ def test_a_mutated_body_is_decoded_refused_or_awaited_as_h11_does(
     assert _ours(pieces) == _h11(pieces)
 
 
+@pytest.mark.parametrize(
+    "raw",
+    [b"2;x=" + b"a" * 50_000 + b"\r\nok\r\n0\r\n\r\n", b"2\r\nok\r\n0\r\n" + b"T: a\r\n" * 8_000 + b"\r\n"],
+    ids=["long chunk extension", "long trailer section"],
+)
+def test_a_long_line_sent_a_few_bytes_a_read_decodes_as_h11_decodes_it(raw: bytes) -> None:
+    pieces = [raw[i : i + 8] for i in range(0, len(raw), 8)]
+    assert _ours(pieces) == _h11(pieces) == ("done", b"ok")
+
+
 def test_framing_errors_are_named() -> None:
     for raw, words in [
         (b"zz\r\n", "illegal chunk header"),

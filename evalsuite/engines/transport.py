@@ -80,6 +80,8 @@ class PlainTransport(httpx.AsyncBaseTransport):
         if url.raw_scheme != b"http":  # never TLS: an https request here would go out in cleartext
             raise httpx.UnsupportedProtocol(f"this transport speaks plain http only, not {url.scheme!r}")
         with _as_httpx():
+            if not request.method.isascii():
+                raise RequestError(f"Illegal method {request.method!r}")
             sent = request_head(request.method.encode("ascii"), url.raw_path, request.headers.raw)
             connection = await self._acquire((url.raw_scheme, url.raw_host, url.port or 80), timeouts)
             try:
@@ -108,6 +110,12 @@ class PlainTransport(httpx.AsyncBaseTransport):
                 self._slots += 1
                 return await self._connect(origin, timeouts)
         handed = await self._wait(origin, timeouts.get("pool"))
+        if self._closed:  # closed as its turn came
+            if handed is None:
+                self._free_place()
+            else:
+                await self._drop(handed)
+            raise httpcore.ConnectError("the client's transport has been closed")
         return handed if handed is not None else await self._connect(origin, timeouts)
 
     async def _connect(self, origin: Origin, timeouts: dict[str, Any]) -> Connection:

@@ -560,3 +560,33 @@ async def test_closing_the_client_fails_a_request_waiting_for_a_connection_at_on
                 await waiting
             with pytest.raises(httpx.ReadError):
                 await holding
+
+
+@pytest.mark.asyncio
+async def test_a_method_that_is_not_ascii_is_a_local_protocol_error() -> None:
+    async with _served(_echo_lengths) as (url, connections), _client() as client:
+        with pytest.raises(httpx.LocalProtocolError, match="Illegal method"):
+            await client.request("GÉT", url)
+    assert connections == []
+
+
+@pytest.mark.asyncio
+async def test_a_request_whose_turn_comes_as_the_client_closes_is_told_the_client_closed() -> None:
+    async with _served(_slow_echo(0.1)) as (url, _):
+        transport = PlainTransport(httpx.Limits(max_connections=1))
+        client = httpx.AsyncClient(transport=transport)
+        holding = asyncio.create_task(client.post(url, content=b"a"))
+        await asyncio.sleep(0.02)
+        waiting = asyncio.create_task(client.post(url, content=b"b"))
+        await asyncio.sleep(0.02)
+        hand_on = transport._release
+
+        async def hand_on_then_close(connection: Any) -> None:
+            await hand_on(connection)  # the connection is now the waiting request's, which has not run yet
+            transport._release = hand_on  # type: ignore[method-assign]
+            await client.aclose()
+
+        transport._release = hand_on_then_close  # type: ignore[method-assign]
+        assert (await holding).text == "a"
+        with pytest.raises(httpx.ConnectError, match="closed"):
+            await waiting

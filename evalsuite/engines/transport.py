@@ -167,9 +167,9 @@ class PlainTransport(httpx.AsyncBaseTransport):
                 raise httpcore.PoolTimeout(f"no connection free within {timeout} s") from None
             raise
         finally:
-            if not turn.done():
+            turn.cancel()  # (a turn already handed on stays handed on)
+            if entry in self._waiting:  # cancelled by its timeout or its task: out of the queue now
                 self._waiting.remove(entry)
-                turn.cancel()
 
     def _next_turn(self) -> tuple[Origin, asyncio.Future[Connection | None]] | None:
         """The first request still waiting, taken off the queue."""

@@ -171,13 +171,18 @@ class PlainTransport(httpx.AsyncBaseTransport):
             if entry in self._waiting:  # cancelled by its timeout or its task: out of the queue now
                 self._waiting.remove(entry)
 
+    def _first_turn(self) -> tuple[Origin, asyncio.Future[Connection | None]] | None:
+        """The first request still waiting, left in the queue."""
+        while self._waiting and self._waiting[0][1].done():
+            self._waiting.popleft()
+        return self._waiting[0] if self._waiting else None
+
     def _next_turn(self) -> tuple[Origin, asyncio.Future[Connection | None]] | None:
         """The first request still waiting, taken off the queue."""
-        while self._waiting:
-            origin, turn = self._waiting.popleft()
-            if not turn.done():
-                return origin, turn
-        return None
+        first = self._first_turn()
+        if first is not None:
+            self._waiting.popleft()
+        return first
 
     def _free_place(self) -> None:
         """A place given up: to the first waiting request, or free."""
@@ -190,21 +195,16 @@ class PlainTransport(httpx.AsyncBaseTransport):
     async def _release(self, connection: Connection) -> None:
         """A connection back from an exchange: to the first waiting request, idle, or closed."""
         if connection.reusable and not self._closed:
-            nxt = self._next_turn()
-            if nxt is None:
-                if len(self._idle) < self._keep:
-                    connection.idle_since = asyncio.get_running_loop().time()
-                    self._idle.append(connection)
-                    return
-            elif nxt[0] == connection.origin and not connection.is_readable():
-                nxt[1].set_result(connection)
+            first = self._first_turn()
+            if first is None and len(self._idle) < self._keep:
+                connection.idle_since = asyncio.get_running_loop().time()
+                self._idle.append(connection)
                 return
-            else:  # for another server, or closed by its own: the waiting request gets its place
-                self._open.discard(connection)
-                await connection.aclose()
-                nxt[1].set_result(None)
+            if first is not None and first[0] == connection.origin and not connection.is_readable():
+                self._waiting.popleft()
+                first[1].set_result(connection)
                 return
-        await self._drop(connection)
+        await self._drop(connection)  # its place goes to the first waiting request, if any
 
     async def _drop(self, connection: Connection) -> None:
         """Close a connection and give up its place."""
@@ -227,22 +227,20 @@ class _Body(httpx.AsyncByteStream):
 
     def __init__(self, transport: PlainTransport, connection: Connection, head: Head, timeout: float | None):
         self._transport = transport
-        self._connection: Connection | None = connection
+        self._connection = connection
         self._head = head
         self._timeout = timeout
+        self._released = False
 
-    async def __aiter__(self) -> AsyncIterator[bytes]:
-        connection = self._connection
-        if connection is None:
-            raise httpx.StreamClosed()
+    async def __aiter__(self) -> AsyncIterator[bytes]:  # httpx reads a body once, and never after closing it
         with _as_httpx():
-            async for part in connection.body(self._head, self._timeout):
+            async for part in self._connection.body(self._head, self._timeout):
                 yield part
 
     async def aclose(self) -> None:
-        connection, self._connection = self._connection, None
-        if connection is not None:
-            await self._transport._release(connection)
+        if not self._released:
+            self._released = True
+            await self._transport._release(self._connection)
 
 
 _HTTPX_ERRORS: list[tuple[type[Exception], type[httpx.HTTPError]]] = [

@@ -26,6 +26,7 @@ from evalsuite.engines.http11 import (
     Head,
     ProtocolError,
     RequestError,
+    asks_close,
     head_end,
     parse_head,
 )
@@ -46,6 +47,7 @@ class Connection:
         self.reusable = False
         """Whether the last exchange ended cleanly and both sides let the connection go on."""
         self._keep = False  # the exchange in flight may leave the connection open once its body has ended
+        self._closing = False  # the request in flight asked the server to close after answering it
         self._rest = b""  # read past the response head: the body's first bytes
 
     def is_readable(self) -> bool:
@@ -62,11 +64,11 @@ class Connection:
         except httpcore.WriteError:  # the server may have answered and closed before reading it all (e.g. a 413)
             sent = False
         answer = await self._read_head(request.method.encode("ascii"), timeouts.get("read"))
-        self._keep = sent and answer.keep_alive and not _asks_close(request.headers.raw)
+        self._keep = sent and answer.keep_alive and not self._closing
         return answer
 
     async def _send(self, pending: bytes, request: httpx.Request, timeout: float | None) -> None:
-        length, chunked = _request_framing(request.headers.raw)
+        length, chunked, self._closing = _request_framing(request.headers.raw)
         sent = 0
         async for piece in request.stream:  # type: ignore[union-attr]  # an async client's request streams async
             if not piece:
@@ -89,7 +91,7 @@ class Connection:
     async def _read_head(self, method: bytes, timeout: float | None) -> Head:
         data, looked = bytearray(), 0  # grown in place: a head a few bytes a read is not copied a read
         while True:
-            end = head_end(data, looked) if data else -1
+            end = head_end(data, looked)
             if end >= 0:
                 head = parse_head(bytes(data[:end]), method)
                 del data[:end]
@@ -171,25 +173,21 @@ class Connection:
         await self.stream.aclose()
 
 
-def _request_framing(headers: list[tuple[bytes, bytes]]) -> tuple[int | None, bool]:
-    """A request body's declared length, and whether it goes chunked (httpx sets one or the other for a body)."""
+def _request_framing(headers: list[tuple[bytes, bytes]]) -> tuple[int | None, bool, bool]:
+    """A request body's declared length, whether it goes chunked (httpx sets one or the other for a body), and
+    whether the request asks the server to close after answering it."""
     length: int | None = None
+    chunked = close = False
     for name, value in headers:
         lower = name.lower()
         if lower == b"transfer-encoding":
             if value.strip().lower() != b"chunked":
                 raise RequestError(f"a request body can go only chunked, not {value!r}")
-            return None, True
-        if lower == b"content-length":
+            chunked = True
+        elif lower == b"content-length":
             if not value.strip().isdigit():
                 raise RequestError(f"bad Content-Length {value!r}")
             length = int(value)
-    return length, False
-
-
-def _asks_close(headers: list[tuple[bytes, bytes]]) -> bool:
-    """Whether a request's Connection field asks the server to close after answering it."""
-    return any(
-        name.lower() == b"connection" and b"close" in [t.strip().lower() for t in value.split(b",")]
-        for name, value in headers
-    )
+        elif lower == b"connection":
+            close = close or asks_close(value)
+    return (None if chunked else length), chunked, close

@@ -138,9 +138,14 @@ def _field_lines(lines: list[bytes]) -> tuple[list[tuple[bytes, bytes]], bytes |
                 raise ProtocolError("Only Transfer-Encoding: chunked is supported")
             chunked = True
         elif lower == b"connection":
-            close = close or b"close" in [token.strip().lower() for token in value.split(b",")]
+            close = close or asks_close(value)
         headers.append((name, value))
     return headers, length, chunked, close
+
+
+def asks_close(connection: bytes) -> bool:
+    """Whether a Connection field's value holds the "close" option (a comma-separated list, any case)."""
+    return b"close" in [option.strip().lower() for option in connection.split(b",")]
 
 
 def _content_length(value: bytes, seen: bytes | None) -> bytes:

@@ -408,11 +408,12 @@ async def test_a_waiting_request_cancelled_after_its_turn_came_passes_the_turn_o
 
 @pytest.mark.asyncio
 async def test_an_idle_connection_to_another_server_is_closed_to_make_room() -> None:
-    async with _served(_echo_lengths) as (one, _), _served(_echo_lengths) as (other, _):
+    async with _served(_echo_lengths) as (one, to_one), _served(_echo_lengths) as (other, to_other):
         async with _limited(max_connections=1) as client, asyncio.timeout(5):
             assert (await client.post(one, content=b"a")).text == "1"
             assert (await client.post(other, content=b"ab")).text == "2"
             assert (await client.post(one, content=b"abc")).text == "3"
+    assert (len(to_one), len(to_other)) == (2, 1)  # the first server's connection was closed for the other's
 
 
 async def _answering(raw: bytes) -> Handler:

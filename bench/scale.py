@@ -22,8 +22,10 @@ request and response through the HTTP layers, the checks' and the store's fixed 
 
     .venv/bin/python bench/scale.py [--full] [--sections ingest] [--repeat 3]
     SCALE=full .venv/bin/python bench/scale.py
+    .venv/bin/python bench/scale.py --lengths 1024,8000 --concurrency 1,16 --top-logprobs 10 --rows grid
 
-The default run asks for 64 responses of 2k tokens and 8 of 16k and 32k (concurrency 64 then has
+--lengths and --concurrency set the grid of chat rows, --top-logprobs the alternatives every row asks
+for (0-20), --rows which groups of rows run (grid, routes, paced, short).  The default run asks for 64 responses of 2k tokens and 8 of 16k and 32k (concurrency 64 then has
 fewer requests than slots: the row says how many were in flight); --full asks for 200 of each.
 Another section is one more function in SECTIONS.
 """
@@ -72,6 +74,7 @@ class Case:
     """Completions logprobs in vLLM's parallel lists instead of llama.cpp's entries."""
     pace_s: float = 0.0
     """A stream's events sent one at a time, this long apart: each read of the client brings about one."""
+    top_logprobs: int = 5
 
     @property
     def label(self) -> str:
@@ -79,16 +82,37 @@ class Case:
         return f"{self.api}{' (lists)' if self.legacy else ''}{' stream' if self.stream else ''}{paced}"
 
 
-def ingest_cases(full: bool) -> list[Case]:
+ROWS = ("grid", "routes", "paced", "short")
+"""The groups of ingest rows: chat at each length and concurrency, the other routes at 16k tokens, the
+paced stream, and short answers."""
+
+
+@dataclass(frozen=True)
+class Workload:
+    """What the ingest rows ask for: the grid's lengths and concurrencies, the top-k, which groups run."""
+
+    lengths: tuple[int, ...] = LENGTHS
+    concurrency: tuple[int, ...] = CONCURRENCY
+    top_logprobs: int = 5
+    rows: tuple[str, ...] = ROWS
+
+
+def ingest_cases(full: bool, load: Workload = Workload()) -> list[Case]:
     def count(tokens: int) -> int:
         return 200 if full else (64 if tokens <= 4096 else 8)
 
-    cases = [Case(n, count(n), c) for n in LENGTHS for c in CONCURRENCY]
-    routes = [("chat", True, False), ("completions", False, False), ("completions", True, False)]
-    routes += [("completions", False, True), ("completions", True, True)]
-    cases += [Case(16_000, count(16_000), 8, api, stream, legacy) for api, stream, legacy in routes]
-    cases.append(Case(2048, count(2048), 8, "chat", stream=True, pace_s=PACE_S))
-    cases.append(Case(SHORT, 4 * count(2048), 16))
+    k = load.top_logprobs
+    cases = []
+    if "grid" in load.rows:
+        cases += [Case(n, count(n), c, top_logprobs=k) for n in load.lengths for c in load.concurrency]
+    if "routes" in load.rows:
+        routes = [("chat", True, False), ("completions", False, False), ("completions", True, False)]
+        routes += [("completions", False, True), ("completions", True, True)]
+        cases += [Case(16_000, count(16_000), 8, api, stream, legacy, top_logprobs=k) for api, stream, legacy in routes]
+    if "paced" in load.rows:
+        cases.append(Case(2048, count(2048), 8, "chat", stream=True, pace_s=PACE_S, top_logprobs=k))
+    if "short" in load.rows:
+        cases.append(Case(SHORT, 4 * count(2048), 16, top_logprobs=k))
     return cases
 
 
@@ -133,7 +157,10 @@ def child(spec: dict[str, Any]) -> None:
     case = Case(**{key: value for key, value in spec.items() if key not in ("url", "folder")})
     folder = Path(spec["folder"])
     extra = f'concurrency = {case.concurrency}\napi = "{case.api}"\nstream = {str(case.stream).lower()}'
-    config = load_config(make_project(folder, spec["url"], n=case.responses, target_extra=extra))
+    defaults = f"top_logprobs = {case.top_logprobs}"
+    config = load_config(
+        make_project(folder, spec["url"], n=case.responses, target_extra=extra, defaults_extra=defaults)
+    )
     warm = plan_run(config, "base", "echo", max_tokens=case.tokens, limit=1)  # first imports and calls, untimed
     warm.runs_dir = folder / "warm"
     asyncio.run(execute(warm, progress=lambda done, total: None))
@@ -216,20 +243,23 @@ def _extract_events(body: bytes) -> tuple[list[Any], ...]:
     return ids, logprobs, top
 
 
-def ingest(full: bool, repeat: int = 1) -> None:
+def ingest(full: bool, repeat: int = 1, load: Workload = Workload()) -> None:
     """The ingest table: client CPU per token against the parse floor, store size and peak RSS.
 
     With `repeat` > 1 each row runs that many times (each in a fresh client process against a fresh
     server) and shows the run whose ratio to the floor is the median (the higher middle one for an even
     N), with the lowest and highest ratios: on a shared machine one run of a row can be a third off the next.
     """
-    print("ingest: evalsuite.runner.execute against fixtures/fake_server.py, top-5 logprobs, one client process a run")
+    print(
+        "ingest: evalsuite.runner.execute against fixtures/fake_server.py, "
+        f"top-{load.top_logprobs} logprobs, one client process a run"
+    )
     spread = f"  {'x floor, lowest-highest':>23}" if repeat > 1 else ""
     print(
         f"{'route':>26} {'tokens':>7} {'responses':>9} {'in flight':>9}  {'CPU us/token':>12} {'tokens/CPU s':>12}  "
         f"{'floor us/token':>14} {'x floor':>7}  {'store B/token':>13} {'peak RSS MiB':>12}{spread}"
     )
-    for case in ingest_cases(full):
+    for case in ingest_cases(full, load):
         runs = sorted(map(ingest_once, [case] * repeat), key=_ratio)
         got = runs[len(runs) // 2]
         per_token = got["cpu_s"] / got["tokens"] * 1e6
@@ -259,7 +289,7 @@ def ingest_once(case: Case) -> dict[str, Any]:
         server.wait()
 
 
-SECTIONS: dict[str, Callable[[bool, int], None]] = {"ingest": ingest}
+SECTIONS: dict[str, Callable[[bool, int, Workload], None]] = {"ingest": ingest}
 """Each section prints its own table; `--sections` picks some (default: all, in this order)."""
 
 
@@ -269,6 +299,29 @@ def positive(text: str) -> int:
     if value < 1:
         raise ValueError(text)
     return value
+
+
+def positives(text: str) -> tuple[int, ...]:
+    """Comma-separated positive whole numbers, for --lengths and --concurrency."""
+    try:
+        return tuple(map(positive, text.split(",")))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of positive whole numbers") from None
+
+
+def top_k(text: str) -> int:
+    """0-20, as the config allows, for --top-logprobs."""
+    if not text.isdigit() or int(text) > 20:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number from 0 to 20")
+    return int(text)
+
+
+def row_groups(text: str) -> tuple[str, ...]:
+    """Comma-separated groups of ROWS, for --rows."""
+    groups = tuple(text.split(","))
+    if not set(groups) <= set(ROWS):
+        raise argparse.ArgumentTypeError(f"{text!r} names no group of rows; known: {', '.join(ROWS)}")
+    return groups
 
 
 def main() -> None:
@@ -282,6 +335,16 @@ def main() -> None:
         metavar="N",
         help="run each row N times and show the median run (default 1)",
     )
+    parser.add_argument(
+        "--lengths", type=positives, default=LENGTHS, metavar="N,N", help="the grid's answer lengths in tokens"
+    )
+    parser.add_argument(
+        "--concurrency", type=positives, default=CONCURRENCY, metavar="N,N", help="the grid's requests in flight"
+    )
+    parser.add_argument("--top-logprobs", type=top_k, default=5, metavar="K", help="alternatives a token (0-20)")
+    parser.add_argument(
+        "--rows", type=row_groups, default=ROWS, metavar="G,G", help=f"groups of ingest rows, of {', '.join(ROWS)}"
+    )
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -291,7 +354,7 @@ def main() -> None:
     for name in args.sections.split(","):
         if name not in SECTIONS:
             parser.error(f"unknown section {name!r}; known: {', '.join(SECTIONS)}")
-        SECTIONS[name](full, args.repeat)
+        SECTIONS[name](full, args.repeat, Workload(args.lengths, args.concurrency, args.top_logprobs, args.rows))
 
 
 if __name__ == "__main__":

@@ -37,8 +37,10 @@ generation:
 """
 
 
-def make_project(folder: Path, base_url: str, *, n: int = 10, target_extra: str = "") -> Path:
-    """A config + one task over n synthetic rows, pointing at base_url; returns the config path."""
+def make_project(folder: Path, base_url: str, *, n: int = 10, target_extra: str = "", defaults_extra: str = "") -> Path:
+    """A config + one task over n synthetic rows, pointing at base_url; returns the config path.
+
+    `target_extra` and `defaults_extra` are TOML lines added to the target's and the defaults' tables."""
     (folder / "tasks").mkdir(parents=True, exist_ok=True)
     (folder / "tasks" / "echo.yaml").write_text(ECHO_TASK)
     with (folder / "data.jsonl").open("w") as fh:
@@ -59,6 +61,7 @@ def make_project(folder: Path, base_url: str, *, n: int = 10, target_extra: str 
         f"""[defaults]
 data = "local"
 tasks = ["echo"]
+{defaults_extra}
 
 [targets.base]
 base_url = "{base_url}"

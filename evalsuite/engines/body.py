@@ -57,11 +57,12 @@ def dumps_body(body: Any) -> bytes:
     infinities as null where httpx refuses them, and refuses what httpx writes (non-string keys,
     integers beyond 64 bits) or refuses differently (lone surrogates).
     """
-    if not _has_nonfinite(body):
-        try:
-            return orjson.dumps(body)
-        except TypeError:  # orjson.JSONEncodeError
-            pass
+    try:
+        sent = orjson.dumps(body)
+    except TypeError:  # orjson.JSONEncodeError
+        sent = None
+    if sent is not None and (b"null" not in sent or not _has_nonfinite(body)):  # each NaN would have become a null
+        return sent
     return json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode("utf-8")
 
 

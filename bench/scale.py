@@ -59,6 +59,8 @@ CONCURRENCY = (1, 64)
 PACE_S = 0.0005
 SHORT = 256
 """A non-thinking model's GSM8K answer: the row where a response's own cost, apart from its tokens, shows."""
+TARGET_RATIO, TARGET_RATE = 2.0, 100_000
+"""What the ingest rows aim for: client CPU at most this many times the floor's, at least this many tokens a CPU second."""
 
 
 @dataclass(frozen=True)
@@ -259,18 +261,26 @@ def ingest(full: bool, repeat: int = 1, load: Workload = Workload()) -> None:
         f"{'route':>26} {'tokens':>7} {'responses':>9} {'in flight':>9}  {'CPU us/token':>12} {'tokens/CPU s':>12}  "
         f"{'floor us/token':>14} {'x floor':>7}  {'store B/token':>13} {'peak RSS MiB':>12}{spread}"
     )
-    for case in ingest_cases(full, load):
+    cases, missed = ingest_cases(full, load), []
+    for case in cases:
         runs = sorted(map(ingest_once, [case] * repeat), key=_ratio)
         got = runs[len(runs) // 2]
         per_token = got["cpu_s"] / got["tokens"] * 1e6
         floor = got["floor_s"] / got["tokens"] * 1e6
+        rate = got["tokens"] / got["cpu_s"]
         print(
             f"{case.label:>26} {case.tokens:>7} {case.responses:>9} {min(case.concurrency, case.responses):>9}  "
-            f"{per_token:>12.2f} {got['tokens'] / got['cpu_s']:>12,.0f}  {floor:>14.2f} {_ratio(got):>6.2f}x  "
+            f"{per_token:>12.2f} {rate:>12,.0f}  {floor:>14.2f} {_ratio(got):>6.2f}x  "
             f"{got['store'] / got['tokens']:>13.1f} {got['peak_kib'] / 1024:>12.0f}"
             + (f"  {_ratio(runs[0]):>11.2f}-{_ratio(runs[-1]):.2f}x" if repeat > 1 else ""),
             flush=True,
         )
+        if _ratio(got) > TARGET_RATIO or rate < TARGET_RATE:
+            missed.append(f"{case.label}, {case.tokens} tokens ({_ratio(got):.2f}x, {rate:,.0f} tokens/CPU s)")
+    print(
+        f"target (at most {TARGET_RATIO:g}x the floor, at least {TARGET_RATE:,} tokens a CPU second): "
+        f"met by {len(cases) - len(missed)} of {len(cases)} rows" + (f"; not by {', '.join(missed)}" if missed else "")
+    )
 
 
 def _ratio(run: dict[str, Any]) -> float:

@@ -23,13 +23,18 @@ def test_a_workload_from_the_command_line_is_the_one_measured() -> None:
     done = _bench("--lengths", "48,96", "--concurrency", "3", "--top-logprobs", "2", "--rows", "grid")
     assert done.returncode == 0, done.stdout + done.stderr
     assert "top-2 logprobs" in done.stdout, done.stdout
-    rows = [ROW.match(line) for line in done.stdout.splitlines()[2:]]
+    rows = [ROW.match(line) for line in done.stdout.splitlines()[2:-1]]
     assert all(rows) and len(rows) == 2, done.stdout
     got = [(int(m[1]), int(m[3])) for m in rows if m]
     assert got == [(48, 3), (96, 3)], done.stdout
+    missed = 0
     for m in filter(None, rows):
         cpu, floor, ratio = float(m[4]), float(m[6]), float(m[7])
         assert cpu > 0 and floor > 0 and abs(cpu / floor - ratio) < 0.02 * ratio + 0.01, m[0]
+        missed += ratio > 2 or int(m[5].replace(",", "")) < 100_000
+    summary = done.stdout.splitlines()[-1]
+    assert summary.startswith("target (at most 2x the floor, at least 100,000 tokens a CPU second): "), summary
+    assert f"met by {2 - missed} of 2 rows" in summary and summary.count("tokens/CPU s)") == missed, summary
 
 
 def test_the_top_k_asked_for_reaches_the_server() -> None:

@@ -24,6 +24,7 @@ from evalsuite.config import Config, TargetConfig
 from evalsuite.engines import Engine, make_engine
 from evalsuite.engines.retry import RequestFailed, RetriesExhausted, RetryPolicy, with_retries
 from evalsuite.errors import EndpointError, HostError
+from evalsuite.heap import keep_freed_memory
 from evalsuite.records import GenerationParams, Sample, SampleResult
 from evalsuite.serialize import to_jsonable
 from evalsuite.serve.process import RunningServer
@@ -188,6 +189,7 @@ async def execute(
     on_warning: Callable[[str], None] = log.warning,
 ) -> RunOutcome:
     """Generate every missing sample of the plan into its run store; returns what was done."""
+    keep_freed_memory()  # responses' memory is reused, not mapped afresh each time (heap.py)
     engine = engine or make_engine(plan.target, base_url=plan.base_url)
     try:
         probe = await engine.probe()

@@ -1,13 +1,12 @@
 """glibc's allocator told to keep the memory a run frees for the next response, not to give it back each time.
 
 Each long answer's body (a megabyte a 2k-token answer) and the buffers it is read into are freed once the
-response is stored, and the next response needs as much again.  By default glibc serves a block over 128 KiB
-with an mmap of its own and unmaps it when freed, and gives the heap's free top back past 128 KiB (settings
-that, once changed, it no longer adapts), so every response maps its pages afresh: a page fault each, 600-700 a
-2k-token answer, a few microseconds each on a virtual machine, about a tenth of the client's CPU.  Serving
-blocks up to 32 MiB from the heap and giving its top back only past 256 MiB keeps those pages mapped; the
-process holds at most that much freed memory.  The interpreter's own small-object arenas are mapped apart and
-are not affected.
+response is stored, and the next response needs as much again.  By default glibc gives such memory back to the
+kernel (a large block is unmapped when freed, the heap's free top is trimmed past a small threshold), so every
+response maps its pages afresh: a page fault a page, 600-700 a 2k-token answer, a few microseconds each on a
+virtual machine, about a tenth of the client's CPU.  Serving blocks up to 32 MiB from the heap and trimming
+it only past 256 MiB keeps those pages mapped; the process holds at most that much freed memory.  The
+interpreter's own small-object arenas are mapped apart and are not affected.
 
 Elsewhere (another C library, another system) nothing is changed.
 """

@@ -28,7 +28,7 @@ print(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
 
 def _faults(mode: str) -> int:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
-    for name in ("MALLOC_TRIM_THRESHOLD_", "MALLOC_MMAP_THRESHOLD_", "MALLOC_TOP_PAD_"):
+    for name in ("MALLOC_TRIM_THRESHOLD_", "MALLOC_MMAP_THRESHOLD_", "MALLOC_TOP_PAD_", "GLIBC_TUNABLES"):
         env.pop(name, None)
     done = subprocess.run([sys.executable, "-c", ALLOCATE, mode], capture_output=True, text=True, env=env, check=True)
     return int(done.stdout)

@@ -89,16 +89,16 @@ class Connection:
             await self.stream.write(pending, timeout=timeout)
 
     async def _read_head(self, method: bytes, timeout: float | None) -> Head:
-        data, looked = bytearray(), 0  # grown in place: a head a few bytes a read is not copied a read
+        data: bytes | bytearray = b""  # the first read as it came; grown in place once a head spans reads
+        looked = 0
         while True:
             end = head_end(data, looked)
             if end >= 0:
                 head = parse_head(bytes(data[:end]), method)
-                del data[:end]
-                looked = 0
+                data, looked = data[end:], 0
                 if head.status < 200:
                     continue  # informational: the final answer follows
-                self._rest = bytes(data)
+                self._rest = bytes(data)  # the same object when the head came in one read
                 return head
             if data and data[0] < 0x21:
                 raise ProtocolError(f"illegal status line: {data[:100]!r}")
@@ -110,7 +110,11 @@ class Connection:
                 if data:
                     raise ProtocolError("peer closed connection without sending a complete response head")
                 raise ProtocolError("Server disconnected without sending a response.")
-            data += more
+            if not data:
+                data = more
+            else:  # a head a few bytes a read is not copied a read
+                data = data if isinstance(data, bytearray) else bytearray(data)
+                data += more
 
     def body(self, head: Head, timeout: float | None) -> AsyncIterator[bytes]:
         """The response body's bytes, a network read at a time; `reusable` is set once it has ended cleanly.

@@ -20,7 +20,7 @@ import sys
 import urllib.request
 from collections import deque
 from collections.abc import AsyncIterator, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import Any
 
 import httpcore
@@ -168,7 +168,7 @@ class PlainTransport(httpx.AsyncBaseTransport):
             raise
         finally:
             turn.cancel()  # (a turn already handed on stays handed on)
-            if entry in self._waiting:  # cancelled by its timeout or its task: out of the queue now
+            with suppress(ValueError):  # still queued (cancelled by its timeout or its task): out of it now
                 self._waiting.remove(entry)
 
     def _first_turn(self) -> tuple[Origin, asyncio.Future[Connection | None]] | None:

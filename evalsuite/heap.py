@@ -39,4 +39,5 @@ def _tune() -> bool:
     except (OSError, AttributeError):
         return False
     mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
-    return all([mallopt(option, value) == 1 for option, value in SETTINGS])
+    accepted = [mallopt(option, value) for option, value in SETTINGS]  # each tried, whatever the others gave
+    return all(ok == 1 for ok in accepted)

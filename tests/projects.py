@@ -37,6 +37,14 @@ generation:
 """
 
 
+def checkout_env(*without: str) -> dict[str, str]:
+    """This process's environment for a child Python, with this checkout first on its path and `without` unset."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    for name in without:
+        env.pop(name, None)
+    return env
+
+
 def make_project(folder: Path, base_url: str, *, n: int = 10, target_extra: str = "", defaults_extra: str = "") -> Path:
     """A config + one task over n synthetic rows, pointing at base_url; returns the config path.
 

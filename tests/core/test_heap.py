@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import os
 import platform
 import subprocess
 import sys
 
 import pytest
-from projects import ROOT
+from projects import checkout_env
 
 from evalsuite import heap
 
@@ -27,9 +26,7 @@ print(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
 
 
 def _faults(mode: str) -> int:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
-    for name in ("MALLOC_TRIM_THRESHOLD_", "MALLOC_MMAP_THRESHOLD_", "MALLOC_TOP_PAD_", "GLIBC_TUNABLES"):
-        env.pop(name, None)
+    env = checkout_env("MALLOC_TRIM_THRESHOLD_", "MALLOC_MMAP_THRESHOLD_", "MALLOC_TOP_PAD_", "GLIBC_TUNABLES")
     done = subprocess.run([sys.executable, "-c", ALLOCATE, mode], capture_output=True, text=True, env=env, check=True)
     return int(done.stdout)
 

@@ -2,19 +2,17 @@
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 import sys
 
-from projects import ROOT
+from projects import ROOT, checkout_env
 
 ROW = re.compile(r"^\s+chat\s+(\d+)\s+(\d+)\s+(\d+)\s+([\d.]+)\s+([\d,]+)\s+([\d.]+)\s+([\d.]+)x\s+([\d.]+)\s+(\d+)$")
 
 
 def _bench(*args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
-    env.pop("SCALE", None)
+    env = checkout_env("SCALE")
     command = [sys.executable, str(ROOT / "bench" / "scale.py"), "--sections", "ingest", *args]
     return subprocess.run(command, capture_output=True, text=True, timeout=600, env=env)
 

@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 import sys
 
-from projects import ROOT
+from projects import ROOT, checkout_env
 
 
 def test_the_scale_benchmark_measures_store_compare_and_report() -> None:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
-    env.pop("SCALE_STORE_DIR", None)
+    env = checkout_env("SCALE_STORE_DIR")
     env["SCALE_STORE"] = "8x300"
     done = subprocess.run(
         [sys.executable, str(ROOT / "bench" / "scale_store.py")], capture_output=True, text=True, timeout=600, env=env

@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 
-from projects import ROOT
+from projects import ROOT, checkout_env
 
 
 def test_the_short_soak_keeps_every_sample_once_within_the_retry_policy_with_flat_memory() -> None:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
-    env.pop("SOAK", None)
+    env = checkout_env("SOAK")
     done = subprocess.run(
         [sys.executable, str(ROOT / "bench" / "soak.py")], capture_output=True, text=True, timeout=600, env=env
     )

@@ -57,6 +57,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 LENGTHS = (2048, 16_000, 32_000)
 CONCURRENCY = (1, 64)
+TOP_LOGPROBS = 5
 PACE_S = 0.0005
 SHORT = 256
 """A non-thinking model's GSM8K answer: the row where a response's own cost, apart from its tokens, shows."""
@@ -77,7 +78,7 @@ class Case:
     """Completions logprobs in vLLM's parallel lists instead of llama.cpp's entries."""
     pace_s: float = 0.0
     """A stream's events sent one at a time, this long apart: each read of the client brings about one."""
-    top_logprobs: int = 5
+    top_logprobs: int = TOP_LOGPROBS
 
     @property
     def label(self) -> str:
@@ -96,7 +97,7 @@ class Workload:
 
     lengths: tuple[int, ...] = LENGTHS
     concurrency: tuple[int, ...] = CONCURRENCY
-    top_logprobs: int = 5
+    top_logprobs: int = TOP_LOGPROBS
     rows: tuple[str, ...] = ROWS
 
 
@@ -361,7 +362,11 @@ def main() -> None:
         help=f"the grid's requests in flight (default {','.join(map(str, CONCURRENCY))})",
     )
     parser.add_argument(
-        "--top-logprobs", type=top_k, default=5, metavar="K", help="alternatives a token, 0-20 (default 5)"
+        "--top-logprobs",
+        type=top_k,
+        default=TOP_LOGPROBS,
+        metavar="K",
+        help=f"alternatives a token, 0-20 (default {TOP_LOGPROBS})",
     )
     parser.add_argument(
         "--rows",

@@ -3,12 +3,12 @@
 Ingest: `evalsuite.runner.execute` asks the scripted server (`fixtures/fake_server.py`, a separate
 process) for responses of 2k, 16k and 32k tokens with top-5 logprobs, at concurrency 1 and 64, and
 stores them.  Each row runs in a fresh client process and prints its CPU time (user + system, all
-threads, from the start of the run to its end: the interpreter's start-up and a one-response warm-up
-run, which makes the first imports and calls, are left out) per token and
-tokens per CPU second, next to the floor: orjson parsing the same bodies (the server's own
-generator, fed the same requests, writes them again; a stream's `data:` lines one by one) and
-pulling out the ids, logprobs and top-5 (id, logprob) pairs, measured in the same process.  Target: at most 2x the floor at every length,
-and at least 100,000 tokens per client CPU second.  Store bytes per token and the client's peak RSS
+threads, from the start of the run to its end: the interpreter's start-up and a first pass, which
+makes the first imports and calls, are left out) per token and tokens per CPU second, next to the
+floor: orjson parsing the same bodies (the server's own generator, fed the same requests, writes them
+again; a stream's `data:` lines one by one) and pulling out the ids, logprobs and top-5 (id, logprob)
+pairs, measured in the same process.  Target: at most 2x the floor at every length, and at least
+100,000 tokens per client CPU second.  Store bytes per token and the client's peak RSS
 (interpreter and imports included) complete the row.  Streamed and completions-route rows follow at
 16k tokens; the scripted server sends each event of a stream as an HTTP chunk of its own, as
 llama-server, vLLM and SGLang do.  The "(lists)" rows are the completions route as vLLM answers it:
@@ -20,15 +20,23 @@ what the client does per read (the event loop's wait, the HTTP layers) is paid p
 last row, 256-token answers 16 at a time, shows what a response costs apart from its tokens (the
 request and response through the HTTP layers, the checks' and the store's fixed costs).
 
+The client is measured busy, as on a node whose engine answers faster than one client process reads:
+the scripted server renders an answer in Python at a few times the client's cost, so a first, untimed
+pass asks for every answer and the timed pass gets each again as fast as the server can copy it
+(`fake_server.py --replay`).  `busy` is the client's CPU time over the timed pass's wall time.  With
+--no-replay the server renders every answer in the timed pass: the client waits for each, as one
+reading a single GPU does, and pays more a token for waking up cold (docs/speed.md); the paced row
+always runs so.
+
     .venv/bin/python bench/scale.py [--full] [--sections ingest] [--repeat 3]
     SCALE=full .venv/bin/python bench/scale.py
     .venv/bin/python bench/scale.py --lengths 1024,8000 --concurrency 1,16 --top-logprobs 10 --rows grid
 
 --lengths and --concurrency set the grid of chat rows, --top-logprobs the alternatives every row asks
-for (0-20), --rows which groups of rows run (grid, routes, paced, short).  A last line names the rows
-that miss the target.  The default run asks for 64 responses of 2k tokens and 8 of 16k and 32k
-(concurrency 64 then has fewer requests than slots: the row says how many were in flight); --full
-asks for 200 of each.  Another section is one more function in SECTIONS.
+for (0-20), --rows which groups of rows run (grid, routes, paced, short), --no-replay the waiting
+client.  A last line names the rows that miss the target.  The default run asks for 64 responses of
+2k tokens and 8 of 16k and 32k (concurrency 64 then has fewer requests than slots: the row says how
+many were in flight); --full asks for 200 of each.  Another section is one more function in SECTIONS.
 """
 
 from __future__ import annotations
@@ -61,6 +69,8 @@ TOP_LOGPROBS = 5
 PACE_S = 0.0005
 SHORT = 256
 """A non-thinking model's GSM8K answer: the row where a response's own cost, apart from its tokens, shows."""
+REPLAY_MIB = 4096
+"""What the scripted server may keep of the answers it sends again (a full run's 32k-token row: about 2.8 GB)."""
 TARGET_RATIO, TARGET_RATE = 2.0, 100_000
 """What the ingest rows aim for: client CPU at most this many times the floor's, at least this many tokens a CPU second."""
 
@@ -79,6 +89,8 @@ class Case:
     pace_s: float = 0.0
     """A stream's events sent one at a time, this long apart: each read of the client brings about one."""
     top_logprobs: int = TOP_LOGPROBS
+    replay: bool = True
+    """The server sends each answer again from a first pass (see `child`); False: it renders every one."""
 
     @property
     def label(self) -> str:
@@ -99,24 +111,28 @@ class Workload:
     concurrency: tuple[int, ...] = CONCURRENCY
     top_logprobs: int = TOP_LOGPROBS
     rows: tuple[str, ...] = ROWS
+    replay: bool = True
 
 
 def ingest_cases(full: bool, load: Workload = Workload()) -> list[Case]:
     def count(tokens: int) -> int:
         return 200 if full else (64 if tokens <= 4096 else 8)
 
-    k = load.top_logprobs
+    k, replay = load.top_logprobs, load.replay
     cases = []
     if "grid" in load.rows:
-        cases += [Case(n, count(n), c, top_logprobs=k) for n in load.lengths for c in load.concurrency]
+        cases += [Case(n, count(n), c, top_logprobs=k, replay=replay) for n in load.lengths for c in load.concurrency]
     if "routes" in load.rows:
         routes = [("chat", True, False), ("completions", False, False), ("completions", True, False)]
         routes += [("completions", False, True), ("completions", True, True)]
-        cases += [Case(16_000, count(16_000), 8, api, stream, legacy, top_logprobs=k) for api, stream, legacy in routes]
+        cases += [
+            Case(16_000, count(16_000), 8, api, stream, legacy, top_logprobs=k, replay=replay)
+            for api, stream, legacy in routes
+        ]
     if "paced" in load.rows:
         cases.append(Case(2048, count(2048), 8, "chat", stream=True, pace_s=PACE_S, top_logprobs=k))
     if "short" in load.rows:
-        cases.append(Case(SHORT, 4 * count(2048), 16, top_logprobs=k))
+        cases.append(Case(SHORT, 4 * count(2048), 16, top_logprobs=k, replay=replay))
     return cases
 
 
@@ -126,11 +142,13 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def start_server(tokens: int, legacy: bool = False, pace_s: float = 0.0) -> tuple[subprocess.Popen[str], str]:
+def start_server(
+    tokens: int, legacy: bool = False, pace_s: float = 0.0, replay_mib: int = 0
+) -> tuple[subprocess.Popen[str], str]:
     port = free_port()
     cmd = [sys.executable, str(ROOT / "fixtures" / "fake_server.py"), "--port", str(port), "--tokens", str(tokens)]
     proc = subprocess.Popen(
-        [*cmd, *(["--legacy"] if legacy else []), "--pace", str(pace_s)],
+        [*cmd, *(["--legacy"] if legacy else []), "--pace", str(pace_s), "--replay", str(replay_mib)],
         stdout=subprocess.PIPE,
         text=True,
     )
@@ -152,7 +170,15 @@ def run_child(case: Case, url: str, folder: Path) -> dict[str, Any]:
 
 
 def child(spec: dict[str, Any]) -> None:
-    """The client side of one row: the run, then the floor over the same bodies, as one JSON line."""
+    """The client side of one row: the run, then the floor over the same bodies, as one JSON line.
+
+    A first, untimed pass asks for every answer of the row, so that the server sends them again as fast as
+    it can copy them in the timed pass: rendered in Python, an answer costs the server a few times what
+    it costs the client to read, and a client waiting for each answer is measured as it wakes, cold,
+    which one that a big node keeps busy never is.  `busy` is the share of the timed pass's wall time
+    the client spent on its CPU.  The paced row (its server's pace is its point) and `replay=False`
+    warm up with one answer instead.
+    """
     from projects import make_project
 
     from evalsuite.config import load_config
@@ -165,22 +191,35 @@ def child(spec: dict[str, Any]) -> None:
     config = load_config(
         make_project(folder, spec["url"], n=case.responses, target_extra=extra, defaults_extra=defaults)
     )
-    warm = plan_run(config, "base", "echo", max_tokens=case.tokens, limit=1)  # first imports and calls, untimed
-    warm.runs_dir = folder / "warm"
+    primed = case.replay and not case.pace_s
+    warm = plan_run(config, "base", "echo", max_tokens=case.tokens, limit=None if primed else 1)
+    warm.runs_dir = folder / "warm"  # also the first imports and calls
     asyncio.run(execute(warm, progress=lambda done, total: None))
     plan = plan_run(config, "base", "echo", max_tokens=case.tokens)
     plan.runs_dir = folder / "runs"
     gc.collect()
-    cpu = time.process_time()
+    cpu, wall = time.process_time(), time.perf_counter()
     outcome = asyncio.run(execute(plan, progress=lambda done, total: None))
-    cpu = time.process_time() - cpu
+    cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
     peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     assert outcome.recorded == case.responses, outcome
+    outcome.store.close()  # the last connection to close folds the write-ahead log into the database
     store_bytes = sum(p.stat().st_size for p in outcome.folder.rglob("*") if p.is_file() and p.suffix != ".lock")
     del outcome
     floor = floor_cpu(plan, case)
     tokens = case.responses * case.tokens
-    print(json.dumps({"cpu_s": cpu, "floor_s": floor, "tokens": tokens, "store": store_bytes, "peak_kib": peak_kib}))
+    print(
+        json.dumps(
+            {
+                "cpu_s": cpu,
+                "wall_s": wall,
+                "floor_s": floor,
+                "tokens": tokens,
+                "store": store_bytes,
+                "peak_kib": peak_kib,
+            }
+        )
+    )
 
 
 def floor_cpu(plan: Any, case: Case) -> float:
@@ -261,7 +300,7 @@ def ingest(full: bool, repeat: int = 1, load: Workload = Workload()) -> None:
     spread = f"  {'x floor, lowest-highest':>23}" if repeat > 1 else ""
     print(
         f"{'route':>26} {'tokens':>7} {'responses':>9} {'in flight':>9}  {'CPU us/token':>12} {'tokens/CPU s':>12}  "
-        f"{'floor us/token':>14} {'x floor':>7}  {'store B/token':>13} {'peak RSS MiB':>12}{spread}"
+        f"{'floor us/token':>14} {'x floor':>7}  {'busy':>4}  {'store B/token':>13} {'peak RSS MiB':>12}{spread}"
     )
     cases, missed = ingest_cases(full, load), []
     for case in cases:
@@ -272,7 +311,7 @@ def ingest(full: bool, repeat: int = 1, load: Workload = Workload()) -> None:
         rate = got["tokens"] / got["cpu_s"]
         print(
             f"{case.label:>26} {case.tokens:>7} {case.responses:>9} {min(case.concurrency, case.responses):>9}  "
-            f"{per_token:>12.2f} {rate:>12,.0f}  {floor:>14.2f} {_ratio(got):>6.2f}x  "
+            f"{per_token:>12.2f} {rate:>12,.0f}  {floor:>14.2f} {_ratio(got):>6.2f}x  {got['cpu_s'] / got['wall_s']:>4.0%}  "
             f"{got['store'] / got['tokens']:>13.1f} {got['peak_kib'] / 1024:>12.0f}"
             + (f"  {_ratio(runs[0]):>11.2f}-{_ratio(runs[-1]):.2f}x" if repeat > 1 else ""),
             flush=True,
@@ -292,7 +331,8 @@ def _ratio(run: dict[str, Any]) -> float:
 
 def ingest_once(case: Case) -> dict[str, Any]:
     """One run of a row: a fresh server, a fresh client process."""
-    server, url = start_server(case.tokens, case.legacy, case.pace_s)
+    replay_mib = REPLAY_MIB if case.replay and not case.pace_s else 0
+    server, url = start_server(case.tokens, case.legacy, case.pace_s, replay_mib)
     try:
         with tempfile.TemporaryDirectory(prefix="scale-") as tmp:
             return run_child(case, url, Path(tmp))
@@ -375,6 +415,12 @@ def main() -> None:
         metavar="G,G",
         help=f"groups of ingest rows, of {', '.join(ROWS)} (default all)",
     )
+    parser.add_argument(
+        "--no-replay",
+        dest="replay",
+        action="store_false",
+        help="the server renders every answer, a few times slower than the client reads it: the client waits for each",
+    )
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -384,7 +430,9 @@ def main() -> None:
     for name in args.sections.split(","):
         if name not in SECTIONS:
             parser.error(f"unknown section {name!r}; known: {', '.join(SECTIONS)}")
-        SECTIONS[name](full, args.repeat, Workload(args.lengths, args.concurrency, args.top_logprobs, args.rows))
+        SECTIONS[name](
+            full, args.repeat, Workload(args.lengths, args.concurrency, args.top_logprobs, args.rows, args.replay)
+        )
 
 
 if __name__ == "__main__":

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
 
+from fake_server import FakeState
 from projects import ROOT, checkout_env
 
-ROW = re.compile(r"^\s+chat\s+(\d+)\s+(\d+)\s+(\d+)\s+([\d.]+)\s+([\d,]+)\s+([\d.]+)\s+([\d.]+)x\s+([\d.]+)\s+(\d+)$")
+ROW = re.compile(
+    r"^\s+chat\s+(\d+)\s+(\d+)\s+(\d+)\s+([\d.]+)\s+([\d,]+)\s+([\d.]+)\s+([\d.]+)x\s+(\d+)%\s+([\d.]+)\s+(\d+)$"
+)
 
 
 def _bench(*args: str) -> subprocess.CompletedProcess[str]:
@@ -42,8 +46,33 @@ def test_the_top_k_asked_for_reaches_the_server() -> None:
         assert done.returncode == 0, done.stdout + done.stderr
         row = ROW.match(done.stdout.splitlines()[2])
         assert row, done.stdout
-        stored.append(float(row[8]))
+        stored.append(float(row[9]))
     assert stored[1] > stored[0] + 8, stored  # four alternatives' ids and logprobs are stored beyond none
+
+
+def test_the_waiting_client_is_measured_on_request() -> None:
+    done = _bench("--lengths", "48", "--concurrency", "2", "--rows", "grid", "--no-replay")
+    assert done.returncode == 0, done.stdout + done.stderr
+    row = ROW.match(done.stdout.splitlines()[2])
+    assert row and 0 < int(row[8]) <= 100, done.stdout
+
+
+def test_the_server_sends_an_answer_again_only_for_the_same_request_and_within_its_budget() -> None:
+    def ask(state: FakeState, prompt: str, stream: bool = False) -> bytes:
+        body = {"messages": [{"role": "user", "content": prompt}], "max_tokens": 8, "top_logprobs": 2, "stream": stream}
+        return state.answer(json.dumps(body).encode(), body)
+
+    state = FakeState(tokens=8, replay_bytes=1 << 20)
+    first = ask(state, "one")
+    assert ask(state, "one") is first and first.startswith(b"HTTP/1.1 200 OK")  # kept: sent again as it was
+    assert ask(state, "two") != first and ask(state, "one", stream=True) != first  # another request: its own answer
+    assert b"data: [DONE]" in ask(state, "one", stream=True)
+    assert len(state.replayed) == 3 and state.replay_bytes == (1 << 20) - sum(map(len, state.replayed.values()))
+    tight = FakeState(tokens=8, replay_bytes=len(first) - 1)
+    again = ask(tight, "one")
+    assert again == first and ask(tight, "one") is not again and not tight.replayed  # over the budget: rendered again
+    off = FakeState(tokens=8)
+    assert ask(off, "one") == first and ask(off, "one") == first and not off.replayed  # off by default
 
 
 def test_a_bad_workload_is_refused_with_the_option_named() -> None:

@@ -174,8 +174,8 @@ def child(spec: dict[str, Any]) -> None:
 
     A first, untimed pass asks for every answer of the row, so that the server sends them again as fast as
     it can copy them in the timed pass: rendered in Python, an answer costs the server a few times what
-    it costs the client to read, and a client waiting for each answer is measured as it wakes, cold,
-    which one that a big node keeps busy never is.  `busy` is the share of the timed pass's wall time
+    it costs the client to read, and a client waiting for each answer is measured as it wakes, cold, as
+    one that a big node keeps busy never is.  `busy` is the share of the timed pass's wall time
     the client spent on its CPU.  The paced row (its server's pace is its point) and `replay=False`
     warm up with one answer instead.
     """

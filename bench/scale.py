@@ -23,10 +23,11 @@ request and response through the HTTP layers, the checks' and the store's fixed 
 The client is measured busy, as on a node whose engine answers faster than one client process reads:
 the scripted server renders an answer in Python at a few times the client's cost, so a first, untimed
 pass asks for every answer and the timed pass gets each again as fast as the server can copy it
-(`fake_server.py --replay`).  `busy` is the client's CPU time over the timed pass's wall time.  With
---no-replay the server renders every answer in the timed pass: the client waits for each, as one
-reading a single GPU does, and pays more a token for waking up cold (docs/speed.md); the paced row
-always runs so.
+(`fake_server.py --replay`).  `busy` is the client's CPU time over the timed pass's wall time,
+`replayed` how many of its answers the server sent again (all of them but where the server's budget
+ran out).  With --no-replay the server renders every answer in the timed pass: the client waits for
+each, as one reading a single GPU does, and pays more a token for waking up cold (docs/speed.md); the
+paced row always runs so.  Peak RSS covers both passes; the store is sized once it is closed.
 
     .venv/bin/python bench/scale.py [--full] [--sections ingest] [--repeat 3]
     SCALE=full .venv/bin/python bench/scale.py
@@ -52,6 +53,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -70,7 +72,8 @@ PACE_S = 0.0005
 SHORT = 256
 """A non-thinking model's GSM8K answer: the row where a response's own cost, apart from its tokens, shows."""
 REPLAY_MIB = 4096
-"""What the scripted server may keep of the answers it sends again (a full run's 32k-token row: about 2.8 GB)."""
+"""What the scripted server may keep of the answers it sends again (a full run's 32k-token row: about 3.3 GB at top-5;
+past it answers are rendered again, and the row's `replayed` and `busy` say so)."""
 TARGET_RATIO, TARGET_RATE = 2.0, 100_000
 """What the ingest rows aim for: client CPU at most this many times the floor's, at least this many tokens a CPU second."""
 
@@ -198,9 +201,11 @@ def child(spec: dict[str, Any]) -> None:
     plan = plan_run(config, "base", "echo", max_tokens=case.tokens)
     plan.runs_dir = folder / "runs"
     gc.collect()
+    replays = _replays(spec["url"])
     cpu, wall = time.process_time(), time.perf_counter()
     outcome = asyncio.run(execute(plan, progress=lambda done, total: None))
     cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+    replays = _replays(spec["url"]) - replays
     peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     assert outcome.recorded == case.responses, outcome
     outcome.store.close()  # the last connection to close folds the write-ahead log into the database
@@ -213,6 +218,7 @@ def child(spec: dict[str, Any]) -> None:
             {
                 "cpu_s": cpu,
                 "wall_s": wall,
+                "replayed": replays,
                 "floor_s": floor,
                 "tokens": tokens,
                 "store": store_bytes,
@@ -220,6 +226,12 @@ def child(spec: dict[str, Any]) -> None:
             }
         )
     )
+
+
+def _replays(url: str) -> int:
+    """How many answers the scripted server has sent again so far (its /stats)."""
+    with urllib.request.urlopen(url.removesuffix("/v1") + "/stats", timeout=10) as answer:
+        return int(json.load(answer)["replays"])
 
 
 def floor_cpu(plan: Any, case: Case) -> float:
@@ -300,7 +312,7 @@ def ingest(full: bool, repeat: int = 1, load: Workload = Workload()) -> None:
     spread = f"  {'x floor, lowest-highest':>23}" if repeat > 1 else ""
     print(
         f"{'route':>26} {'tokens':>7} {'responses':>9} {'in flight':>9}  {'CPU us/token':>12} {'tokens/CPU s':>12}  "
-        f"{'floor us/token':>14} {'x floor':>7}  {'busy':>4}  {'store B/token':>13} {'peak RSS MiB':>12}{spread}"
+        f"{'floor us/token':>14} {'x floor':>7}  {'busy':>4} {'replayed':>8}  {'store B/token':>13} {'peak RSS MiB':>12}{spread}"
     )
     cases, missed = ingest_cases(full, load), []
     for case in cases:
@@ -311,7 +323,7 @@ def ingest(full: bool, repeat: int = 1, load: Workload = Workload()) -> None:
         rate = got["tokens"] / got["cpu_s"]
         print(
             f"{case.label:>26} {case.tokens:>7} {case.responses:>9} {min(case.concurrency, case.responses):>9}  "
-            f"{per_token:>12.2f} {rate:>12,.0f}  {floor:>14.2f} {_ratio(got):>6.2f}x  {got['cpu_s'] / got['wall_s']:>4.0%}  "
+            f"{per_token:>12.2f} {rate:>12,.0f}  {floor:>14.2f} {_ratio(got):>6.2f}x  {got['cpu_s'] / got['wall_s']:>4.0%} {got['replayed']:>8}  "
             f"{got['store'] / got['tokens']:>13.1f} {got['peak_kib'] / 1024:>12.0f}"
             + (f"  {_ratio(runs[0]):>11.2f}-{_ratio(runs[-1]):.2f}x" if repeat > 1 else ""),
             flush=True,

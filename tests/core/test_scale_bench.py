@@ -7,11 +7,12 @@ import re
 import subprocess
 import sys
 
-from fake_server import FakeState
+import httpx
+from fake_server import FakeServer, FakeState
 from projects import ROOT, checkout_env
 
 ROW = re.compile(
-    r"^\s+chat\s+(\d+)\s+(\d+)\s+(\d+)\s+([\d.]+)\s+([\d,]+)\s+([\d.]+)\s+([\d.]+)x\s+(\d+)%\s+([\d.]+)\s+(\d+)$"
+    r"^\s+chat\s+(\d+)\s+(\d+)\s+(\d+)\s+([\d.]+)\s+([\d,]+)\s+([\d.]+)\s+([\d.]+)x\s+(\d+)%\s+(\d+)\s+([\d.]+)\s+(\d+)$"
 )
 
 
@@ -29,6 +30,7 @@ def test_a_workload_from_the_command_line_is_the_one_measured() -> None:
     assert all(rows) and len(rows) == 2, done.stdout
     got = [(int(m[1]), int(m[3])) for m in rows if m]
     assert got == [(48, 3), (96, 3)], done.stdout
+    assert all(m[9] == m[2] for m in rows if m), done.stdout  # every timed answer came from the first pass
     missed = 0
     for m in filter(None, rows):
         cpu, floor, ratio = float(m[4]), float(m[6]), float(m[7])
@@ -46,7 +48,7 @@ def test_the_top_k_asked_for_reaches_the_server() -> None:
         assert done.returncode == 0, done.stdout + done.stderr
         row = ROW.match(done.stdout.splitlines()[2])
         assert row, done.stdout
-        stored.append(float(row[9]))
+        stored.append(float(row[10]))
     assert stored[1] > stored[0] + 8, stored  # four alternatives' ids and logprobs are stored beyond none
 
 
@@ -54,25 +56,42 @@ def test_the_waiting_client_is_measured_on_request() -> None:
     done = _bench("--lengths", "48", "--concurrency", "2", "--rows", "grid", "--no-replay")
     assert done.returncode == 0, done.stdout + done.stderr
     row = ROW.match(done.stdout.splitlines()[2])
-    assert row and 0 < int(row[8]) <= 100, done.stdout
+    assert row and row[9] == "0" and 0 < int(row[8]) <= 100, done.stdout  # every answer rendered as it was asked for
+
+
+def _ask(state: FakeState, prompt: str, stream: bool = False) -> bytes:
+    body = {"messages": [{"role": "user", "content": prompt}], "max_tokens": 8, "top_logprobs": 2, "stream": stream}
+    return state.answer(json.dumps(body).encode(), body)
 
 
 def test_the_server_sends_an_answer_again_only_for_the_same_request_and_within_its_budget() -> None:
-    def ask(state: FakeState, prompt: str, stream: bool = False) -> bytes:
-        body = {"messages": [{"role": "user", "content": prompt}], "max_tokens": 8, "top_logprobs": 2, "stream": stream}
-        return state.answer(json.dumps(body).encode(), body)
-
     state = FakeState(tokens=8, replay_bytes=1 << 20)
-    first = ask(state, "one")
-    assert ask(state, "one") is first and first.startswith(b"HTTP/1.1 200 OK")  # kept: sent again as it was
-    assert ask(state, "two") != first and ask(state, "one", stream=True) != first  # another request: its own answer
-    assert b"data: [DONE]" in ask(state, "one", stream=True)
-    assert len(state.replayed) == 3 and state.replay_bytes == (1 << 20) - sum(map(len, state.replayed.values()))
-    tight = FakeState(tokens=8, replay_bytes=len(first) - 1)
-    again = ask(tight, "one")
-    assert again == first and ask(tight, "one") is not again and not tight.replayed  # over the budget: rendered again
+    first = _ask(state, "one")
+    assert _ask(state, "one") is first and first.startswith(b"HTTP/1.1 200 OK")  # kept: sent again as it was
+    assert _ask(state, "two") != first and _ask(state, "one", stream=True) != first  # another request: its own answer
+    assert b"data: [DONE]" in _ask(state, "one", stream=True)
+    assert len(state.replayed) == 3 and state.replays == 2
+    tight = FakeState(tokens=8, replay_bytes=len(first) + 1)
+    assert _ask(tight, "one") == first and _ask(tight, "two") != first
+    assert list(tight.replayed.values()) == [first]  # the second did not fit beside the first
+    assert _ask(tight, "two") is not _ask(tight, "two")  # over the budget: rendered again each time
     off = FakeState(tokens=8)
-    assert ask(off, "one") == first and ask(off, "one") == first and not off.replayed  # off by default
+    assert _ask(off, "one") == first and _ask(off, "one") == first and not off.replayed and not off.replays
+
+
+def test_a_running_server_replays_and_forgets_what_it_kept_when_scripted(fake_server: FakeServer) -> None:
+    fake_server.state.replay_bytes = 1 << 20
+    body = {"messages": [{"role": "user", "content": "one"}], "max_tokens": 8}
+    with httpx.Client(base_url=fake_server.base_url) as client:
+        answers = [client.post("/chat/completions", json=body).json() for _ in range(2)]
+        assert answers[0] == answers[1] and fake_server.state.replays == 1
+        assert client.get(fake_server.base_url.removesuffix("/v1") + "/stats").json()["replays"] == 1
+        client.post(fake_server.base_url.removesuffix("/v1") + "/script", json={"tokens": 3})
+        short = client.post("/chat/completions", json=body).json()  # the tokens changed: rendered again
+    assert (
+        fake_server.state.replays == 1
+        and short["usage"]["completion_tokens"] == 3 != answers[0]["usage"]["completion_tokens"]
+    )
 
 
 def test_a_bad_workload_is_refused_with_the_option_named() -> None:

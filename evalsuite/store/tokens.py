@@ -95,7 +95,7 @@ def _names_by_id(top_ids: np.ndarray, flat: list[str] | None) -> tuple[np.ndarra
     """
     if flat is None or (top_ids.size and int(top_ids.min()) < 0):  # an absent id names no one string
         return None
-    order = top_ids.reshape(-1).argsort(kind="stable")  # one sort, where np.unique's inverse took a second
+    order = top_ids.reshape(-1).argsort(kind="stable")  # np.unique's sort, without its inverse and second gather
     ids = top_ids.reshape(-1)[order]
     names = np.array(flat, dtype=object)[order]
     repeated = ids[1:] == ids[:-1]

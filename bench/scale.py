@@ -93,7 +93,8 @@ class Case:
     """A stream's events sent one at a time, this long apart: each read of the client brings about one."""
     top_logprobs: int = TOP_LOGPROBS
     replay: bool = True
-    """The server sends each answer again from a first pass (see `child`); False: it renders every one."""
+    """The server sends each answer again from a first pass (see `child`); False (always for a paced row, whose
+    server's pace is its point): it renders every one."""
 
     @property
     def label(self) -> str:
@@ -133,7 +134,7 @@ def ingest_cases(full: bool, load: Workload = Workload()) -> list[Case]:
             for api, stream, legacy in routes
         ]
     if "paced" in load.rows:
-        cases.append(Case(2048, count(2048), 8, "chat", stream=True, pace_s=PACE_S, top_logprobs=k))
+        cases.append(Case(2048, count(2048), 8, "chat", stream=True, pace_s=PACE_S, top_logprobs=k, replay=False))
     if "short" in load.rows:
         cases.append(Case(SHORT, 4 * count(2048), 16, top_logprobs=k, replay=replay))
     return cases
@@ -179,8 +180,7 @@ def child(spec: dict[str, Any]) -> None:
     it can copy them in the timed pass: rendered in Python, an answer costs the server a few times what
     it costs the client to read, and a client waiting for each answer is measured as it wakes, cold, as
     one that a big node keeps busy never is.  `busy` is the share of the timed pass's wall time
-    the client spent on its CPU.  The paced row (its server's pace is its point) and `replay=False`
-    warm up with one answer instead.
+    the client spent on its CPU.  A case without `replay` (the paced row's) warms up with one answer instead.
     """
     from projects import make_project
 
@@ -194,8 +194,7 @@ def child(spec: dict[str, Any]) -> None:
     config = load_config(
         make_project(folder, spec["url"], n=case.responses, target_extra=extra, defaults_extra=defaults)
     )
-    primed = case.replay and not case.pace_s
-    warm = plan_run(config, "base", "echo", max_tokens=case.tokens, limit=None if primed else 1)
+    warm = plan_run(config, "base", "echo", max_tokens=case.tokens, limit=None if case.replay else 1)
     warm.runs_dir = folder / "warm"  # also the first imports and calls
     asyncio.run(execute(warm, progress=lambda done, total: None))
     plan = plan_run(config, "base", "echo", max_tokens=case.tokens)
@@ -343,8 +342,7 @@ def _ratio(run: dict[str, Any]) -> float:
 
 def ingest_once(case: Case) -> dict[str, Any]:
     """One run of a row: a fresh server, a fresh client process."""
-    replay_mib = REPLAY_MIB if case.replay and not case.pace_s else 0
-    server, url = start_server(case.tokens, case.legacy, case.pace_s, replay_mib)
+    server, url = start_server(case.tokens, case.legacy, case.pace_s, REPLAY_MIB if case.replay else 0)
     try:
         with tempfile.TemporaryDirectory(prefix="scale-") as tmp:
             return run_child(case, url, Path(tmp))

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import re
 import subprocess
 import sys
+from types import ModuleType
 
 import httpx
 from fake_server import FakeServer, FakeState
@@ -57,6 +59,21 @@ def test_the_waiting_client_is_measured_on_request() -> None:
     assert done.returncode == 0, done.stdout + done.stderr
     row = ROW.match(done.stdout.splitlines()[2])
     assert row and row[9] == "0" and 0 < int(row[8]) <= 100, done.stdout  # every answer rendered as it was asked for
+
+
+def _scale() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("scale_bench", ROOT / "bench" / "scale.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_every_row_but_the_paced_one_replays_and_none_with_no_replay() -> None:
+    scale = _scale()
+    assert [case.label for case in scale.ingest_cases(False) if not case.replay] == ["chat stream, paced"]
+    assert not any(case.replay for case in scale.ingest_cases(False, scale.Workload(replay=False)))
 
 
 def _ask(state: FakeState, prompt: str, stream: bool = False) -> bytes:

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from evalsuite import __version__
+from evalsuite.collector import heap_frozen
 from evalsuite.config import Config, TargetConfig
 from evalsuite.engines import Engine, make_engine
 from evalsuite.engines.retry import RequestFailed, RetriesExhausted, RetryPolicy, with_retries
@@ -190,6 +191,13 @@ async def execute(
 ) -> RunOutcome:
     """Generate every missing sample of the plan into its run store; returns what was done."""
     keep_freed_memory()  # responses' memory is reused, not mapped afresh each time (heap.py)
+    with heap_frozen():  # what lives as long as the run is not walked by every full collection (collector.py)
+        return await _execute(plan, engine, progress, on_warning)
+
+
+async def _execute(
+    plan: RunPlan, engine: Engine | None, progress: Callable[[int, int], Any] | None, on_warning: Callable[[str], None]
+) -> RunOutcome:
     engine = engine or make_engine(plan.target, base_url=plan.base_url)
     try:
         probe = await engine.probe()

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import sys
+import weakref
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,7 @@ import pytest
 from fake_server import FakeServer, FakeState
 from projects import make_project
 
-from evalsuite.collector import collections_paused, pausing_collections
+from evalsuite.collector import collections_paused, heap_frozen, pausing_collections
 from evalsuite.config import load_config
 from evalsuite.runner import execute, plan_run
 
@@ -113,3 +114,63 @@ def test_a_function_wrapped_runs_paused_and_leaves_the_collector_as_it_found_it(
     finally:
         gc.enable()
     assert seen == [False, False, False]
+
+
+class _Node:
+    """A container that can sit in a reference cycle."""
+
+    def __init__(self) -> None:
+        self.other: Any = None
+
+
+def _cycle() -> weakref.ref[_Node]:
+    """A reference cycle, unreachable once made (only a collection frees it), and a way to see whether it lives."""
+    a, b = _Node(), _Node()
+    a.other, b.other = b, a
+    return weakref.ref(a)
+
+
+def test_a_frozen_heap_keeps_what_lived_before_out_of_collections_until_the_outermost_exit() -> None:
+    assert gc.get_freeze_count() == 0
+    before = _cycle()  # garbage from before the block: frozen with the rest, not collected inside it
+    with heap_frozen():
+        frozen = gc.get_freeze_count()
+        assert frozen > 1000  # the modules and everything else alive
+        inside = _cycle()
+        gc.collect()
+        assert before() is not None and inside() is None
+        with heap_frozen():
+            assert gc.get_freeze_count() == frozen  # nested: the one freeze, not a second
+        assert gc.get_freeze_count() == frozen  # the inner exit thaws nothing
+    assert gc.get_freeze_count() == 0
+    gc.collect()
+    assert before() is None  # thawed, and collected
+
+
+def test_a_frozen_heap_thaws_after_an_error_and_leaves_another_owners_freeze_alone() -> None:
+    with pytest.raises(KeyError), heap_frozen():
+        raise KeyError("x")
+    assert gc.get_freeze_count() == 0
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        with heap_frozen():
+            assert gc.get_freeze_count() == frozen
+        assert gc.get_freeze_count() == frozen  # not thawed: the freeze was someone else's
+    finally:
+        gc.unfreeze()
+
+
+def test_a_run_freezes_the_heap_it_starts_with_and_thaws_it_at_the_end(tmp_path: Path) -> None:
+    server = FakeServer(FakeState(tokens=16))
+    server.start()
+    try:
+        config = load_config(make_project(tmp_path, server.base_url, n=2))
+        plan = plan_run(config, "base", "echo", max_tokens=16)
+        plan.runs_dir = tmp_path / "runs"
+        seen: list[int] = []
+        asyncio.run(execute(plan, progress=lambda done, total: seen.append(gc.get_freeze_count())))
+    finally:
+        server.stop()
+    assert seen and min(seen) > 1000
+    assert gc.get_freeze_count() == 0

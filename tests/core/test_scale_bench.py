@@ -25,9 +25,9 @@ def _bench(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_a_workload_from_the_command_line_is_the_one_measured() -> None:
-    done = _bench("--lengths", "48,96", "--concurrency", "3", "--top-logprobs", "2", "--rows", "grid")
+    done = _bench("--lengths", "48,96", "--concurrency", "3", "--rows", "grid")
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "top-2 logprobs" in done.stdout, done.stdout
+    assert "top-5 logprobs" in done.stdout, done.stdout
     rows = [ROW.match(line) for line in done.stdout.splitlines()[2:-1]]
     assert all(rows) and len(rows) == 2, done.stdout
     got = [(int(m[1]), int(m[3])) for m in rows if m]
@@ -48,9 +48,12 @@ def test_the_top_k_asked_for_reaches_the_server() -> None:
     for k in ("0", "4"):
         done = _bench("--lengths", "48", "--concurrency", "2", "--top-logprobs", k, "--rows", "grid")
         assert done.returncode == 0, done.stdout + done.stderr
-        row = ROW.match(done.stdout.splitlines()[2])
+        lines = done.stdout.splitlines()
+        assert f"top-{k} logprobs" in lines[0], done.stdout
+        row = ROW.match(lines[2])
         assert row, done.stdout
         stored.append(float(row[10]))
+        assert lines[-1].endswith(f", set for top-5 logprobs): not judged at top-{k}"), done.stdout
     assert stored[1] > stored[0] + 8, stored  # four alternatives' ids and logprobs are stored beyond none
 
 

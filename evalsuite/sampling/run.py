@@ -16,6 +16,7 @@ from evalsuite.sampling.plan import TASK_SUFFIX, DrawSettings, SeededDraws, plan
 from evalsuite.sampling.tree import END, Draw, build_tree
 from evalsuite.sampling.verdict import JudgeSettings, SamplingVerdict, judge
 from evalsuite.serialize import to_jsonable
+from evalsuite.speed import counter_deltas
 from evalsuite.store import RunManifest, RunStore, open_run
 from evalsuite.tasks.data import DataChoice
 from evalsuite.workflow import serving
@@ -33,16 +34,18 @@ class Arm:
     draws: list[Draw]
     pieces: dict[int, str] = field(default_factory=dict)
     manifests: list[RunManifest] = field(default_factory=list)
-    drafted: int = 0  # draft tokens proposed over all draws, as the engine reports each request (0: it gives none)
+    drafted: int = 0  # draft tokens proposed over all draws, as the engine reported them (0: it gave none)
     accepted: int = 0
+    counted: bool = False  # some of them came from the server's counters, not from each request
 
     def speculation(self) -> str | None:
         """A sentence on how much drafting the draws went through, when the engine reported it."""
         if not self.drafted:
             return None
+        source = " (as the server counted them over the sessions that drew them)" if self.counted else ""
         return (
             f"{self.target} drafted {self.drafted} tokens over its draws and accepted {self.accepted} "
-            f"({self.accepted / self.drafted:.0%})."
+            f"({self.accepted / self.drafted:.0%}){source}."
         )
 
 
@@ -150,6 +153,7 @@ def _load_store(store: RunStore, arm: Arm, draws: int | None, prompts: int | Non
         if pid not in order:
             order.append(pid)
     keep = set(order[:prompts] if prompts else order)
+    drafted = accepted = 0
     for result in store.iter_results(strings="pieces"):
         meta = samples[result.sample_id].metadata
         pid, k = str(meta.get("prompt_id")), int(meta.get("draw", 0))
@@ -168,9 +172,17 @@ def _load_store(store: RunStore, arm: Arm, draws: int | None, prompts: int | Non
             arm.pieces.setdefault(i, piece)
         ended = result.completion.finish_reason == "stop"
         spec = request_speculation(result.completion)
-        arm.drafted += (spec.drafted or 0) if spec is not None else 0
-        arm.accepted += (spec.accepted or 0) if spec is not None else 0
+        if spec is not None:
+            drafted += spec.drafted or 0
+            accepted += spec.accepted or 0
         arm.draws.append(Draw(f"{task.removesuffix(TASK_SUFFIX)}/{pid}", int(meta.get("draw_seed", k)), ids, ended))
+    if not drafted:  # an engine that counts drafting on the server only (vLLM): its counters around each session
+        counted = counter_deltas(store.sessions())
+        if counted is not None and counted.draft_tokens > 0:
+            drafted, accepted = int(counted.draft_tokens), int(counted.accepted)
+            arm.counted = True
+    arm.drafted += drafted
+    arm.accepted += accepted
 
 
 _MUST_MATCH = ("task", "prompt_template", "dataset")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -136,8 +137,17 @@ def test_sample_test_input_errors_exit_2(project: Path, capsys: pytest.CaptureFi
     assert "alpha" in capsys.readouterr().err
 
 
-def _store(folder: Path, model: ToyModel, n: int, stream: int, params: dict[str, Any] | None = None) -> Path:
-    """A draw run written the way sample-test writes one, from the simulated model."""
+def _store(
+    folder: Path,
+    model: ToyModel,
+    n: int,
+    stream: int,
+    params: dict[str, Any] | None = None,
+    *,
+    sessions: Sequence[dict[str, Any]] = (),
+    timings: dict[str, float] | None = None,
+) -> Path:
+    """A draw run written the way sample-test writes one, from the simulated model (`sessions`: their info)."""
     rng = np.random.default_rng(stream)
     fields = {
         "task": "toy" + TASK_SUFFIX,
@@ -167,10 +177,11 @@ def _store(folder: Path, model: ToyModel, n: int, stream: int, params: dict[str,
             np.full((len(ids), 1), np.nan, np.float32),
             [[] for _ in ids],
         )
-        writer.put(
-            SampleResult(sample.id, "toy" + TASK_SUFFIX, {}, Completion("", "stop" if draw.ended else "length", trace))
-        )
+        completion = Completion("", "stop" if draw.ended else "length", trace, timings=timings or {})
+        writer.put(SampleResult(sample.id, "toy" + TASK_SUFFIX, {}, completion))
     writer.close()
+    for info in sessions:
+        store.record_session(0.0, n, n, "complete", info)
     store.close()
     return folder
 
@@ -297,3 +308,40 @@ def test_eval_with_sampling_folds_the_section_into_its_report(
     text = report.read_text()
     assert "## Lossless under sampling: `spec` vs `base`" in text and "[targets.base.sampling]" in text
     assert (report.parent / "sampling.html").exists() and len(_runs(config)) == 2
+
+
+VLLM_BEFORE = {
+    "vllm:spec_decode_num_drafts": 10.0,
+    "vllm:spec_decode_num_draft_tokens": 40.0,
+    "vllm:spec_decode_num_accepted_tokens": 25.0,
+}
+VLLM_AFTER = {
+    "vllm:spec_decode_num_drafts": 60.0,
+    "vllm:spec_decode_num_draft_tokens": 240.0,
+    "vllm:spec_decode_num_accepted_tokens": 100.0,
+}
+
+
+def test_drafting_counted_by_the_server_reaches_the_verdict_when_requests_report_none(tmp_path: Path) -> None:
+    sessions = [
+        {"engine_stats_before": VLLM_BEFORE, "engine_stats_after": VLLM_AFTER},
+        {"engine_stats_before": VLLM_AFTER, "engine_stats_after": {}},  # interrupted: read nothing after
+        {"engine_stats_before": {}, "engine_stats_after": {}},  # resumed with nothing left to draw
+    ]
+    base = _store(tmp_path / "base", ToyModel("q0"), 60, 42)
+    cand = load_arm([_store(tmp_path / "vngram", ToyModel("q0"), 60, 43, sessions=sessions)])
+    assert (cand.drafted, cand.accepted, cand.counted) == (200, 75, True)
+    test = judge_arms(load_arm([base]), cand, JudgeSettings())
+    sentence = "vngram drafted 200 tokens over its draws and accepted 75 (38%) (as the server counted them"
+    assert any(note.startswith(sentence) for note in test.verdict.notes), test.verdict.notes
+    assert not any("reported no drafted tokens" in note for note in test.verdict.notes)
+
+
+def test_drafting_each_request_reports_is_not_counted_again_from_the_server(tmp_path: Path) -> None:
+    sessions = [{"engine_stats_before": VLLM_BEFORE, "engine_stats_after": VLLM_AFTER}]
+    timings = {"draft_n": 3.0, "draft_n_accepted": 2.0, "predicted_n": 5.0}
+    cand = load_arm([_store(tmp_path / "cand", ToyModel("q0"), 30, 43, sessions=sessions, timings=timings)])
+    assert (cand.drafted, cand.accepted, cand.counted) == (90, 60, False)
+    assert cand.speculation() == "cand drafted 90 tokens over its draws and accepted 60 (67%)."
+    plain = load_arm([_store(tmp_path / "plain", ToyModel("q0"), 30, 43)])  # no counts anywhere
+    assert (plain.drafted, plain.counted, plain.speculation()) == (0, False, None)

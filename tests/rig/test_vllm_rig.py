@@ -223,3 +223,5 @@ def test_sampling_flags_vllm_cpu_ngram(project: Config, sampling_baseline: Any) 
     it never writes".  It shows in every run because the rig fills fresh memory with one byte (MALLOC_PERTURB_)."""
     test: SampleTest = judge_arms(sampling_baseline, _arm(project, "vngram", 43), JUDGE)
     assert test.verdict.outcome == "DIFFERENT", test.verdict.sentence
+    assert test.candidate.counted and test.candidate.drafted > 0  # the draws went through speculation, per /metrics
+    assert test.candidate.speculation() in test.verdict.notes

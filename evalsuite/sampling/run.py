@@ -79,11 +79,19 @@ class SampleTest:
             "drafted": self.candidate.drafted,
             "accepted": self.candidate.accepted,
             "acceptance": self.candidate.accepted / self.candidate.drafted if self.candidate.drafted else None,
+            "drafting_counted_by": _counted_by(self.candidate),
         }
         for node in out["nodes"]:
             node["context"] = self.context(node["prefix"])
             node["tokens"] = [self.piece(t) for t in node["outcomes"]]
         return out
+
+
+def _counted_by(arm: Arm) -> str | None:
+    """Who counted the arm's drafting: each response, the server's counters around the sessions, or no one."""
+    if not arm.drafted:
+        return None
+    return "server counters" if arm.counted else "responses"
 
 
 def draw_arm(

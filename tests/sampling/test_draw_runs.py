@@ -31,6 +31,7 @@ from evalsuite.sampling.plan import (
 )
 from evalsuite.sampling.run import judge_arms, load_arm
 from evalsuite.sampling.verdict import JudgeSettings
+from evalsuite.serialize import to_jsonable
 from evalsuite.store import RunStore
 
 
@@ -215,6 +216,7 @@ def test_the_sampling_json_is_standard_json_with_null_for_undefined_numbers(tmp_
     text = write_sampling_report(test, tmp_path, created=0.0).json.read_text()
     data = json.loads(text, parse_constant=lambda c: pytest.fail(f"non-standard JSON constant {c}"))
     assert (data["nodes"][0]["detectable_tv"], data["nodes"][0]["p_adjusted"]) == (None, None)
+    assert data["candidate"]["drafting_counted_by"] == "responses"
     assert data["settings"] == {**vars(JudgeSettings())}  # the judge settings as a plain table
     assert data["candidate"]["acceptance"] == 0.75 and data["candidate"]["runs"] == [str(tmp_path / "again")]
     assert data["nodes"][0]["prefix"] == list(node.prefix) and data["nodes"][0]["context"] is not None
@@ -335,6 +337,7 @@ def test_drafting_counted_by_the_server_reaches_the_verdict_when_requests_report
     sentence = "vngram drafted 200 tokens over its draws and accepted 75 (38%) (as the server counted them"
     assert any(note.startswith(sentence) for note in test.verdict.notes), test.verdict.notes
     assert not any("reported no drafted tokens" in note for note in test.verdict.notes)
+    assert to_jsonable(test)["candidate"]["drafting_counted_by"] == "server counters"
 
 
 def test_drafting_each_request_reports_is_not_counted_again_from_the_server(tmp_path: Path) -> None:

@@ -16,7 +16,7 @@ from evalsuite.sampling.plan import TASK_SUFFIX, DrawSettings, SeededDraws, plan
 from evalsuite.sampling.tree import END, Draw, build_tree
 from evalsuite.sampling.verdict import JudgeSettings, SamplingVerdict, judge
 from evalsuite.serialize import to_jsonable
-from evalsuite.speed import counter_deltas
+from evalsuite.speed import counter_deltas, drafting_seen
 from evalsuite.store import RunManifest, RunStore, open_run
 from evalsuite.tasks.data import DataChoice
 from evalsuite.workflow import serving
@@ -37,6 +37,13 @@ class Arm:
     drafted: int = 0  # draft tokens proposed over all draws, as the engine reported them (0: it gave none)
     accepted: int = 0
     counted: bool = False  # some of them came from the server's counters, not from each request
+
+    @property
+    def counted_by(self) -> str | None:
+        """Who counted the drafting: each response, the server's counters around the sessions, or no one (None)."""
+        if not self.drafted:
+            return None
+        return "server counters" if self.counted else "responses"
 
     def speculation(self) -> str | None:
         """A sentence on how much drafting the draws went through, when the engine reported it."""
@@ -79,19 +86,12 @@ class SampleTest:
             "drafted": self.candidate.drafted,
             "accepted": self.candidate.accepted,
             "acceptance": self.candidate.accepted / self.candidate.drafted if self.candidate.drafted else None,
-            "drafting_counted_by": _counted_by(self.candidate),
+            "drafting_counted_by": self.candidate.counted_by,
         }
         for node in out["nodes"]:
             node["context"] = self.context(node["prefix"])
             node["tokens"] = [self.piece(t) for t in node["outcomes"]]
         return out
-
-
-def _counted_by(arm: Arm) -> str | None:
-    """Who counted the arm's drafting: each response, the server's counters around the sessions, or no one."""
-    if not arm.drafted:
-        return None
-    return "server counters" if arm.counted else "responses"
 
 
 def draw_arm(
@@ -184,11 +184,11 @@ def _load_store(store: RunStore, arm: Arm, draws: int | None, prompts: int | Non
             drafted += spec.drafted or 0
             accepted += spec.accepted or 0
         arm.draws.append(Draw(f"{task.removesuffix(TASK_SUFFIX)}/{pid}", int(meta.get("draw_seed", k)), ids, ended))
-    if not drafted:  # an engine that counts drafting on the server only (vLLM): its counters around each session
-        counted = counter_deltas(store.sessions())
-        if counted is not None and counted.draft_tokens > 0:
-            drafted, accepted = int(counted.draft_tokens), int(counted.accepted)
-            arm.counted = True
+    # an engine that counts drafting on the server only (vLLM): its counters around each session
+    counted = None if drafted else drafting_seen(counter_deltas(store.sessions()))
+    if counted is not None:
+        drafted, accepted = int(counted.draft_tokens), int(counted.accepted)
+        arm.counted = True
     arm.drafted += drafted
     arm.accepted += accepted
 

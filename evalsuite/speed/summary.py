@@ -124,7 +124,7 @@ class SpeedSummary:
     @property
     def _counted(self) -> CounterSpeculation | None:
         """The server's counters when they saw any drafting over the run's sessions, else None."""
-        return self.counters if self.counters is not None and self.counters.draft_tokens > 0 else None
+        return drafting_seen(self.counters)
 
     @property
     def acceptance_source(self) -> str:
@@ -178,6 +178,11 @@ def counter_deltas(sessions: list[dict[str, Any]]) -> CounterSpeculation | None:
         if one is not None:
             found = one if found is None else found + one
     return found
+
+
+def drafting_seen(counters: CounterSpeculation | None) -> CounterSpeculation | None:
+    """The counters when they saw any drafting, else None (a server that does not speculate counts none)."""
+    return counters if counters is not None and counters.draft_tokens > 0 else None
 
 
 def run_engine(manifest: RunManifest) -> str | None:

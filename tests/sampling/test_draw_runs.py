@@ -348,3 +348,6 @@ def test_drafting_each_request_reports_is_not_counted_again_from_the_server(tmp_
     assert cand.speculation() == "cand drafted 90 tokens over its draws and accepted 60 (67%)."
     plain = load_arm([_store(tmp_path / "plain", ToyModel("q0"), 30, 43)])  # no counts anywhere
     assert (plain.drafted, plain.counted, plain.speculation()) == (0, False, None)
+    still = [{"engine_stats_before": VLLM_AFTER, "engine_stats_after": VLLM_AFTER}]  # a server that drafted nothing
+    idle = load_arm([_store(tmp_path / "idle", ToyModel("q0"), 30, 43, sessions=still)])
+    assert (idle.drafted, idle.counted, idle.counted_by) == (0, False, None)

@@ -18,9 +18,9 @@ ROW = re.compile(
 )
 
 
-def _bench(*args: str) -> subprocess.CompletedProcess[str]:
+def _bench(*args: str, repeat: tuple[str, ...] = ("--repeat", "1")) -> subprocess.CompletedProcess[str]:
     env = checkout_env("SCALE")
-    command = [sys.executable, str(ROOT / "bench" / "scale.py"), "--sections", "ingest", *args]
+    command = [sys.executable, str(ROOT / "bench" / "scale.py"), "--sections", "ingest", *repeat, *args]
     return subprocess.run(command, capture_output=True, text=True, timeout=600, env=env)
 
 
@@ -41,6 +41,17 @@ def test_a_workload_from_the_command_line_is_the_one_measured() -> None:
     summary = done.stdout.splitlines()[-1]
     assert summary.startswith("target (at most 2x the floor, at least 100,000 tokens a CPU second): "), summary
     assert f"met by {2 - missed} of 2 rows" in summary and summary.count("tokens/CPU s)") == missed, summary
+
+
+def test_by_default_a_row_shows_the_median_of_three_runs_and_their_spread() -> None:
+    done = _bench("--lengths", "48", "--concurrency", "2", "--rows", "grid", repeat=())
+    assert done.returncode == 0, done.stdout + done.stderr
+    header, line = done.stdout.splitlines()[1:3]
+    assert header.endswith("x floor, lowest-highest"), done.stdout
+    shown, spread = line.rsplit(None, 1)
+    row = ROW.match(shown)
+    low, high = (float(x) for x in spread.removesuffix("x").split("-"))
+    assert row and low <= float(row[7]) <= high, done.stdout
 
 
 def test_the_top_k_asked_for_reaches_the_server() -> None:

@@ -306,9 +306,9 @@ def ingest(full: bool, repeat: int = 3, load: Workload = Workload()) -> None:
 
     Each row runs `repeat` times (each in a fresh client process against a fresh server) and shows the
     run whose ratio to the floor is the median (the higher middle one for an even N), with the lowest and
-    highest ratios.  On a shared virtual machine one run in a few takes half again the CPU time of the
-    next for the same work (user time, not waiting or system time), while the floor measured in the same
-    process does not move: a single run would judge the machine's moment, not the client.
+    highest ratios.  On a shared virtual machine the same fixed work takes up to about twice its fastest
+    CPU time in slow stretches of a few hundred ms (user time, not waiting or system time), which may fall
+    on the client's run or on the floor's: a single run would judge the machine's moment, not the client.
     """
     print(
         "ingest: evalsuite.runner.execute against fixtures/fake_server.py, "
@@ -406,7 +406,7 @@ def main() -> None:
         type=positive,
         default=3,
         metavar="N",
-        help="run each row N times and show the median run (default 3: one run of a row can be half again the next)",
+        help="run each row N times and show the median run (default 3: one run can be half again the next)",
     )
     parser.add_argument(
         "--lengths",

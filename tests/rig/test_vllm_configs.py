@@ -48,16 +48,20 @@ def test_the_server_environment_makes_fresh_heap_memory_the_same_bytes_every_run
         subprocess.run([sys.executable, "-c", READ_FRESH], env=env, capture_output=True, text=True, check=True)
         for _ in range(2)
     ]
-    fill = f"{int(configs.SERVER_ENV['MALLOC_PERTURB_']) ^ 0xFF:02x}"
+    fill = int(configs.SERVER_ENV["MALLOC_PERTURB_"]) ^ 0xFF
     for run in runs:
         plain, aligned = run.stdout.split()
-        assert set(plain[i : i + 2] for i in range(0, len(plain), 2)) == {fill}
-        assert set(aligned[i : i + 2] for i in range(0, len(aligned), 2)) == {fill}
+        assert _byte_values(plain) == _byte_values(aligned) == {fill}
     unset = {k: v for k, v in os.environ.items() if k != "MALLOC_PERTURB_"}
     aligned_unset = subprocess.run(
         [sys.executable, "-c", READ_FRESH], env=unset, capture_output=True, text=True, check=True
     ).stdout.split()[1]
-    assert set(aligned_unset[i : i + 2] for i in range(0, len(aligned_unset), 2)) != {fill}  # without it: no fill
+    assert _byte_values(aligned_unset) != {fill}  # without it: no fill
+
+
+def _byte_values(hex_text: str) -> set[int]:
+    """The distinct byte values of a block printed as hex."""
+    return set(bytes.fromhex(hex_text))
 
 
 def _folders() -> dict[str, Path]:

@@ -37,7 +37,7 @@ from evalsuite.engines.parse import completion_from_chat
 from evalsuite.engines.retry import RequestFailed, parse_retry_after
 from evalsuite.engines.speculation import CounterSpeculation, Speculation
 from evalsuite.engines.tls import client_verify
-from evalsuite.engines.transport import client_transport
+from evalsuite.engines.transport import PlainResponse, PlainTransport, PreparedPost, client_transport
 from evalsuite.engines.typed import decode_body
 from evalsuite.engines.typed_stream import read_stream
 from evalsuite.engines.validate import Malformed, ResponseSchema
@@ -103,6 +103,7 @@ class Engine:
             headers["Authorization"] = f"Bearer {key}"
         limits = httpx.Limits(max_connections=target.concurrency, max_keepalive_connections=target.concurrency)
         self._plain = client_transport(self.base_url, limits)
+        self._prepared: PreparedPost | None = None  # the generation POST on our own transport, written at first use
         self.http = httpx.AsyncClient(
             headers=headers,
             verify=client_verify(self.base_url),
@@ -227,22 +228,30 @@ class Engine:
         """The POST of one body to the generation route, the JSON written by orjson (see dumps_body)."""
         return self.http.build_request("POST", self._generate_url, content=dumps_body(body), headers=JSON_HEADERS)
 
-    async def _send(self, request: httpx.Request) -> httpx.Response:
-        """The response to a generation request, its body still to read.
+    @asynccontextmanager
+    async def _posted(self, body: dict[str, Any]) -> AsyncIterator[Response]:
+        """The response to the POST of one body to the generation route, its body still to read; closed however
+        the block ends.
 
-        On our own transport it goes to it directly: the client's layers around it (auth, redirects, cookies,
-        event hooks) have nothing to do for these requests, and cost about a tenth of the client's CPU on short
-        answers, most of it taking cookies out of every response (bench/scale.py, 64-token answers)."""
-        if self._plain is None:
-            return await self.http.send(request, stream=True)
-        if self.http.is_closed:
-            raise RuntimeError("Cannot send a request, as the client has been closed.")  # as httpx says it
-        response = await self._plain.handle_async_request(request)
-        response.request = request
-        return response
+        On our own transport the request goes to it directly, as the head httpx would write for it
+        (`PreparedPost`): the client's layers around it (auth, redirects, cookies, event hooks) have nothing
+        to do for these requests, and its request and response objects were most of the rest of a short
+        answer's HTTP cost (bench/scale.py, 8-token answers)."""
+        if isinstance(self._plain, PlainTransport):
+            if self.http.is_closed:
+                raise RuntimeError("Cannot send a request, as the client has been closed.")  # as httpx says it
+            if self._prepared is None:
+                self._prepared = PreparedPost(self._request({}))
+            response: Response = await self._plain.post(self._prepared, dumps_body(body))
+        else:
+            response = await self.http.send(self._request(body), stream=True)
+        try:
+            yield response
+        finally:
+            await response.aclose()
 
     async def _post(self, body: dict[str, Any]) -> bytes:
-        async with self._streamed(self._request(body)) as resp:
+        async with self._posted(body) as resp:
             if resp.status_code >= 300:
                 check_status(resp.status_code, resp.headers, await read_error_body(resp))
             return await read_body(resp, self.max_bytes)
@@ -251,7 +260,7 @@ class Engine:
         """The merged events, how to read them generically if they came typed, and the time to the first token."""
         body = {**body, "stream": True, "stream_options": {"include_usage": True}}
         ttft: list[float] = []
-        async with self._streamed(self._request(body)) as resp:
+        async with self._posted(body) as resp:
             if resp.status_code >= 300:
                 check_status(resp.status_code, resp.headers, await read_error_body(resp))
             if resp.headers.get("content-type", "").startswith("application/json"):  # the server ignored stream
@@ -310,16 +319,9 @@ class Engine:
     async def aclose(self) -> None:
         await self.http.aclose()
 
-    @asynccontextmanager
-    async def _streamed(self, request: httpx.Request) -> AsyncIterator[httpx.Response]:
-        """The response to a request already built, closed however the block ends."""
-        response = await self._send(request)
-        try:
-            yield response
-        finally:
-            await response.aclose()
 
-
+Response = httpx.Response | PlainResponse
+"""A generation request's response, from httpx's client or straight from our own transport."""
 Generic = Callable[[], Any]
 """Reads a body again without the typed decoder: the value `body.loads` (or the generic stream reader) gives."""
 

@@ -17,7 +17,7 @@ import json
 import math
 import zlib
 from collections.abc import AsyncIterator, Iterator
-from typing import Any
+from typing import Any, Protocol
 
 import httpx
 import orjson
@@ -76,6 +76,16 @@ def _has_nonfinite(value: Any) -> bool:
     return isinstance(value, float) and not math.isfinite(value)
 
 
+class RawResponse(Protocol):
+    """What reading a body takes of a response: its headers and its bytes as received (httpx's response, or
+    `transport.PlainResponse`)."""
+
+    @property
+    def headers(self) -> httpx.Headers: ...
+
+    def aiter_raw(self) -> AsyncIterator[bytes]: ...
+
+
 class TooLarge(RequestFailed):
     """A body bigger than the configured cap (compressed or decompressed)."""
 
@@ -122,7 +132,7 @@ class _Inflater:
         return self._obj.flush()
 
 
-def _codings(resp: httpx.Response) -> list[_Inflater]:
+def _codings(resp: RawResponse) -> list[_Inflater]:
     header = resp.headers.get("content-encoding", "")
     codings = [c.strip().lower() for c in header.split(",") if c.strip() and c.strip().lower() != "identity"]
     for coding in codings:
@@ -131,7 +141,7 @@ def _codings(resp: httpx.Response) -> list[_Inflater]:
     return [_Inflater(c) for c in reversed(codings)]  # the last coding applied is undone first
 
 
-async def iter_body(resp: httpx.Response, cap: int) -> AsyncIterator[bytes]:
+async def iter_body(resp: RawResponse, cap: int) -> AsyncIterator[bytes]:
     """The decoded body in pieces as it arrives; raises TooLarge past `cap` bytes (received or decoded)."""
     layers = _codings(resp)
     received = decoded = 0
@@ -169,7 +179,7 @@ def _drain(layers: list[_Inflater]) -> bytes:
     return b"".join(out)
 
 
-async def read_body(resp: httpx.Response, cap: int) -> bytes:
+async def read_body(resp: RawResponse, cap: int) -> bytes:
     """The whole decoded body, at most `cap` bytes."""
     parts: list[bytes] = []
     async for piece in iter_body(resp, cap):
@@ -177,7 +187,7 @@ async def read_body(resp: httpx.Response, cap: int) -> bytes:
     return b"".join(parts)
 
 
-async def read_error_body(resp: httpx.Response, limit: int = 64 * 1024) -> str:
+async def read_error_body(resp: RawResponse, limit: int = 64 * 1024) -> str:
     """The start of an error body, for the message; never more than `limit` bytes are kept."""
     parts: list[bytes] = []
     size = 0

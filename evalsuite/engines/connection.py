@@ -12,11 +12,10 @@ package's `ProtocolError` and `RequestError`; `transport.py` turns them into htt
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from typing import Any
+from collections.abc import AsyncIterable, AsyncIterator
+from typing import Any, NamedTuple
 
 import httpcore
-import httpx
 
 from evalsuite.engines.http11 import (
     CHUNKED,
@@ -35,6 +34,16 @@ from evalsuite.engines.sockets import SocketStream
 READ_SIZE = 64 * 1024
 Origin = tuple[bytes, bytes, int]
 """Scheme, host and port: which server a connection reaches."""
+RequestBody = bytes | AsyncIterable[bytes]
+"""A request's body: whole, or the pieces of a stream."""
+
+
+class Framing(NamedTuple):
+    """How a request's head frames its body, and whether it asks the server to close after answering."""
+
+    length: int | None  # the declared Content-Length (None when chunked)
+    chunked: bool
+    close: bool
 
 
 class Connection:
@@ -54,23 +63,25 @@ class Connection:
         """Whether an idle connection has something to read: the server closed it (or sent what nobody asked)."""
         return bool(self.stream.get_extra_info("is_readable"))
 
-    async def exchange(self, request: httpx.Request, head: bytes, timeouts: dict[str, Any]) -> Head:
-        """Send `request`, whose head is `head` (`http11.request_head`), and read its final response head
-        (informational ones are passed over)."""
+    async def exchange(
+        self, method: bytes, head: bytes, framing: Framing, body: RequestBody, timeouts: dict[str, Any]
+    ) -> Head:
+        """Send a request, whose head is `head` (`http11.request_head`) framing its body as `framing` says,
+        and read its final response head (informational ones are passed over)."""
         self.reusable = False
         sent = True
         try:
-            await self._send(head, request, timeouts.get("write"))
+            await self._send(head, framing, body, timeouts.get("write"))
         except httpcore.WriteError:  # the server may have answered and closed before reading it all (e.g. a 413)
             sent = False
-        answer = await self._read_head(request.method.encode("ascii"), timeouts.get("read"))
+        answer = await self._read_head(method, timeouts.get("read"))
         self._keep = sent and answer.keep_alive and not self._closing
         return answer
 
-    async def _send(self, pending: bytes, request: httpx.Request, timeout: float | None) -> None:
-        length, chunked, self._closing = _request_framing(request.headers.raw)
+    async def _send(self, pending: bytes, framing: Framing, body: RequestBody, timeout: float | None) -> None:
+        length, chunked, self._closing = framing
         sent = 0
-        async for piece in request.stream:  # type: ignore[union-attr]  # an async client's request streams async
+        async for piece in _whole(body) if isinstance(body, bytes) else body:
             if not piece:
                 continue
             sent += len(piece)
@@ -177,9 +188,13 @@ class Connection:
         await self.stream.aclose()
 
 
-def _request_framing(headers: list[tuple[bytes, bytes]]) -> tuple[int | None, bool, bool]:
-    """A request body's declared length, whether it goes chunked (httpx sets one or the other for a body), and
-    whether the request asks the server to close after answering it."""
+async def _whole(body: bytes) -> AsyncIterator[bytes]:
+    yield body
+
+
+def request_framing(headers: list[tuple[bytes, bytes]]) -> Framing:
+    """A request body's framing as its head declares it: a length, or chunked (httpx sets one or the other for a
+    body), and whether the request asks the server to close after answering it."""
     length: int | None = None
     chunked = close = False
     for name, value in headers:
@@ -194,4 +209,4 @@ def _request_framing(headers: list[tuple[bytes, bytes]]) -> tuple[int | None, bo
             length = int(value)
         elif lower == b"connection":
             close = close or asks_close(value)
-    return (None if chunked else length), chunked, close
+    return Framing(None if chunked else length, chunked, close)

@@ -164,18 +164,27 @@ def _content_length(value: bytes, seen: bytes | None) -> bytes:
 def request_head(method: bytes, target: bytes, headers: list[tuple[bytes, bytes]]) -> bytes:
     """A request's head; RequestError for a method, target or field that cannot be sent (a line break in a header
     value would end the field and start another)."""
+    return request_line(method, target) + field_lines(headers) + b"\r\n"
+
+
+def request_line(method: bytes, target: bytes) -> bytes:
+    """A request head's first line; RequestError for a method or target out of its grammar."""
     if not _NAME.fullmatch(method):
         raise RequestError(f"Illegal method {method!r}")
     if not _TARGET.fullmatch(target):
         raise RequestError(f"Illegal target characters: {target[:100]!r}")
-    lines = [b"%s %s HTTP/1.1\r\n" % (method, target)]
+    return b"%s %s HTTP/1.1\r\n" % (method, target)
+
+
+def field_lines(headers: list[tuple[bytes, bytes]]) -> bytes:
+    """Header fields as a head's lines; RequestError for a name or value out of its grammar."""
+    lines = []
     for name, value in headers:
         if not _NAME.fullmatch(name):
             raise RequestError(f"Illegal header name {name!r}")
         if not _VALUE.fullmatch(value):
             raise RequestError(f"Illegal header value {value!r}")
         lines.append(b"%s: %s\r\n" % (name, value))
-    lines.append(b"\r\n")
     return b"".join(lines)
 
 

@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from test_transport import _client, _request, _served
 
 from evalsuite.engines.base import request_failure
-from evalsuite.engines.connection import Connection
+from evalsuite.engines.connection import Connection, request_framing
 from evalsuite.engines.http11 import (
     CHUNKED,
     MAX_HEAD,
@@ -458,7 +458,15 @@ async def test_a_request_goes_out_its_head_and_first_body_bytes_in_one_write(
         stream.writes.clear()
         body = content if isinstance(content, bytes) else _pieces_sent(content)
         request = httpx.Request("POST", "http://x/", content=body)  # httpx frames it: a length, or chunked
-        head = await connection.exchange(request, request_head(b"POST", b"/", request.headers.raw), {})
+        framing = request_framing(request.headers.raw)
+        sent_body = content if isinstance(content, bytes) else request.stream  # bytes go whole (a prepared POST)
+        head = await connection.exchange(
+            b"POST",
+            request_head(b"POST", b"/", request.headers.raw),
+            framing,
+            sent_body,
+            {},  # type: ignore[arg-type]
+        )
         assert b"".join([piece async for piece in connection.body(head, None)]) == b"ok"
         assert connection.reusable
         assert len(stream.writes) == writes

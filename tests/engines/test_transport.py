@@ -21,8 +21,11 @@ from fake_server import FakeServer
 from evalsuite.config import TargetConfig
 from evalsuite.engines import make_engine
 from evalsuite.engines.base import request_failure
+from evalsuite.engines.body import ACCEPT_ENCODING, JSON_HEADERS
+from evalsuite.engines.http11 import request_head
+from evalsuite.engines.retry import RequestFailed
 from evalsuite.engines.sockets import YIELD_EVERY, SocketBackend, SocketStream
-from evalsuite.engines.transport import PlainTransport, _as_httpx, client_transport
+from evalsuite.engines.transport import PlainTransport, PreparedPost, _as_httpx, client_transport
 from evalsuite.records import GenerationParams, Sample
 
 LIMITS = httpx.Limits(max_connections=2, max_keepalive_connections=2)
@@ -591,3 +594,66 @@ async def test_a_request_whose_turn_comes_as_the_client_closes_is_told_the_clien
         assert (await holding).text == "a"
         with pytest.raises(httpx.ConnectError, match="closed"):
             await waiting
+
+
+_CLIENT_HEADERS = {"Authorization": "Bearer k-1", "Accept-Encoding": ACCEPT_ENCODING, "X-Trace": "a b"}
+
+
+@pytest.mark.parametrize("content", [b"{}", '{"prompt": "héllo"}'.encode(), b"x" * 9, b"y" * 1_000_000])
+def test_a_prepared_post_writes_the_head_httpx_would_for_each_body(content: bytes) -> None:
+    client = httpx.AsyncClient(headers=_CLIENT_HEADERS)
+    url = httpx.URL("http://127.0.0.1:8080/v1/chat/completions?x=1")
+    prepared = PreparedPost(client.build_request("POST", url, content=b"{}", headers=JSON_HEADERS))
+    request = client.build_request("POST", url, content=content, headers=JSON_HEADERS)
+    assert prepared.head(len(content)) == request_head(b"POST", url.raw_path, request.headers.raw)
+    assert prepared.timeouts == request.extensions["timeout"]
+
+
+@pytest.mark.parametrize(
+    "method,url,headers",
+    [
+        ("POST", "https://127.0.0.1/v1", {}),
+        ("GET", "http://127.0.0.1/v1", {}),
+        ("POST", "http://127.0.0.1/v1", {"Transfer-Encoding": "chunked"}),
+    ],
+    ids=["https", "not a POST", "chunked"],
+)
+def test_a_request_a_prepared_post_cannot_write_is_refused(method: str, url: str, headers: dict[str, str]) -> None:
+    request = httpx.Request(method, url, content=b"{}", headers=headers)
+    with pytest.raises((httpx.UnsupportedProtocol, ValueError)):
+        PreparedPost(request)
+
+
+@pytest.mark.asyncio
+async def test_an_engine_request_reaches_the_server_as_httpx_would_have_sent_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("TRANSPORT_TEST_KEY", "k-1")
+    received: list[bytes] = []
+
+    async def record(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        while not reader.at_eof():
+            head = await reader.readuntil(b"\r\n\r\n")
+            length = int(head.lower().split(b"content-length: ")[1].split(b"\r\n")[0])
+            received.append(head + await reader.readexactly(length))
+            writer.write(_answer(b'{"choices": []}'))
+            await writer.drain()
+
+    async with _served(record) as (url, connections):
+        target = TargetConfig(
+            name="t", base_url=url, model="m", api_key_env="TRANSPORT_TEST_KEY", extra={"note": "é"}, timeout_s=5
+        )
+        engine = make_engine(target)
+        sample = Sample(id="s1", task="t", messages=({"role": "user", "content": "two plus two"},), reference="4")
+        params = GenerationParams(max_tokens=8, top_logprobs=2)
+        try:
+            for _ in "ab":  # the first request writes the prepared head, the second reuses it
+                with pytest.raises(RequestFailed):  # no choices: refused, after the request was read
+                    await engine.generate(sample, params)
+            request = engine._request(engine.request_body(sample, params))
+        finally:
+            await engine.aclose()
+    expected = request_head(b"POST", request.url.raw_path, request.headers.raw) + request.content
+    assert received == [expected, expected]
+    assert b"Bearer k-1" in expected  # the client's headers are in it
+    assert len(connections) == 1

@@ -241,7 +241,7 @@ class Engine:
             if self.http.is_closed:
                 raise RuntimeError("Cannot send a request, as the client has been closed.")  # as httpx says it
             if self._prepared is None:
-                self._prepared = PreparedPost(self._request({}))
+                self._prepared = PreparedPost(self._request({}))  # any body: only its length changes the head
             response: Response = await self._plain.post(self._prepared, dumps_body(body))
         else:
             response = await self.http.send(self._request(body), stream=True)

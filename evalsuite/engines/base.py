@@ -37,7 +37,7 @@ from evalsuite.engines.parse import completion_from_chat
 from evalsuite.engines.retry import RequestFailed, parse_retry_after
 from evalsuite.engines.speculation import CounterSpeculation, Speculation
 from evalsuite.engines.tls import client_verify
-from evalsuite.engines.transport import PlainResponse, PlainTransport, PreparedPost, client_transport
+from evalsuite.engines.transport import PlainResponse, PreparedPost, client_transport
 from evalsuite.engines.typed import decode_body
 from evalsuite.engines.typed_stream import read_stream
 from evalsuite.engines.validate import Malformed, ResponseSchema
@@ -236,8 +236,8 @@ class Engine:
         On our own transport the request goes to it directly, as the head httpx would write for it
         (`PreparedPost`): the client's layers around it (auth, redirects, cookies, event hooks) have nothing
         to do for these requests, and its request and response objects were most of the rest of a short
-        answer's HTTP cost (bench/scale.py, 8-token answers)."""
-        if isinstance(self._plain, PlainTransport):
+        answer's HTTP cost (about 55 us of 435-460 a response, 8-token answers, 16 in flight)."""
+        if self._plain is not None:
             if self.http.is_closed:
                 raise RuntimeError("Cannot send a request, as the client has been closed.")  # as httpx says it
             if self._prepared is None:

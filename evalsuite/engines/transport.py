@@ -31,7 +31,7 @@ from evalsuite.engines.http11 import Head, ProtocolError, RequestError, field_li
 from evalsuite.engines.sockets import SocketBackend, SocketStream, ip_literal
 
 
-def client_transport(base_url: str, limits: httpx.Limits) -> httpx.AsyncBaseTransport | None:
+def client_transport(base_url: str, limits: httpx.Limits) -> PlainTransport | None:
     """The transport for a client that talks to `base_url` only; None where httpx's own is the right one."""
     url = httpx.URL(base_url)
     if url.scheme != "http" or _proxied() or not (ip_literal(url.host, 0) or _loopback_name(url.host)):
@@ -102,7 +102,7 @@ class PlainTransport(httpx.AsyncBaseTransport):
                 prepared.origin,
                 b"POST",
                 prepared.head(len(content)),
-                Framing(len(content), False, prepared.closes),
+                prepared.framing(len(content)),
                 content,
                 prepared.timeouts,
             )
@@ -291,14 +291,17 @@ class PreparedPost:
             self._end = b"\r\n" + field_lines(headers[at + 1 :]) + b"\r\n"
         if framing.chunked:
             raise ValueError("a prepared POST has a Content-Length, not a chunked body")
-        self.closes = framing.close
-        """Whether the request asks the server to close the connection after answering it."""
+        self._closes = framing.close  # the request asks the server to close the connection after answering it
         self.origin: Origin = (url.raw_scheme, url.raw_host, url.port or 80)
         self.timeouts: dict[str, Any] = request.extensions.get("timeout", {})
 
     def head(self, length: int) -> bytes:
         """The head for a body of `length` bytes: what `request_head` writes of the request httpx builds for it."""
         return b"%s%d%s" % (self._start, length, self._end)
+
+    def framing(self, length: int) -> Framing:
+        """How that head frames a body of `length` bytes."""
+        return Framing(length, False, self._closes)
 
 
 class PlainResponse:

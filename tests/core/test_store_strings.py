@@ -14,7 +14,15 @@ from evalsuite.engines.parse import trace_from_entries
 from evalsuite.records import Completion, SampleResult
 from evalsuite.store import RunStore, open_run
 from evalsuite.store.codec import _dumps, _dumps_strings
-from evalsuite.store.tokens import _raw_apart, pack_detail, pack_strings, unpack_detail, unpack_strings
+from evalsuite.store.tokens import (
+    _HEADER,
+    NAMED_SHARE,
+    _raw_apart,
+    pack_detail,
+    pack_strings,
+    unpack_detail,
+    unpack_strings,
+)
 
 ANY_CHAR = st.characters(codec=None, exclude_categories=())  # lone surrogates and control characters included
 pieces_lists = st.lists(st.text(ANY_CHAR, max_size=6), max_size=8)
@@ -53,22 +61,50 @@ def test_a_split_character_survives_the_store(tmp_path: Path) -> None:
     assert tokens.pieces == [lone, "ok"] and tokens.top_pieces == [[lone], ["ok"]]
 
 
+def _named(blob: bytes) -> bool:
+    """Whether pack_strings stored the top-k strings one name per id (its header's first field)."""
+    return bool(_HEADER.unpack_from(zlib.decompress(blob))[0])
+
+
+def _repeating(top: list[list[tuple[int, str]]]) -> list[dict[str, object]]:
+    """Entries whose alternatives are the given (id, string) rows, each token its row's first."""
+    return [
+        {"token": row[0][1], "logprob": -0.1, "id": row[0][0], "top_logprobs": [
+            {"token": name, "logprob": -0.1 - j, "id": i} for j, (i, name) in enumerate(row)
+        ]}
+        for row in top
+    ]  # fmt: skip
+
+
 def test_top_strings_that_do_not_follow_their_ids_are_stored_as_written() -> None:
     lone = "\ud83d"
-    entries = [
-        {"token": "a", "logprob": -0.1, "id": 3, "top_logprobs": [{"token": "a", "logprob": -0.1, "id": 3}]},
-        {"token": lone, "logprob": -0.2, "id": 4, "top_logprobs": [{"token": "b", "logprob": -0.2, "id": 3}]},
-    ]  # id 3 named "a" and "b": kept as rows, one a lone surrogate
-    entries[1]["top_logprobs"].append({"token": lone, "logprob": -0.3, "id": 5})
-    entries[0]["top_logprobs"].append({"token": "c", "logprob": -0.4, "id": 6})
-    trace = trace_from_entries(entries)
+    rows = [[(3, "a"), (5, lone), (6, "c")]] * 4
+    follows = trace_from_entries(_repeating(rows))
+    assert _named(pack_strings(follows))  # 3 ids for 12 alternatives, each id one string: one name an id
+    rows = [*rows[:3], [(3, "b"), (5, lone), (6, "c")]]  # id 3 named "a" and "b": kept as rows
+    trace = trace_from_entries(_repeating(rows))
     assert trace.top_names() is not None  # full rows, read flat
-    pieces, raw, top = unpack_strings(pack_strings(trace), trace.top_ids)
+    blob = pack_strings(trace)
+    assert not _named(blob)
+    pieces, raw, top = unpack_strings(blob, trace.top_ids)
     assert (
         (pieces, raw, top)
         == (trace.pieces, trace.raw, trace.top_pieces)
-        == (["a", lone], [None, None], [["a", "c"], ["b", lone]])
+        == (["a"] * 3 + ["b"], [None] * 4, [["a", lone, "c"]] * 3 + [["b", lone, "c"]])
     )
+
+
+def test_top_strings_are_named_by_id_only_where_their_ids_repeat_enough() -> None:
+    """One name per distinct id where each stands for NAMED_SHARE alternatives or more; else the rows as they
+    are, which were the smaller record there (and cost less to write): both read back as written."""
+    vocab = [(i, f" word{i}") for i in range(64)]
+    for distinct, named in ((4, True), (24, True), (25, False), (64, False)):
+        rows = [[vocab[(3 * t + j) % distinct] for j in range(3)] for t in range(24)]  # 72 alternatives
+        trace = trace_from_entries(_repeating(rows))
+        assert len(np.unique(trace.top_ids)) == distinct
+        blob = pack_strings(trace)
+        assert _named(blob) is named == (distinct * NAMED_SHARE <= trace.top_ids.size)
+        assert unpack_strings(blob, trace.top_ids) == (trace.pieces, trace.raw, trace.top_pieces)
 
 
 _names = st.sampled_from(["a", "b", " the", "\ud83d", ""])

@@ -294,6 +294,7 @@ async def _generate_all(
                     f"{outcome.recorded} new samples were saved; re-run the same command to resume."
                 ) from None
             writer.put(SampleResult(sample.id, sample.task, sample.strata, completion, attempts, time.time()))
+            del completion  # freed now, while its objects are still in the caches, not when the next one is read
             outcome.recorded += 1
             if progress is not None:
                 progress(outcome.recorded, len(todo))

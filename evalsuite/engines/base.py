@@ -165,7 +165,7 @@ class Engine:
         """
         body = self.request_body(sample, params)
         start = time.perf_counter()
-        raw = b""
+        raw: bytes | bytearray = b""
         try:
             async with asyncio.timeout(self.target.timeout_s):
                 if self.target.stream:
@@ -250,7 +250,7 @@ class Engine:
         finally:
             await response.aclose()
 
-    async def _post(self, body: dict[str, Any]) -> bytes:
+    async def _post(self, body: dict[str, Any]) -> bytes | bytearray:
         async with self._posted(body) as resp:
             if resp.status_code >= 300:
                 check_status(resp.status_code, resp.headers, await read_error_body(resp))
@@ -326,7 +326,7 @@ Generic = Callable[[], Any]
 """Reads a body again without the typed decoder: the value `body.loads` (or the generic stream reader) gives."""
 
 
-def decoded(raw: bytes) -> tuple[Any, Generic | None]:
+def decoded(raw: bytes | bytearray) -> tuple[Any, Generic | None]:
     """A body, typed where it has the usual shape (typed.py), and how to read it generically then (else None)."""
     data = decode_body(raw)
     if data is None:

@@ -30,7 +30,7 @@ _DIGITS = bytes(48 if 48 <= i <= 57 else 32 for i in range(256))  # every digit 
 _LONG_NUMBER = b"0" * 19  # integers beyond 64 bits have 19+ digits; orjson would read them as floats
 
 
-def loads(raw: bytes | str) -> Any:
+def loads(raw: bytes | bytearray | str) -> Any:
     """The JSON value of a body, exactly as `json.loads` reads it.
 
     orjson refuses what Python's json reads leniently (NaN, Infinity, lone surrogates, non-UTF-8
@@ -179,8 +179,14 @@ def _drain(layers: list[_Inflater]) -> bytes:
     return b"".join(out)
 
 
-async def read_body(resp: RawResponse, cap: int) -> bytes:
-    """The whole decoded body, at most `cap` bytes."""
+async def read_body(resp: RawResponse, cap: int) -> bytes | bytearray:
+    """The whole decoded body, at most `cap` bytes; read in one buffer where the response can (its length known
+    and nothing to inflate: `transport.PlainResponse.read_whole`)."""
+    read_whole = getattr(resp, "read_whole", None)
+    if read_whole is not None and not _codings(resp):
+        whole = await read_whole(cap)
+        if whole is not None:
+            return whole
     parts: list[bytes] = []
     async for piece in iter_body(resp, cap):
         parts.append(piece)

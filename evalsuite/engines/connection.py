@@ -57,7 +57,7 @@ class Connection:
         """Whether the last exchange ended cleanly and both sides let the connection go on."""
         self._keep = False  # the exchange in flight may leave the connection open once its body has ended
         self._closing = False  # the request in flight asked the server to close after answering it
-        self._rest = b""  # read past the response head: the body's first bytes
+        self._rest: bytes | memoryview = b""  # read past the response head: the body's first bytes
 
     def is_readable(self) -> bool:
         """Whether an idle connection has something to read: the server closed it (or sent what nobody asked)."""
@@ -106,10 +106,10 @@ class Connection:
             end = head_end(data, looked)
             if end >= 0:
                 head = parse_head(bytes(data[:end]), method)
-                data, looked = data[end:], 0
-                if head.status < 200:
-                    continue  # informational: the final answer follows
-                self._rest = bytes(data)  # the same object when the head came in one read
+                if head.status < 200:  # informational: the final answer follows
+                    data, looked = data[end:], 0
+                    continue
+                self._rest = memoryview(data)[end:]  # not copied: a body read whole copies it once, into place
                 return head
             if data and data[0] < 0x21:
                 raise ProtocolError(f"illegal status line: {data[:100]!r}")
@@ -131,13 +131,35 @@ class Connection:
         """The response body's bytes, a network read at a time; `reusable` is set once it has ended cleanly.
 
         The reader of its framing itself, not a generator around it: a paced stream brings a read a token."""
-        rest, self._rest = self._rest, b""
+        rest, self._rest = bytes(self._rest), b""
         if head.body == CHUNKED:
             return self._chunks(rest, timeout)
         if head.body == UNTIL_CLOSE:
             return self._until_close(rest, timeout)
         assert isinstance(head.body, int)
         return self._sized(rest, head.body, timeout)
+
+    async def read_sized(self, head: Head, timeout: float | None) -> bytearray:
+        """The whole body of a response whose head gives its length, read into one buffer: each byte is copied
+        once, where reading it a network read at a time and joining the reads copied most of it twice.
+        `reusable` is set as `body` sets it."""
+        length = head.body
+        assert isinstance(length, int)
+        rest, self._rest = self._rest, b""
+        whole = bytearray(length)
+        place = memoryview(whole)
+        got = min(len(rest), length)
+        place[:got] = rest[:got]
+        while got < length:
+            more = await self.stream.read_into(place[got:], timeout=timeout)
+            if not more:  # h11's words for it
+                raise ProtocolError(
+                    "peer closed connection without sending complete message body: "
+                    f"received {got} bytes, expected {length}"
+                )
+            got += more
+        self._ended(extra=len(rest) > length)
+        return whole
 
     async def _chunks(self, data: bytes, timeout: float | None) -> AsyncIterator[bytes]:
         body = ChunkedBody()

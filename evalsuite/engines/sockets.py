@@ -27,7 +27,7 @@ import select
 import socket
 from collections.abc import Awaitable, Iterable, Iterator
 from contextlib import contextmanager
-from typing import Any, TypeVar
+from typing import Any, TypeVar, overload
 
 import httpcore
 
@@ -45,9 +45,10 @@ class SocketStream(httpcore.AsyncNetworkStream):
         self._closing = False
         self._ready_reads = 0  # reads in a row that found data without waiting
         self._more = False  # the last read filled its buffer: more is likely waiting in the socket
-        self._reader: asyncio.Future[bytes] | None = None  # the read waiting for the socket to be readable
+        self._reader: asyncio.Future[Any] | None = None  # the read waiting for the socket to be readable
         self._watched = -1  # the descriptor the loop watches for data (see `_on_readable`); -1: none
         self._wanted = 0  # the most the waiting read takes
+        self._into: memoryview | None = None  # where the waiting read puts what it takes (None: a new bytes)
         self._deadline = math.inf  # when the waiting read times out
         self._timer: asyncio.TimerHandle | None = None  # fires at `_timer_at`, at or before the deadline
         self._timer_at = math.inf
@@ -73,21 +74,53 @@ class SocketStream(httpcore.AsyncNetworkStream):
         self._more = len(data) == max_bytes
         return data
 
-    async def _receive(self, max_bytes: int, timeout: float | None) -> bytes:
-        """What the loop reads from the socket once it is readable (`_on_readable`); httpcore's ReadTimeout after
-        `timeout` seconds.  A close meanwhile wakes it, which then fails as the connection's network error."""
+    async def read_into(self, buffer: memoryview, timeout: float | None = None) -> int:
+        """`read` into `buffer`, returning how many bytes came (0: the peer closed): a body whose length is known
+        goes from the socket to its place, not through a bytes object a read and a join."""
+        if self._ready_reads >= YIELD_EVERY:
+            self._ready_reads = 0
+            await asyncio.sleep(0)
+        try:
+            if self._more:
+                try:
+                    got = self.sock.recv_into(buffer)
+                except BlockingIOError:
+                    pass
+                else:
+                    self._ready_reads += 1
+                    self._more = got == len(buffer)
+                    return got
+            self._ready_reads = 0
+            got = await self._receive(len(buffer), timeout, buffer)
+        except OSError as exc:
+            raise _network_error(httpcore.ReadError, exc) from exc
+        self._more = got == len(buffer)
+        return got
+
+    @overload
+    async def _receive(self, max_bytes: int, timeout: float | None) -> bytes: ...
+    @overload
+    async def _receive(self, max_bytes: int, timeout: float | None, into: memoryview) -> int: ...
+
+    async def _receive(self, max_bytes: int, timeout: float | None, into: memoryview | None = None) -> bytes | int:
+        """What the loop reads from the socket once it is readable (`_on_readable`), or how much of it went
+        `into` a buffer; httpcore's ReadTimeout after `timeout` seconds.  A close meanwhile wakes it, which
+        then fails as the connection's network error."""
         if self._watched < 0:
             if self.sock.fileno() < 0:  # closed: the loop cannot watch it (its receive failed with this error)
                 raise OSError(errno.EBADF, "Bad file descriptor")
             try:
                 self._loop.add_reader(self.sock.fileno(), self._on_readable)
             except NotImplementedError:  # a loop that cannot watch sockets (Windows' proactor): its own receive
-                return await self._park(
-                    self._loop.sock_recv(self.sock, max_bytes), timeout, httpcore.ReadTimeout, "no data"
+                receive = (
+                    self._loop.sock_recv(self.sock, max_bytes)
+                    if into is None
+                    else self._loop.sock_recv_into(self.sock, into)
                 )
+                return await self._park(receive, timeout, httpcore.ReadTimeout, "no data")
             self._watched = self.sock.fileno()
         waiter = self._reader = self._loop.create_future()
-        self._wanted = max_bytes
+        self._wanted, self._into = max_bytes, into
         self._deadline = math.inf if timeout is None else self._loop.time() + timeout
         if self._deadline < self._timer_at:  # the timer would fire too late for this read: set it earlier
             self._set_timer(self._deadline)
@@ -100,6 +133,7 @@ class SocketStream(httpcore.AsyncNetworkStream):
             self._waiting -= 1
             if self._reader is waiter:
                 self._reader = None
+            self._into = None
             if self._closing and not self._waiting:
                 self._release()
         if self._closing:
@@ -115,7 +149,7 @@ class SocketStream(httpcore.AsyncNetworkStream):
             self._unwatch()
             return
         try:
-            data = self.sock.recv(self._wanted)
+            data: bytes | int = self.sock.recv(self._wanted) if self._into is None else self.sock.recv_into(self._into)
         except BlockingIOError:  # nothing after all: wait on
             self._reader = waiter
         except OSError as exc:  # a reset, or the kernel timing the peer out: the read's network error

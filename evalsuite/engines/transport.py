@@ -262,6 +262,14 @@ class _Body(httpx.AsyncByteStream):
             async for part in self._connection.body(self.head, self._timeout):
                 yield part
 
+    async def read_whole(self, cap: int) -> bytearray | None:
+        """The whole body in one buffer when the head gives its length, at most `cap` (else None: read it as a
+        stream, which refuses a body past a cap as it grows)."""
+        if not isinstance(self.head.body, int) or self.head.body > cap:
+            return None
+        with _as_httpx():
+            return await self._connection.read_sized(self.head, self._timeout)
+
     async def aclose(self) -> None:
         if not self._released:
             self._released = True
@@ -316,6 +324,11 @@ class PlainResponse:
     def aiter_raw(self) -> AsyncIterator[bytes]:
         """The body's bytes as they arrive (once)."""
         return self._body.__aiter__()
+
+    async def read_whole(self, cap: int) -> bytearray | None:
+        """The body's bytes as sent, in one buffer, when its head gives their number and it is at most `cap`
+        (once; else None)."""
+        return await self._body.read_whole(cap)
 
     async def aclose(self) -> None:
         await self._body.aclose()

@@ -124,7 +124,7 @@ def plain(struct: msgspec.Struct) -> dict[str, Any]:
     return {name: value for name in struct.__struct_fields__ if (value := getattr(struct, name)) is not UNSET}
 
 
-def decode_body(raw: bytes) -> dict[str, Any] | None:
+def decode_body(raw: bytes | bytearray) -> dict[str, Any] | None:
     """The response as the dict `body.loads` reads, its token entries typed; None: read it generically."""
     try:
         body = _BODY.decode(raw)

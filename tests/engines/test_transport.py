@@ -21,8 +21,8 @@ from fake_server import FakeServer
 from evalsuite.config import TargetConfig
 from evalsuite.engines import make_engine
 from evalsuite.engines.base import request_failure
-from evalsuite.engines.body import ACCEPT_ENCODING, JSON_HEADERS
-from evalsuite.engines.connection import request_framing
+from evalsuite.engines.body import ACCEPT_ENCODING, JSON_HEADERS, read_body
+from evalsuite.engines.connection import READ_SIZE, request_framing
 from evalsuite.engines.http11 import request_head
 from evalsuite.engines.retry import RequestFailed
 from evalsuite.engines.sockets import YIELD_EVERY, SocketBackend, SocketStream
@@ -310,12 +310,14 @@ async def test_the_kernel_timing_out_a_peer_is_a_network_error_not_our_deadline(
         theirs.close()
 
 
+@pytest.mark.parametrize("into", [False, True], ids=["read", "read_into"])
 @pytest.mark.asyncio
-async def test_a_long_body_already_received_still_lets_other_tasks_run() -> None:
+async def test_a_long_body_already_received_still_lets_other_tasks_run(into: bool) -> None:
     ours, theirs = socket.socketpair()
     ours.setblocking(False)
     theirs.sendall(b"x" * (4 * YIELD_EVERY * 64))
     stream = SocketStream(ours)
+    place = memoryview(bytearray(64))
     passes = 0
 
     async def count() -> None:
@@ -328,8 +330,11 @@ async def test_a_long_body_already_received_still_lets_other_tasks_run() -> None
     await asyncio.sleep(0)
     before = passes
     try:
-        for _ in range(4 * YIELD_EVERY):
-            assert await stream.read(64) == b"x" * 64  # every read finds data: none of them waits
+        for _ in range(4 * YIELD_EVERY):  # every read finds data: none of them waits
+            if into:
+                assert await stream.read_into(place) == 64 and place == b"x" * 64
+            else:
+                assert await stream.read(64) == b"x" * 64
     finally:
         counter.cancel()
         await stream.aclose()
@@ -662,3 +667,93 @@ async def test_an_engine_request_reaches_the_server_as_httpx_would_have_sent_it(
     assert received == [expected, expected]
     assert b"Bearer k-1" in expected  # the client's headers are in it
     assert len(connections) == 1
+
+
+async def _posted_body(url: str, cap: int, timeout: float = 5.0) -> tuple[bytes | bytearray, bool]:
+    """A prepared POST's answer as an engine reads it (`read_body`), and whether its connection may be reused."""
+    transport = PlainTransport(LIMITS)
+    client = httpx.AsyncClient(transport=transport, timeout=timeout)
+    try:
+        prepared = PreparedPost(client.build_request("POST", url, content=b"{}", headers=JSON_HEADERS))
+        response = await transport.post(prepared, b"{}")
+        try:
+            body = await read_body(response, cap)
+        finally:
+            reusable = response._body._connection.reusable
+            await response.aclose()
+        return body, reusable
+    finally:
+        await client.aclose()
+
+
+def _sending(raw: bytes, cuts: list[int]) -> Handler:
+    """A server answering one request with `raw`, sent in pieces cut at `cuts` with a pause between them."""
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await _request(reader)
+        for a, b in zip([0, *cuts], [*cuts, len(raw)]):
+            writer.write(raw[a:b])
+            await writer.drain()
+            await asyncio.sleep(0.01)
+        await asyncio.sleep(0.2)
+
+    return handler
+
+
+@pytest.mark.parametrize(
+    "size,cuts",
+    [
+        (0, []),
+        (9, [40]),  # the head in one piece, the body in another
+        (READ_SIZE - 100, []),  # head and body in the first read
+        (READ_SIZE, [READ_SIZE // 2]),
+        (3 * READ_SIZE + 7, [1000, READ_SIZE + 3, 2 * READ_SIZE + 50]),
+    ],
+)
+@pytest.mark.asyncio
+async def test_a_body_of_known_length_is_read_whole_into_one_buffer_byte_for_byte(size: int, cuts: list[int]) -> None:
+    body = bytes(range(256)) * (size // 256) + b"z" * (size % 256)
+    async with _served(_sending(_answer(body), cuts)) as (url, _):
+        got, reusable = await _posted_body(url, cap=1 << 30)
+    assert isinstance(got, bytearray) and got == body
+    assert reusable  # read to its end: the connection goes on
+
+
+@pytest.mark.asyncio
+async def test_bytes_past_the_declared_length_are_not_the_body_and_end_the_connection() -> None:
+    async with _served(_sending(_answer(b"0123456789") + b"extra", [])) as (url, _):  # read with the head
+        got, reusable = await _posted_body(url, cap=1 << 30)
+    assert got == b"0123456789" and not reusable
+
+
+@pytest.mark.asyncio
+async def test_a_known_length_body_cut_short_says_how_much_came() -> None:
+    raw = b"HTTP/1.1 200 OK\r\nContent-Length: 200000\r\n\r\n" + b"x" * 70_000
+    async with _served(_sending(raw, [100])) as (url, _):
+        with pytest.raises(httpx.RemoteProtocolError, match="received 70000 bytes, expected 200000"):
+            await _posted_body(url, cap=1 << 30)
+
+
+@pytest.mark.asyncio
+async def test_a_known_length_body_that_stalls_is_a_read_timeout() -> None:
+    raw = b"HTTP/1.1 200 OK\r\nContent-Length: 200000\r\n\r\n" + b"x" * 70_000
+
+    async def stall(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await _request(reader)
+        writer.write(raw)
+        await writer.drain()
+        await asyncio.sleep(5)
+
+    async with _served(stall) as (url, _):
+        async with asyncio.timeout(3):  # a read that ignored its deadline would hang here
+            with pytest.raises(httpx.ReadTimeout):
+                await _posted_body(url, cap=1 << 30, timeout=0.3)
+
+
+@pytest.mark.asyncio
+async def test_a_declared_length_over_the_cap_is_refused_as_too_large_without_a_buffer_that_size() -> None:
+    raw = b"HTTP/1.1 200 OK\r\nContent-Length: 999999999999\r\n\r\n" + b"x" * 70_000
+    async with _served(_sending(raw, [])) as (url, _):
+        with pytest.raises(RequestFailed) as refused:
+            await _posted_body(url, cap=1 << 16)
+    assert refused.value.kind == "too_large"

@@ -6,9 +6,9 @@ turning them into a TokenTrace (parse.py) and spelling their text (agree.py)
 used to walk them three times in Python.  Here each field is pulled out of
 all entries at once (`map` with `dict.get`, at C speed), its types are
 checked as a set, and its values in bulk: ids and logprobs as numpy arrays
-(which the trace keeps), byte lists with `bytes()` (the typed reading has
-checked the alternatives' already).  The three consumers then read these
-columns.
+(which the trace keeps), byte lists with `bytes()`, or, where the typed
+reading left the alternatives' lists as raw JSON, with `byte_lists_ok`.
+The three consumers then read these columns.
 
 `gather` accepts a subset of what the schema's entry rules accept:
 anything unusual (a wrong type anywhere, an id out of range, a NaN or a
@@ -227,15 +227,15 @@ def checked(
     alts: Fields,
     id_limit: int,
     *,
-    alt_raws: list[Any] | None = None,
+    alt_raws: list[Any] | bytes | None = None,
     typed: bool = False,
     alt_logprobs: np.ndarray | None = None,
 ) -> Columns | None:
     """Columns from per-field lists, or None when a value breaks a rule.
 
     `counts` is how many alternatives each chosen token has, `raws` the chosen tokens' byte sequences
-    (or None), `alt_raws` the alternatives' (checked, not kept), or None where they are known to be byte
-    values already (typed.py).
+    (or None), `alt_raws` the alternatives' (checked, not kept): their values, or their raw JSON joined
+    by NUL (typed.py; b"": none), or None where they are known to be byte values already.
     `typed`: the values are known to be of their field's type or None (msgspec checked them while
     decoding, typed.py), so only their values are checked.  `alt_logprobs`: the alternatives' logprobs
     already as an array, when the caller made one.
@@ -271,9 +271,11 @@ def checked(
             chosen_raw = [None if b is None else bytes(b) for b in raws]
         else:
             chosen_raw = list(map(bytes, raws))
-        if alt_raws is not None:
+        if isinstance(alt_raws, list):
             bytes(chain.from_iterable(filter(None, alt_raws)))  # the alternatives' bytes: checked, not kept
     except (TypeError, ValueError):
+        return None
+    if isinstance(alt_raws, bytes) and not byte_lists_ok(alt_raws):
         return None
     return Columns(
         chosen.ids,
@@ -465,3 +467,38 @@ def logprob_array(values: list[Any]) -> np.ndarray:
 
 def _float32(values: np.ndarray) -> np.ndarray:
     return np.maximum(values, -1e30).astype(np.float32)  # NaN stays NaN: maximum propagates it
+
+
+_ZERO, _OPEN = ord("0"), ord("[")
+_LIST_BYTES = b"0123456789,[] \t\n\r\0"
+"""What lists of integers joined by NUL may be spelled with: digits, commas, brackets, whitespace."""
+
+
+def byte_lists_ok(joined: bytes) -> bool:
+    """Whether each NUL-separated JSON value (msgspec has checked its syntax; none: True) is null or a list of byte values.
+
+    All are checked together, in numpy: only digits, commas, brackets and whitespace; each value
+    one list with no list inside; no number of four digits or more, and none of three above 255
+    (only the numbers of three digits are read).  False may also mean an unusual spelling (whitespace
+    before a list): the caller then reads the body generically, which names any fault.
+    """
+    if b"l" in joined:  # null: fine, and left out (an empty list passes the checks below as it is)
+        joined = b"\0".join(v for v in joined.split(b"\0") if v != b"null")
+    if not joined:
+        return True
+    if joined.translate(None, _LIST_BYTES):
+        return False
+    codes = np.frombuffer(joined, np.uint8)  # counted in numpy: a pass of bytes.count each costs far more
+    nul, opens = codes == 0, codes == _OPEN
+    values = int(np.count_nonzero(nul)) + 1  # a "[" opens each value, and no other:
+    if codes[0] != _OPEN or np.count_nonzero(opens) != values or np.count_nonzero(nul[:-1] & opens[1:]) != values - 1:
+        return False
+    value = codes - _ZERO  # a digit's value; unsigned: what lies below "0" wraps above
+    digit = value < 10
+    at = np.flatnonzero(digit[:-2] & digit[1:-1] & digit[2:])  # where a run of three digits starts
+    if not at.size:
+        return True
+    if (np.diff(at) == 1).any():  # two runs of three in a row: a number of four digits or more
+        return False
+    number = value[at].astype(np.int16) * 100 + value[at + 1] * 10 + value[at + 2]
+    return not (number > 255).any()

@@ -6,9 +6,9 @@ read and held every collection walks all of them: the client's cost per token gr
 of the answer and with the answers in flight.  Here msgspec decodes the entries into Structs
 declared `gc=False` and tuples, which are never walked (or untracked at the first collection),
 checking their types while it decodes: ids are integers, tokens strings, logprobs numbers, bytes
-values 0-255 (a tuple each, the alternatives' too: nothing keeps theirs, but left as raw JSON text
-and checked together in numpy they took as long, in many more small steps that each start cold; see
-docs/speed.md).  The rest of a body (message, usage, timings, ...) is decoded as plain
+values 0-255.  The alternatives' bytes, which nothing keeps, stay raw JSON text, checked all
+together with the other columns (`columns.byte_lists_ok`): a tuple of byte values for each was a
+third of the decoding time.  The rest of a body (message, usage, timings, ...) is decoded as plain
 values into the dict the schema checks as ever; its `logprobs.content` is a `TypedEntries`, which
 gives the same checked columns `columns.gather` makes of dicts.
 
@@ -24,11 +24,12 @@ from itertools import chain
 from typing import Annotated, Any
 
 import msgspec
-from msgspec import UNSET, UnsetType
+from msgspec import UNSET, Raw, UnsetType
 
 from evalsuite.engines.columns import Columns, Fields, alternative_counts, checked
 
 Byte = Annotated[int, msgspec.Meta(ge=0, le=255)]
+NULL = Raw(b"null")
 
 
 class Alternative(msgspec.Struct, gc=False):
@@ -37,7 +38,7 @@ class Alternative(msgspec.Struct, gc=False):
     id: int | None = None
     token: str | None = None
     logprob: float | None = None
-    bytes: tuple[Byte, ...] | None = None  # checked by its type as it is decoded, never kept
+    bytes: Raw = NULL  # checked with the others' (columns.byte_lists_ok), never kept
 
 
 class Entry(msgspec.Struct, gc=False):
@@ -173,7 +174,8 @@ class EntryTuple(TypedEntries):
         entries = self.entries
         counts, alts = _alternatives(entries)
         raws = [entry.bytes for entry in entries]
-        return checked(counts, _fields(entries), raws, _fields(alts), id_limit, typed=True)
+        alt_raws = b"\0".join([alt.bytes for alt in alts])
+        return checked(counts, _fields(entries), raws, _fields(alts), id_limit, alt_raws=alt_raws, typed=True)
 
 
 def _alternatives(entries: Sequence[Entry]) -> tuple[list[int], list[Alternative]]:
@@ -202,6 +204,7 @@ class EntryColumns(TypedEntries):
         self.top_ids: list[Any] = []
         self.top_tokens: list[Any] = []
         self.top_logprobs: list[Any] = []
+        self.top_bytes: list[bytes] = []  # the alternatives' raw `bytes` of each event, NUL-joined
 
     def add(self, entries: Sequence[Entry]) -> None:
         """Take entries (of one event or of many) into the columns, a field at a time."""
@@ -216,6 +219,8 @@ class EntryColumns(TypedEntries):
         self.top_ids += top.ids
         self.top_tokens += top.tokens
         self.top_logprobs += top.logprobs
+        if alts:
+            self.top_bytes.append(b"\0".join([alt.bytes for alt in alts]))
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -223,4 +228,5 @@ class EntryColumns(TypedEntries):
     def columns(self, id_limit: int) -> Columns | None:
         chosen = Fields(self.ids, self.tokens, self.logprobs)
         alts = Fields(self.top_ids, self.top_tokens, self.top_logprobs)
-        return checked(self.counts, chosen, self.raws, alts, id_limit, typed=True)
+        alt_raws = b"\0".join(self.top_bytes)
+        return checked(self.counts, chosen, self.raws, alts, id_limit, alt_raws=alt_raws, typed=True)

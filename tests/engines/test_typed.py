@@ -24,6 +24,7 @@ from test_response_fuzz import ENGINES, JSON_VALUES, LEGACY, _mutate, _paths
 
 from evalsuite.engines.base import decoded
 from evalsuite.engines.body import loads
+from evalsuite.engines.columns import byte_lists_ok
 from evalsuite.engines.retry import RequestFailed
 from evalsuite.engines.stream import Lines, merge_chunks, read_events
 from evalsuite.engines.typed import Alternative, Entry, EntryColumns, EntryTuple, TypedLists, decode_body
@@ -273,6 +274,27 @@ BYTE_LIST_VALUES = st.one_of(
 )
 
 
+def _spelled(value: Any, compact: bool) -> bytes:
+    return json.dumps(value, separators=(",", ":") if compact else (" , ", " : ")).encode()
+
+
+@settings(max_examples=500, deadline=None)
+@given(values=st.lists(BYTE_LIST_VALUES, min_size=1, max_size=8), compact=st.booleans())
+def test_raw_byte_lists_are_accepted_exactly_when_each_is_a_list_of_byte_values(
+    values: list[Any], compact: bool
+) -> None:
+    """The check of the alternatives' raw `bytes` never passes what the generic rule refuses, and passes what
+    servers send (null, or a list of integers 0-255, compact or spaced)."""
+
+    def rule(value: Any) -> bool:  # validate.py: null, or a list bytes() takes (booleans aside: refused typed)
+        if value is None:
+            return True
+        return isinstance(value, list) and all(type(v) is int and 0 <= v <= 255 for v in value)
+
+    joined = b"\0".join(_spelled(v, compact) for v in values)
+    assert byte_lists_ok(joined) == all(map(rule, values))
+
+
 @settings(max_examples=300, deadline=None)
 @given(values=st.lists(BYTE_LIST_VALUES, min_size=3, max_size=3), compact=st.booleans())
 def test_alternatives_bytes_read_typed_as_generically(values: list[Any], compact: bool) -> None:
@@ -283,6 +305,24 @@ def test_alternatives_bytes_read_typed_as_generically(values: list[Any], compact
         entry["top_logprobs"][1]["bytes"] = value
     raw = json.dumps(body, separators=(",", ":") if compact else (" , ", " : ")).encode()
     _same(_outcome(True, _read_body(raw)), _outcome(True, _generic_body(raw)))
+
+
+def test_every_number_up_to_four_digits_is_a_byte_value_exactly_when_below_256() -> None:
+    for value in range(10_000):
+        for spelled in (f"[{value}]", f"[1,{value}]", f"[{value} , 7]"):
+            assert byte_lists_ok(f"[65]\0{spelled}\0null".encode()) == (value <= 255), spelled
+
+
+@pytest.mark.parametrize(
+    "joined",
+    [b"5\0[[1]]", b"[[1]]\0 5", b"[1]\0[[2]]\07", b"[1]\0[2,[3]]", b"[1]\07\0[4]", b"[1]\0true", b"[1]\0{}"],
+)
+def test_raw_byte_lists_that_are_not_each_one_flat_list_are_refused(joined: bytes) -> None:
+    assert not byte_lists_ok(joined)
+
+
+def test_no_raw_byte_lists_or_only_empty_ones_pass() -> None:
+    assert byte_lists_ok(b"") and byte_lists_ok(b"null\0[]\0null") and byte_lists_ok(b"[ ]\0[]\0[1]\0[\t]")
 
 
 @pytest.mark.parametrize("key", ["tokens", "token_logprobs", "top_logprobs", "text_offset"])

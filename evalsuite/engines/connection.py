@@ -32,6 +32,9 @@ from evalsuite.engines.http11 import (
 from evalsuite.engines.sockets import SocketStream
 
 READ_SIZE = 64 * 1024
+WHOLE_MAX = 16 << 20
+"""The largest body `read_sized` takes (a 32k-token answer with top-5 logprobs is about 14 MB): its buffer is
+made before the bytes come, so a larger one is read as it arrives, and a head alone never costs more."""
 Origin = tuple[bytes, bytes, int]
 """Scheme, host and port: which server a connection reaches."""
 RequestBody = bytes | AsyncIterable[bytes]

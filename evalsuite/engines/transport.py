@@ -26,7 +26,7 @@ from typing import Any, cast
 import httpcore
 import httpx
 
-from evalsuite.engines.connection import Connection, Framing, Origin, RequestBody, request_framing
+from evalsuite.engines.connection import WHOLE_MAX, Connection, Framing, Origin, RequestBody, request_framing
 from evalsuite.engines.http11 import Head, ProtocolError, RequestError, field_lines, request_head, request_line
 from evalsuite.engines.sockets import SocketBackend, SocketStream, ip_literal
 
@@ -263,9 +263,9 @@ class _Body(httpx.AsyncByteStream):
                 yield part
 
     async def read_whole(self, cap: int) -> bytearray | None:
-        """The whole body in one buffer when the head gives its length, at most `cap` (else None: read it as a
-        stream, which refuses a body past a cap as it grows)."""
-        if not isinstance(self.head.body, int) or self.head.body > cap:
+        """The whole body in one buffer when the head gives its length, at most `cap` and WHOLE_MAX (else None:
+        read it as a stream, which refuses a body past a cap as it grows)."""
+        if not isinstance(self.head.body, int) or self.head.body > min(cap, WHOLE_MAX):
             return None
         with _as_httpx():
             return await self._connection.read_sized(self.head, self._timeout)

@@ -22,7 +22,7 @@ from evalsuite.config import TargetConfig
 from evalsuite.engines import make_engine
 from evalsuite.engines.base import request_failure
 from evalsuite.engines.body import ACCEPT_ENCODING, JSON_HEADERS, read_body
-from evalsuite.engines.connection import READ_SIZE, request_framing
+from evalsuite.engines.connection import READ_SIZE, WHOLE_MAX, request_framing
 from evalsuite.engines.http11 import request_head
 from evalsuite.engines.retry import RequestFailed
 from evalsuite.engines.sockets import YIELD_EVERY, SocketBackend, SocketStream
@@ -757,3 +757,12 @@ async def test_a_declared_length_over_the_cap_is_refused_as_too_large_without_a_
         with pytest.raises(RequestFailed) as refused:
             await _posted_body(url, cap=1 << 16)
     assert refused.value.kind == "too_large"
+
+
+@pytest.mark.asyncio
+async def test_a_body_larger_than_a_whole_read_takes_is_read_as_it_arrives() -> None:
+    """Its buffer would be made before its bytes come: past WHOLE_MAX a head alone must not cost that much."""
+    body = b"y" * (WHOLE_MAX + 1)
+    async with _served(_sending(_answer(body), [])) as (url, _):
+        got, reusable = await _posted_body(url, cap=1 << 30)
+    assert type(got) is bytes and got == body and reusable  # joined from the reads, not a buffer made first

@@ -103,13 +103,13 @@ def _names_by_id(top_ids: np.ndarray, flat: list[str] | None) -> tuple[np.ndarra
     """
     if flat is None:
         return None
-    ids = np.sort(top_ids, axis=None)  # decided on the ids alone, before a string is read
+    order = top_ids.reshape(-1).argsort(kind="stable")  # np.unique's sort, without its inverse and second gather
+    ids = top_ids.reshape(-1)[order]
     if ids.size and ids[0] < 0:  # an absent id names no one string
         return None
     repeated = ids[1:] == ids[:-1]
-    if (ids.size - int(np.count_nonzero(repeated))) * NAMED_SHARE > ids.size:
+    if (ids.size - int(np.count_nonzero(repeated))) * NAMED_SHARE > ids.size:  # decided before a string is read
         return None
-    order = top_ids.reshape(-1).argsort(kind="stable")  # np.unique's sort, without its inverse and second gather
     names = np.array(flat, dtype=object)[order]
     if not (names[1:][repeated] == names[:-1][repeated]).all():  # an id's strings, side by side: all one
         return None

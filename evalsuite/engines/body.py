@@ -78,7 +78,8 @@ def _has_nonfinite(value: Any) -> bool:
 
 class RawResponse(Protocol):
     """What reading a body takes of a response: its headers and its bytes as received (httpx's response, or
-    `transport.PlainResponse`)."""
+    `transport.PlainResponse`, which may also give a body of known length whole: `read_whole`, looked up by
+    `read_body` where it exists)."""
 
     @property
     def headers(self) -> httpx.Headers: ...

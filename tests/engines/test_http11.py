@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from test_transport import _client, _request, _served
 
 from evalsuite.engines.base import request_failure
-from evalsuite.engines.connection import Connection, request_framing
+from evalsuite.engines.connection import BODY_READ, Connection, request_framing
 from evalsuite.engines.http11 import (
     CHUNKED,
     MAX_HEAD,
@@ -210,6 +210,20 @@ async def test_a_stream_left_halfway_closes_its_connection_and_the_next_request_
         async with client.stream("POST", url, content=b"{}") as response:
             assert b"".join([piece async for piece in response.aiter_raw()]) == b"".join(EVENTS * 50)
     assert len(connections) == 2
+
+
+@pytest.mark.asyncio
+async def test_a_long_stream_sent_at_once_comes_back_whole_in_reads_no_larger_than_the_body_read_size() -> None:
+    events = [b"data: %s\n\n" % (b"x" * 1000) for _ in range(1500)]  # about 1.5 MB, all written before it is read
+
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await _chunked_answer(reader, writer, events)
+
+    async with _served(serve) as (url, _), _client() as client:
+        async with client.stream("POST", url, content=b"{}") as response:
+            pieces = [piece async for piece in response.aiter_raw()]
+    assert b"".join(pieces) == b"".join(events)
+    assert max(map(len, pieces)) <= BODY_READ  # what one read holds stays bounded, however much is waiting
 
 
 @pytest.mark.parametrize(

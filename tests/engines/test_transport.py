@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import errno
 import socket
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any
@@ -19,7 +20,7 @@ import pytest
 from fake_server import FakeServer
 
 from evalsuite.config import TargetConfig
-from evalsuite.engines import make_engine
+from evalsuite.engines import make_engine, transport
 from evalsuite.engines.base import request_failure
 from evalsuite.engines.body import ACCEPT_ENCODING, JSON_HEADERS, read_body
 from evalsuite.engines.connection import READ_SIZE, WHOLE_MAX, request_framing
@@ -354,6 +355,24 @@ async def test_an_engine_generates_through_it(fake_server: FakeServer) -> None:
         await engine.aclose()
     assert completions[0].text == completions[1].text != ""
     assert completions[0].tokens is not None and len(completions[0].tokens.ids) == 8
+
+
+@pytest.mark.asyncio
+async def test_a_streamed_answer_is_timed_to_its_done_not_to_the_end_its_close_waits_for(
+    fake_server: FakeServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake_server.state.tokens, fake_server.state.pace_s = 2, 0.2  # the body's end comes 0.2 s after `[DONE]`
+    monkeypatch.setattr(transport, "FINISH_WAIT_S", 2.0)  # closing the response waits for it
+    target = TargetConfig(name="t", engine="llamacpp", base_url=fake_server.base_url, model="fake-model", stream=True)
+    engine = make_engine(target)
+    sample = Sample(id="s1", task="t", messages=({"role": "user", "content": "two plus two"},), reference="4")
+    try:
+        start = time.perf_counter()
+        completion = await engine.generate(sample, GenerationParams(max_tokens=2, top_logprobs=2))
+        took = time.perf_counter() - start
+    finally:
+        await engine.aclose()
+    assert took - completion.latency_s >= 0.15  # the wait for the end is not in the latency
 
 
 def _limited(**limits: Any) -> httpx.AsyncClient:

@@ -167,9 +167,9 @@ class Engine:
         start = time.perf_counter()
         raw: bytes | bytearray = b""
         try:
-            async with asyncio.timeout(self.target.timeout_s):
+            async with asyncio.timeout(self.target.timeout_s) as deadline:
                 if self.target.stream:
-                    data, generic, ttft, end = await self._post_stream(body, start)
+                    data, generic, ttft, end = await self._post_stream(body, start, deadline)
                 else:
                     raw = await self._post(body)
         except TimeoutError:
@@ -257,9 +257,13 @@ class Engine:
                 check_status(resp.status_code, resp.headers, await read_error_body(resp))
             return await read_body(resp, self.max_bytes)
 
-    async def _post_stream(self, body: dict[str, Any], start: float) -> tuple[Any, Generic | None, float | None, float]:
+    async def _post_stream(
+        self, body: dict[str, Any], start: float, deadline: asyncio.Timeout
+    ) -> tuple[Any, Generic | None, float | None, float]:
         """The merged events, how to read them generically if they came typed, the time to the first token, and
-        when the answer was read (its `[DONE]`: closing the response may still read the body's end)."""
+        when the answer was read (its `[DONE]`).  Once it is read the request's `deadline` is lifted: closing the
+        response may still read the body's end, within a bound of its own (transport.FINISH_WAIT_S), and an
+        answer in hand is not lost to the deadline passing meanwhile."""
         body = {**body, "stream": True, "stream_options": {"include_usage": True}}
         ttft: list[float] = []
         async with self._posted(body) as resp:
@@ -270,6 +274,8 @@ class Engine:
             pieces = iter_body(resp, self.max_bytes)
             data, generic = await read_stream(pieces, lambda: ttft.append(time.perf_counter() - start))
             end = time.perf_counter()
+            if not deadline.expired():
+                deadline.reschedule(None)
         return data, generic, (ttft[0] if ttft else None), end
 
     async def probe(self) -> dict[str, Any]:

@@ -167,9 +167,9 @@ class Engine:
         start = time.perf_counter()
         raw: bytes | bytearray = b""
         try:
-            async with asyncio.timeout(self.target.timeout_s) as deadline:
+            async with asyncio.timeout(self.target.timeout_s):
                 if self.target.stream:
-                    data, generic, ttft, end = await self._post_stream(body, start, deadline)
+                    data, generic, ttft = await self._post_stream(body, start)
                 else:
                     raw = await self._post(body)
         except TimeoutError:
@@ -182,8 +182,7 @@ class Engine:
             if not self.target.stream:
                 data, generic = _generic(lambda: decoded(raw))
                 ttft = _server_ttft(data)
-                end = time.perf_counter()
-            latency_s = end - start
+            latency_s = time.perf_counter() - start
             data, completion = self.accept_read(data, generic, params, latency_s=latency_s, ttft_s=ttft)
             self.identity.check(data)
             del data, generic
@@ -257,26 +256,18 @@ class Engine:
                 check_status(resp.status_code, resp.headers, await read_error_body(resp))
             return await read_body(resp, self.max_bytes)
 
-    async def _post_stream(
-        self, body: dict[str, Any], start: float, deadline: asyncio.Timeout
-    ) -> tuple[Any, Generic | None, float | None, float]:
-        """The merged events, how to read them generically if they came typed, the time to the first token, and
-        when the answer was read (its `[DONE]`).  Once it is read the request's `deadline` is lifted: closing the
-        response may still read the body's end, within a bound of its own (transport.FINISH_WAIT_S), and an
-        answer in hand is not lost to the deadline passing meanwhile."""
+    async def _post_stream(self, body: dict[str, Any], start: float) -> tuple[Any, Generic | None, float | None]:
+        """The merged events, how to read them generically if they came typed, and the time to the first token."""
         body = {**body, "stream": True, "stream_options": {"include_usage": True}}
         ttft: list[float] = []
         async with self._posted(body) as resp:
             if resp.status_code >= 300:
                 check_status(resp.status_code, resp.headers, await read_error_body(resp))
             if resp.headers.get("content-type", "").startswith("application/json"):  # the server ignored stream
-                return *decoded(await read_body(resp, self.max_bytes)), None, time.perf_counter()
+                return *decoded(await read_body(resp, self.max_bytes)), None
             pieces = iter_body(resp, self.max_bytes)
             data, generic = await read_stream(pieces, lambda: ttft.append(time.perf_counter() - start))
-            end = time.perf_counter()
-            if not deadline.expired():
-                deadline.reschedule(None)
-        return data, generic, (ttft[0] if ttft else None), end
+        return data, generic, (ttft[0] if ttft else None)
 
     async def probe(self) -> dict[str, Any]:
         """What this endpoint says about itself, for the run's provenance and fingerprint."""

@@ -69,11 +69,6 @@ class Connection:
         self._closing = False  # the request in flight asked the server to close after answering it
         self._rest: bytes | memoryview = b""  # read past the response head: the body's first bytes
 
-    def open_ended(self) -> bool:
-        """Whether the exchange in flight may still leave the connection open but its body has not been read to
-        its end."""
-        return self._keep and not self.reusable
-
     def is_readable(self) -> bool:
         """Whether an idle connection has something to read: the server closed it (or sent what nobody asked)."""
         return bool(self.stream.get_extra_info("is_readable"))
@@ -181,13 +176,11 @@ class Connection:
         closed = False
         while True:
             pieces = body.feed(data)
-            if body.done:  # ended before the last data is handed over: a reader that stops there (at a stream's
-                self._ended(extra=bool(body.extra))  # `[DONE]`) has still read the body to its end
-                if pieces:
-                    yield b"".join(pieces)
-                return
             if pieces:
                 yield b"".join(pieces)
+            if body.done:
+                self._ended(extra=bool(body.extra))
+                return
             if closed:
                 raise ProtocolError(
                     "peer closed connection without sending complete message body (incomplete chunked read)"
@@ -207,9 +200,9 @@ class Connection:
                     "peer closed connection without sending complete message body: "
                     f"received {length - left} bytes, expected {length}"
                 )
-        self._ended(extra=len(data) > left)  # before the last bytes are handed over, as in `_chunks`
         if left:
             yield data[:left]
+        self._ended(extra=len(data) > left)
 
     async def _until_close(self, data: bytes, timeout: float | None) -> AsyncIterator[bytes]:
         while True:

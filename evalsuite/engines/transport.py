@@ -30,11 +30,6 @@ from evalsuite.engines.connection import WHOLE_MAX, Connection, Framing, Origin,
 from evalsuite.engines.http11 import Head, ProtocolError, RequestError, field_lines, request_head, request_line
 from evalsuite.engines.sockets import SocketBackend, SocketStream, ip_literal
 
-FINISH_MAX = 64 * 1024
-"""The most of a body left unread by its reader that closing it reads (and drops) to keep its connection."""
-FINISH_WAIT_S = 0.05
-"""How long closing a body waits for the rest its reader left: a server ends a stream right after its last event."""
-
 
 def client_transport(base_url: str, limits: httpx.Limits) -> PlainTransport | None:
     """The transport for a client that talks to `base_url` only; None where httpx's own is the right one."""
@@ -261,12 +256,10 @@ class _Body(httpx.AsyncByteStream):
         self._connection = connection
         self._timeout = timeout
         self._released = False
-        self._reader: AsyncIterator[bytes] | None = None  # the body as read so far, when it is read as it arrives
 
     async def __aiter__(self) -> AsyncIterator[bytes]:  # httpx reads a body once, and never after closing it
         with _as_httpx():
-            self._reader = self._connection.body(self.head, self._timeout)
-            async for part in self._reader:
+            async for part in self._connection.body(self.head, self._timeout):
                 yield part
 
     async def read_whole(self, cap: int) -> bytearray | None:
@@ -280,28 +273,7 @@ class _Body(httpx.AsyncByteStream):
     async def aclose(self) -> None:
         if not self._released:
             self._released = True
-            try:
-                await self._finish()
-            finally:
-                await self._transport._release(self._connection)
-
-    async def _finish(self) -> None:
-        """The rest of a body its reader left before the end (a stream read up to its `[DONE]`, whose last chunk
-        came a read later), read and dropped when it is short and comes at once: the connection then goes on,
-        where closing it would cost a new connection (and a socket left in TIME_WAIT) a streamed request."""
-        reader, self._reader = self._reader, None
-        task = asyncio.current_task()
-        if reader is None or not self._connection.open_ended() or (task is not None and task.cancelling()):
-            return
-        left = FINISH_MAX
-        try:
-            async with asyncio.timeout(FINISH_WAIT_S):
-                async for part in reader:
-                    left -= len(part)
-                    if left < 0:
-                        return
-        except Exception:  # whatever stops it (the wait, a broken body), the connection is closed instead
-            return
+            await self._transport._release(self._connection)
 
 
 class PreparedPost:

@@ -12,7 +12,6 @@ write with its body's first bytes, and a head that would smuggle a field is neve
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import AsyncIterator
 
 import h11
@@ -20,7 +19,7 @@ import httpx
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_transport import Handler, _client, _request, _served
+from test_transport import _client, _request, _served
 
 from evalsuite.engines.base import request_failure
 from evalsuite.engines.connection import BODY_READ, Connection, request_framing
@@ -35,7 +34,6 @@ from evalsuite.engines.http11 import (
     parse_head,
     request_head,
 )
-from evalsuite.engines.transport import FINISH_MAX, FINISH_WAIT_S
 
 Outcome = tuple[str, bytes]
 
@@ -226,52 +224,6 @@ async def test_a_long_stream_sent_at_once_comes_back_whole_in_reads_no_larger_th
             pieces = [piece async for piece in response.aiter_raw()]
     assert b"".join(pieces) == b"".join(events)
     assert max(map(len, pieces)) <= BODY_READ  # what one read holds stays bounded, however much is waiting
-
-
-DONE = b"data: [DONE]\n\n"
-
-
-def _ending(after_done: str) -> Handler:
-    """Streamed answers that end `[DONE]`, then the body's end: with it, a moment later, never, or past
-    more data than closing a body reads."""
-
-    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        while not reader.at_eof():
-            await _request(reader)
-            writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n")
-            for event in [*EVENTS[:20], DONE]:
-                writer.write(b"%x\r\n%s\r\n" % (len(event), event))
-            if after_done != "with it":
-                await writer.drain()
-                await asyncio.sleep(5 if after_done == "never" else 0.01)
-            if after_done == "more":
-                extra = b": padding\n" * (FINISH_MAX // 5)
-                writer.write(b"%x\r\n%s\r\n" % (len(extra), extra))
-            writer.write(b"0\r\n\r\n")
-            await writer.drain()
-
-    return serve
-
-
-async def _read_to_done(client: httpx.AsyncClient, url: str) -> float:
-    """A streamed answer read up to its `[DONE]` and closed there, as the stream reader does; how long closing took."""
-    async with client.stream("POST", url, content=b"{}") as response:
-        async for piece in response.aiter_raw():
-            if DONE in piece:
-                break
-        start = time.perf_counter()
-    return time.perf_counter() - start
-
-
-@pytest.mark.parametrize("after_done,connections", [("with it", 1), ("later", 1), ("never", 3), ("more", 3)])
-@pytest.mark.asyncio
-async def test_a_stream_read_to_its_done_keeps_its_connection_when_the_end_comes_at_once(
-    after_done: str, connections: int
-) -> None:
-    async with _served(_ending(after_done)) as (url, accepted), _client() as client:
-        waits = [await _read_to_done(client, url) for _ in range(3)]
-    assert len(accepted) == connections  # one for all three, or one each where the end does not come
-    assert max(waits) < FINISH_WAIT_S + 0.5  # closing waits a moment for the end, never for the server
 
 
 @pytest.mark.parametrize(

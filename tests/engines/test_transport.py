@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import errno
 import socket
-import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any
@@ -17,11 +16,10 @@ from typing import Any
 import httpcore
 import httpx
 import pytest
-from fake_faults import _sse, stream_events
-from fake_server import FakeServer, FakeState, completion_body
+from fake_server import FakeServer
 
 from evalsuite.config import TargetConfig
-from evalsuite.engines import make_engine, transport
+from evalsuite.engines import make_engine
 from evalsuite.engines.base import request_failure
 from evalsuite.engines.body import ACCEPT_ENCODING, JSON_HEADERS, read_body
 from evalsuite.engines.connection import READ_SIZE, WHOLE_MAX, request_framing
@@ -356,54 +354,6 @@ async def test_an_engine_generates_through_it(fake_server: FakeServer) -> None:
         await engine.aclose()
     assert completions[0].text == completions[1].text != ""
     assert completions[0].tokens is not None and len(completions[0].tokens.ids) == 8
-
-
-@pytest.mark.asyncio
-async def test_a_streamed_answer_is_timed_to_its_done_not_to_the_end_its_close_waits_for(
-    fake_server: FakeServer, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    fake_server.state.tokens, fake_server.state.pace_s = 2, 0.2  # the body's end comes 0.2 s after `[DONE]`
-    monkeypatch.setattr(transport, "FINISH_WAIT_S", 2.0)  # closing the response waits for it
-    target = TargetConfig(name="t", engine="llamacpp", base_url=fake_server.base_url, model="fake-model", stream=True)
-    engine = make_engine(target)
-    sample = Sample(id="s1", task="t", messages=({"role": "user", "content": "two plus two"},), reference="4")
-    try:
-        start = time.perf_counter()
-        completion = await engine.generate(sample, GenerationParams(max_tokens=2, top_logprobs=2))
-        took = time.perf_counter() - start
-    finally:
-        await engine.aclose()
-    assert took - completion.latency_s >= 0.15  # the wait for the end is not in the latency
-
-
-@pytest.mark.asyncio
-async def test_a_stream_read_to_its_done_before_the_deadline_is_kept_though_its_end_comes_after(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    answer = completion_body(
-        FakeState(tokens=3), {"messages": [{"role": "user", "content": "hi"}], "logprobs": True, "top_logprobs": 2}
-    )
-    events = [event + b"\n\n" for event in _sse(stream_events(answer)).split(b"\n\n") if event]
-
-    async def late_end(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        await _request(reader)
-        writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n")
-        writer.write(b"".join(b"%x\r\n%s\r\n" % (len(event), event) for event in events))  # `[DONE]` at once
-        await writer.drain()
-        await asyncio.sleep(1.5)  # the body's end past the request's 1 s deadline
-        writer.write(b"0\r\n\r\n")
-        await writer.drain()
-
-    monkeypatch.setattr(transport, "FINISH_WAIT_S", 3.0)  # closing the response waits for that end
-    async with _served(late_end) as (url, _):
-        target = TargetConfig(name="t", engine="llamacpp", base_url=url, model="fake-model", stream=True, timeout_s=1)
-        engine = make_engine(target)
-        sample = Sample(id="s1", task="t", messages=({"role": "user", "content": "hi"},), reference="")
-        try:
-            completion = await engine.generate(sample, GenerationParams(max_tokens=3, top_logprobs=2))
-        finally:
-            await engine.aclose()
-    assert completion.text == answer["choices"][0]["message"]["content"] != ""
 
 
 def _limited(**limits: Any) -> httpx.AsyncClient:

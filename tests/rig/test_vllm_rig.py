@@ -28,7 +28,7 @@ from projects import copy_project, vllm_target
 
 from evalsuite.compare import Comparison
 from evalsuite.config import Config, load_config
-from evalsuite.engines import base, transport
+from evalsuite.engines import base
 from evalsuite.engines.typed import TypedLists
 from evalsuite.report import write_reports
 from evalsuite.rig.launcher import RunningServer, serve
@@ -141,23 +141,6 @@ def test_completions_lists_are_read_typed_whole_and_streamed(project: Config, mo
         assert sum(o.recorded for o in outcomes.values()) == 2
     assert len(seen) == 4 and all(data is not None for data in seen)
     assert all(isinstance(data["choices"][0]["logprobs"], TypedLists) for data in seen)
-
-
-def test_streamed_answers_go_over_one_kept_alive_connection(project: Config, monkeypatch: pytest.MonkeyPatch) -> None:
-    """vLLM keeps a connection open after a stream: the client reads each stream's end after its `[DONE]`, so one
-    connection serves the probe and every answer in turn (a new one each, and a socket left in TIME_WAIT each,
-    until the end was read).  llama-server closes its connection after every stream, so there it cannot."""
-    opened: list[Any] = []
-    connect = transport.PlainTransport._connect
-
-    async def counted(self: Any, *args: Any) -> Any:
-        opened.append(args[0])
-        return await connect(self, *args)
-
-    monkeypatch.setattr(transport.PlainTransport, "_connect", counted)
-    outcomes = run_target(project, "vcompst", ["gsm8k"], RunOptions(data="fixture", limit=3, max_tokens=8))
-    assert sum(o.recorded for o in outcomes.values()) == 3
-    assert len(opened) == 1  # one request at a time (concurrency 1): the probe's and the answers'
 
 
 def test_completions_streamed_give_what_the_whole_answer_gives(project: Config) -> None:

@@ -67,6 +67,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "fixtures"))
 sys.path.insert(0, str(ROOT / "tests"))
 
+from projects import shared_data_dir  # noqa: E402  (tests/ on the path first)
+
 LENGTHS = (2048, 16_000, 32_000)
 CONCURRENCY = (1, 64)
 TOP_LOGPROBS = 5
@@ -99,16 +101,23 @@ class Case:
     replay: bool = True
     """The server sends each answer again from a first pass (see `child`); False (always for a paced row, whose
     server's pace is its point): it renders every one."""
+    recorded: bool = False
+    """The answers' tokens are a real server's (RECORDING), not the scripted server's short ASCII words."""
 
     @property
     def label(self) -> str:
         paced = ", paced" if self.pace_s else ""
-        return f"{self.api}{' (lists)' if self.legacy else ''}{' stream' if self.stream else ''}{paced}"
+        recorded = " (recorded)" if self.recorded else ""
+        return f"{self.api}{' (lists)' if self.legacy else ''}{' stream' if self.stream else ''}{recorded}{paced}"
 
 
-ROWS = ("grid", "routes", "paced", "short")
+ROWS = ("grid", "routes", "paced", "short", "recorded")
 """The groups of ingest rows: chat at each length and concurrency, the other routes at 16k tokens, the
-paced stream, and short answers."""
+paced stream, short answers, and answers made of a real server's tokens."""
+RECORDING = shared_data_dir() / "recordings" / "llamacpp-cuda-h200" / "base_f16.json.gz"
+"""Real llama-server answers (a 32,000-token vocabulary, top-5 alternatives): the recorded rows' tokens."""
+RECORDED_K = 5
+"""The alternatives a recorded token carries: the recorded rows run at top-k up to this."""
 
 
 @dataclass(frozen=True)
@@ -141,7 +150,23 @@ def ingest_cases(full: bool, load: Workload = Workload()) -> list[Case]:
         cases.append(Case(2048, count(2048), 8, "chat", stream=True, pace_s=PACE_S, top_logprobs=k, replay=False))
     if "short" in load.rows:
         cases.append(Case(SHORT, 16 * count(2048), 16, top_logprobs=k, replay=replay))
+    if "recorded" in load.rows and RECORDING.is_file() and k <= RECORDED_K:
+        real = [(2048, 64, False), (16_000, 8, True), (32_000, 8, False)]
+        cases += [
+            Case(n, count(n), c, stream=stream, top_logprobs=k, replay=replay, recorded=True) for n, c, stream in real
+        ]
     return cases
+
+
+def recorded_rows_left_out(load: Workload) -> str | None:
+    """Why the recorded rows asked for do not run (the recording is absent, or has fewer alternatives), if so."""
+    if "recorded" not in load.rows:
+        return None
+    if not RECORDING.is_file():
+        return f"the recorded rows are left out: {RECORDING} is absent (see shared/data/README.md)"
+    if load.top_logprobs > RECORDED_K:
+        return f"the recorded rows are left out: the recording has {RECORDED_K} alternatives a token, not {load.top_logprobs}"
+    return None
 
 
 def free_port() -> int:
@@ -151,12 +176,14 @@ def free_port() -> int:
 
 
 def start_server(
-    tokens: int, legacy: bool = False, pace_s: float = 0.0, replay_mib: int = 0
+    tokens: int, legacy: bool = False, pace_s: float = 0.0, replay_mib: int = 0, recorded: bool = False
 ) -> tuple[subprocess.Popen[str], str]:
     port = free_port()
     cmd = [sys.executable, str(ROOT / "fixtures" / "fake_server.py"), "--port", str(port), "--tokens", str(tokens)]
+    cmd += ["--legacy"] if legacy else []
+    cmd += ["--recorded", str(RECORDING)] if recorded else []
     proc = subprocess.Popen(
-        [*cmd, *(["--legacy"] if legacy else []), "--pace", str(pace_s), "--replay", str(replay_mib)],
+        [*cmd, "--pace", str(pace_s), "--replay", str(replay_mib)],
         stdout=subprocess.PIPE,
         text=True,
     )
@@ -246,17 +273,18 @@ def floor_cpu(plan: Any, case: Case) -> float:
     put into the floor the very cost a lean client avoids.
     """
     from fake_faults import _sse, stream_events
-    from fake_server import FakeState, completion_body
+    from fake_server import FakeState, completion_body, load_recording
 
     from evalsuite.engines import make_engine
 
+    state = FakeState(tokens=case.tokens, legacy=case.legacy)
+    if case.recorded:
+        state.recorded, state.n_vocab, state.model = load_recording(RECORDING)
     engine = make_engine(plan.target)
-    engine.model = FakeState().model
+    engine.model = state.model
     total = 0.0
     for sample in plan.samples:
-        answer = completion_body(
-            FakeState(tokens=case.tokens, legacy=case.legacy), engine.request_body(sample, plan.params)
-        )
+        answer = completion_body(state, engine.request_body(sample, plan.params))
         body = _sse(stream_events(answer)) if case.stream else json.dumps(answer).encode()
         del answer
         gc.disable()
@@ -320,6 +348,7 @@ def ingest(full: bool, repeat: int = 3, load: Workload = Workload()) -> None:
         f"{'floor us/token':>14} {'x floor':>7}  {'busy':>4} {'replayed':>8}  {'store B/token':>13} {'peak RSS MiB':>12}{spread}"
     )
     cases, missed = ingest_cases(full, load), []
+    left_out = recorded_rows_left_out(load)
     judged = load.top_logprobs == TOP_LOGPROBS  # the targets' own top-k (see TARGET_RATIO)
     for case in cases:
         runs = sorted(map(ingest_once, [case] * repeat), key=_ratio)
@@ -336,6 +365,8 @@ def ingest(full: bool, repeat: int = 3, load: Workload = Workload()) -> None:
         )
         if judged and (_ratio(got) > TARGET_RATIO or rate < TARGET_RATE):
             missed.append(f"{case.label}, {case.tokens} tokens ({_ratio(got):.2f}x, {rate:,.0f} tokens/CPU s)")
+    if left_out:
+        print(left_out)
     target = f"target (at most {TARGET_RATIO:g}x the floor, at least {TARGET_RATE:,} tokens a CPU second"
     if not judged:
         print(f"{target}, set for top-{TOP_LOGPROBS} logprobs): not judged at top-{load.top_logprobs}")
@@ -353,7 +384,7 @@ def _ratio(run: dict[str, Any]) -> float:
 
 def ingest_once(case: Case) -> dict[str, Any]:
     """One run of a row: a fresh server, a fresh client process."""
-    server, url = start_server(case.tokens, case.legacy, case.pace_s, REPLAY_MIB if case.replay else 0)
+    server, url = start_server(case.tokens, case.legacy, case.pace_s, REPLAY_MIB if case.replay else 0, case.recorded)
     try:
         with tempfile.TemporaryDirectory(prefix="scale-") as tmp:
             return run_child(case, url, Path(tmp))

@@ -17,8 +17,11 @@ alternatives an object), whose floor pulls out those lists and the (token, logpr
 "paced" row is a server generating slower than its client reads, as a real one streaming tokens
 as it makes them: the events come 0.5 ms apart, so each network read brings about one event and
 what the client does per read (the event loop's wait, the HTTP layers) is paid per token.  The
-last row, 256-token answers 16 at a time, shows what a response costs apart from its tokens (the
-request and response through the HTTP layers, the checks' and the store's fixed costs).
+short row, 256-token answers 16 at a time, shows what a response costs apart from its tokens (the
+request and response through the HTTP layers, the checks' and the store's fixed costs).  The
+"(recorded)" rows answer with a real llama-server's tokens (`fake_server.py --recorded`, the H200
+recording in shared/data: a 32,000-token vocabulary's strings, full-precision logprobs, 650 bytes of
+JSON a token against the scripted words' 431); they are left out where that folder is absent.
 
 The client is measured busy, as on a node whose engine answers faster than one client process reads:
 the scripted server renders an answer in Python at a few times the client's cost, so a first, untimed
@@ -34,7 +37,7 @@ paced row always runs so.  Peak RSS covers both passes; the store is sized once 
     .venv/bin/python bench/scale.py --lengths 1024,8000 --concurrency 1,16 --top-logprobs 10 --rows grid
 
 --lengths and --concurrency set the grid of chat rows, --top-logprobs the alternatives every row asks
-for (0-20), --rows which groups of rows run (grid, routes, paced, short), --no-replay the waiting
+for (0-20), --rows which groups of rows run (grid, routes, paced, short, recorded), --no-replay the waiting
 client.  A last line names the rows that miss the target.  The default run asks for 64 responses of
 2k tokens and 8 of 16k and 32k (concurrency 64 then has fewer requests than slots: the row says how
 many were in flight); --full asks for 200 of each.  The short row asks for 16 times its 2k count (1,024;

@@ -16,7 +16,9 @@ from evalsuite.store import RunStore, open_run
 from evalsuite.store.codec import _dumps, _dumps_strings
 from evalsuite.store.tokens import (
     _HEADER,
+    DENSE_IDS,
     NAMED_SHARE,
+    _names_by_id,
     _raw_apart,
     pack_detail,
     pack_strings,
@@ -108,6 +110,45 @@ def test_top_strings_are_named_by_id_only_where_their_ids_repeat_enough() -> Non
 
 
 _names = st.sampled_from(["a", "b", " the", "\ud83d", ""])
+
+
+def _names_reference(ids: list[int], flat: list[str]) -> tuple[list[int], list[str]] | None:
+    """What `_names_by_id` answers, spelled out: each id's one string, in id order, where that holds and pays."""
+    if any(i < 0 for i in ids):
+        return None
+    if len(set(ids)) * NAMED_SHARE > len(ids):
+        return None
+    named: dict[int, str] = {}
+    if any(named.setdefault(i, name) != name for i, name in zip(ids, flat, strict=True)):
+        return None
+    return sorted(named), [named[i] for i in sorted(named)]
+
+
+_ids = st.sampled_from([0, 1, 7, DENSE_IDS - 1, DENSE_IDS, 2**31 - 1, -1])
+
+
+@given(st.data())
+def test_names_by_id_are_each_ids_one_string_whatever_the_ids(data: st.DataObject) -> None:
+    """Small ids (a table of first places) and ids past DENSE_IDS (numbered first) give the same answer as
+    the rule spelled out: one name per distinct id, in id order, or None."""
+    n, k = data.draw(st.integers(1, 8)), data.draw(st.integers(1, 3))
+    pairs = data.draw(st.lists(st.tuples(_ids, _names), min_size=n * k, max_size=n * k))
+    if data.draw(st.booleans()):  # strings that follow their ids: the usual case, named
+        pairs = [(i, f"t{i}") for i, _ in pairs]
+    ids, flat = [i for i, _ in pairs], [name for _, name in pairs]
+    got = _names_by_id(np.array(ids, np.int64).reshape(n, k), flat)
+    expected = _names_reference(ids, flat)
+    assert (None if got is None else (got[0].tolist(), got[1])) == expected
+
+
+def test_large_ids_are_named_as_small_ones_are() -> None:
+    """Ids past DENSE_IDS (no vocabulary has them, a server may send them) are named and read back as written."""
+    for base in (0, DENSE_IDS, 2**31 - 64):
+        rows = [[(base + (t + j) % 4, f" w{(t + j) % 4}") for j in range(3)] for t in range(8)]
+        trace = trace_from_entries(_repeating(rows))
+        blob = pack_strings(trace)
+        assert _named(blob)
+        assert unpack_strings(blob, trace.top_ids) == (trace.pieces, trace.raw, trace.top_pieces)
 
 
 @given(st.data())

@@ -7,17 +7,22 @@ import zlib
 from pathlib import Path
 
 import numpy as np
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from evalsuite.engines.parse import trace_from_entries
 from evalsuite.records import Completion, SampleResult
-from evalsuite.store import RunStore, open_run
+from evalsuite.store import RunStore, open_run, tokens
 from evalsuite.store.codec import _dumps, _dumps_strings
 from evalsuite.store.tokens import (
     _HEADER,
     DENSE_IDS,
     NAMED_SHARE,
+    TABLE_FROM,
+    TABLE_SPAN,
+    _named_by_sort,
+    _named_by_table,
     _names_by_id,
     _raw_apart,
     pack_detail,
@@ -124,27 +129,56 @@ def _names_reference(ids: list[int], flat: list[str]) -> tuple[list[int], list[s
     return sorted(named), [named[i] for i in sorted(named)]
 
 
-_ids = st.sampled_from([0, 1, 7, DENSE_IDS - 1, DENSE_IDS, 2**31 - 1, -1])
+_ids = st.sampled_from([0, 1, 7, 300, DENSE_IDS - 1, DENSE_IDS, 2**31 - 1, -1])
 
 
 @given(st.data())
 def test_names_by_id_are_each_ids_one_string_whatever_the_ids(data: st.DataObject) -> None:
-    """Small ids (a table of first places) and ids past DENSE_IDS (numbered first) give the same answer as
-    the rule spelled out: one name per distinct id, in id order, or None."""
+    """Both ways of grouping the ids (a table of first places, a sort), and the choice between them, give
+    the answer of the rule spelled out: one name per distinct id, in id order, or None."""
     n, k = data.draw(st.integers(1, 8)), data.draw(st.integers(1, 3))
-    pairs = data.draw(st.lists(st.tuples(_ids, _names), min_size=n * k, max_size=n * k))
+    pool = data.draw(st.lists(_ids, min_size=1, max_size=4, unique=True))  # few ids: they repeat enough to name
+    pairs = data.draw(st.lists(st.tuples(st.sampled_from(pool), _names), min_size=n * k, max_size=n * k))
     if data.draw(st.booleans()):  # strings that follow their ids: the usual case, named
         pairs = [(i, f"t{i}") for i, _ in pairs]
     ids, flat = [i for i, _ in pairs], [name for _, name in pairs]
-    got = _names_by_id(np.array(ids, np.int64).reshape(n, k), flat)
     expected = _names_reference(ids, flat)
-    assert (None if got is None else (got[0].tolist(), got[1])) == expected
+    array = np.array(ids, np.int64)
+    answers = [_names_by_id(array.reshape(n, k), flat)]
+    if min(ids) >= 0:
+        answers.append(_named_by_sort(array, flat))
+        if max(ids) < DENSE_IDS:
+            answers.append(_named_by_table(array, max(ids), flat))
+    for got in answers:
+        assert (None if got is None else (got[0].tolist(), got[1])) == expected
+
+
+def test_ids_past_dense_ids_are_sorted_never_tabled(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A table indexed by ids up to 2^31 would take gigabytes: such ids are sorted however many there are."""
+
+    def no_table(*args: object) -> None:
+        raise AssertionError("a table was made")
+
+    monkeypatch.setattr(tokens, "_named_by_table", no_table)
+    many = DENSE_IDS // TABLE_SPAN // 2 + 1  # rows of 2: TABLE_SPAN times the alternatives passes DENSE_IDS
+    for value, rows in ((DENSE_IDS, many), (2**31 - 1, TABLE_FROM)):
+        ids = np.full((rows, 2), value, np.int64)
+        got = tokens._names_by_id(ids, ["w"] * ids.size)
+        assert got is not None and got[0].tolist() == [value] and got[1] == ["w"]
+
+
+def test_a_long_answer_with_absent_ids_keeps_its_strings_as_written() -> None:
+    """An alternative without an id (-1) names no one string, in an answer long enough for a table too."""
+    for absent in (TABLE_FROM, 1):  # all absent, or one among ids that would be named
+        ids = np.array([-1] * absent + [t % 4 for t in range(TABLE_FROM - absent)], np.int64).reshape(-1, 1)
+        assert _names_by_id(ids, [f"w{i}" for i in ids.reshape(-1).tolist()]) is None  # else named: they follow
 
 
 def test_large_ids_are_named_as_small_ones_are() -> None:
-    """Ids past DENSE_IDS (no vocabulary has them, a server may send them) are named and read back as written."""
-    for base in (0, DENSE_IDS, 2**31 - 64):
-        rows = [[(base + (t + j) % 4, f" w{(t + j) % 4}") for j in range(3)] for t in range(8)]
+    """Long answers (grouped by a table) and short ones (sorted), ids past DENSE_IDS (no vocabulary has them, a
+    server may send them) among them: named, and read back as written."""
+    for base, length in ((0, 8), (0, 400), (DENSE_IDS, 400), (2**31 - 64, 8)):
+        rows = [[(base + (t + j) % 4, f" w{(t + j) % 4}") for j in range(3)] for t in range(length)]
         trace = trace_from_entries(_repeating(rows))
         blob = pack_strings(trace)
         assert _named(blob)

@@ -70,7 +70,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "fixtures"))
 sys.path.insert(0, str(ROOT / "tests"))
 
-from projects import shared_data_dir  # noqa: E402  (tests/ on the path first)
+from projects import recordings_dir  # noqa: E402  (tests/ on the path first)
 
 LENGTHS = (2048, 16_000, 32_000)
 CONCURRENCY = (1, 64)
@@ -117,7 +117,7 @@ class Case:
 ROWS = ("grid", "routes", "paced", "short", "recorded")
 """The groups of ingest rows: chat at each length and concurrency, the other routes at 16k tokens, the
 paced stream, short answers, and answers made of a real server's tokens."""
-RECORDING = shared_data_dir() / "recordings" / "llamacpp-cuda-h200" / "base_f16.json.gz"
+RECORDING = recordings_dir() / "base_f16.json.gz"
 """Real llama-server answers (a 32,000-token vocabulary, top-5 alternatives): the recorded rows' tokens."""
 RECORDED_K = 5
 """The alternatives a recorded token carries: the recorded rows run at top-k up to this."""

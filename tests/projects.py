@@ -19,6 +19,11 @@ def shared_data_dir() -> Path:
     return Path(os.environ.get("EVALSUITE_SHARED_DATA", ROOT.parent / "shared" / "data"))
 
 
+def recordings_dir() -> Path:
+    """The real llama-server answers recorded on the H200 rig (shared/data/recordings; see its README)."""
+    return shared_data_dir() / "recordings" / "llamacpp-cuda-h200"
+
+
 ECHO_TASK = """\
 name: echo
 dataset:

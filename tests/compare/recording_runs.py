@@ -4,25 +4,15 @@ from __future__ import annotations
 
 import gzip
 import json
-import os
 from functools import cache
-from pathlib import Path
 from typing import Any
 
 import pytest
+from projects import recordings_dir
 
 from evalsuite.engines.parse import completion_from_chat
 from evalsuite.records import SampleResult
 from evalsuite.store import MemoryRun
-
-ROOT = Path(__file__).resolve().parents[2]
-RIG = "llamacpp-cuda-h200"
-
-
-def recordings_dir() -> Path:
-    base = Path(os.environ.get("EVALSUITE_SHARED_DATA", ROOT.parent / "shared" / "data"))
-    return base / "recordings" / RIG
-
 
 needs_recordings = pytest.mark.skipif(
     not (recordings_dir() / "base_f16.json.gz").exists(), reason=f"recordings not found under {recordings_dir()}"

@@ -7,13 +7,13 @@ import json
 
 import numpy as np
 import pytest
-from projects import shared_data_dir
+from projects import recordings_dir
 
 from evalsuite.engines.parse import completion_from_chat
 from evalsuite.engines.stream import merge_chunks
 from evalsuite.engines.vllm import parse_counters
 
-RECORDINGS = shared_data_dir() / "recordings" / "llamacpp-cuda-h200"
+RECORDINGS = recordings_dir()
 
 
 @pytest.mark.skipif(not RECORDINGS.exists(), reason="shared recordings not present")

@@ -18,12 +18,12 @@ from pathlib import Path
 
 import pytest
 from fake_server import FakeServer, FakeState, load_recording, recorded_answer
-from projects import make_project, shared_data_dir
+from projects import make_project, recordings_dir
 
 from evalsuite.config import load_config
 from evalsuite.runner import execute, plan_run
 
-RECORDING = shared_data_dir() / "recordings" / "llamacpp-cuda-h200" / "base_f16.json.gz"
+RECORDING = recordings_dir() / "base_f16.json.gz"
 
 pytestmark = pytest.mark.skipif(not RECORDING.is_file(), reason=f"{RECORDING} is absent")
 

@@ -13,24 +13,17 @@ import copy
 import gzip
 import json
 import math
-import os
 from functools import cache
-from pathlib import Path
 from typing import Any
 
 import pytest
+from projects import recordings_dir
 
 from evalsuite.engines.agree import check_agreement
 from evalsuite.engines.retry import RequestFailed
 from evalsuite.engines.validate import ResponseSchema
 
-ROOT = Path(__file__).resolve().parents[2]
 NAMES = ("base_f16", "spec_f16_self", "spec_f16_draftq4", "spec_f16_ngram", "synth_f16")
-
-
-def recordings_dir() -> Path:
-    base = Path(os.environ.get("EVALSUITE_SHARED_DATA", ROOT.parent / "shared" / "data"))
-    return base / "recordings" / "llamacpp-cuda-h200"
 
 
 pytestmark = pytest.mark.skipif(

@@ -12,29 +12,20 @@ from __future__ import annotations
 
 import gzip
 import json
-import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from projects import recordings_dir
 
 from evalsuite.engines.parse import completion_from_chat
 from evalsuite.records import Completion, Grade, Sample, SampleResult, TokenTrace
 from evalsuite.store import MANIFEST_VERSION, RunStore, open_run
 
-ROOT = Path(__file__).resolve().parents[2]
 SUBJECTS = ("Algebra", "Geometry", "Number Theory")
 K = 5
-
-
-def shared_data() -> Path:
-    return Path(os.environ.get("EVALSUITE_SHARED_DATA", ROOT.parent / "shared" / "data"))
-
-
-def recordings_dir() -> Path:
-    return shared_data() / "recordings" / "llamacpp-cuda-h200"
 
 
 def manifest(target: str, role: str, task: str = "math500", **server: Any) -> dict[str, Any]:

@@ -153,7 +153,7 @@ def ingest_cases(full: bool, load: Workload = Workload()) -> list[Case]:
         cases.append(Case(2048, count(2048), 8, "chat", stream=True, pace_s=PACE_S, top_logprobs=k, replay=False))
     if "short" in load.rows:
         cases.append(Case(SHORT, 16 * count(2048), 16, top_logprobs=k, replay=replay))
-    if "recorded" in load.rows and RECORDING.is_file() and k <= RECORDED_K:
+    if "recorded" in load.rows and recorded_rows_left_out(load) is None:
         real = [(2048, 64, False), (16_000, 8, True), (32_000, 8, False)]
         cases += [
             Case(n, count(n), c, stream=stream, top_logprobs=k, replay=replay, recorded=True) for n, c, stream in real

@@ -17,10 +17,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from fake_server import FakeServer, FakeState, load_recording, recorded_answer
+from fake_server import FakeServer, FakeState, completion_body, load_recording
 from projects import make_project, recordings_dir
 
 from evalsuite.config import load_config
+from evalsuite.engines import make_engine
 from evalsuite.runner import execute, plan_run
 
 RECORDING = recordings_dir() / "base_f16.json.gz"
@@ -50,11 +51,12 @@ def test_real_tokens_are_stored_as_the_server_sent_them(
     plan.runs_dir = tmp_path / "runs"
     outcome = asyncio.run(execute(plan))
     assert outcome.recorded == 3
-    recorded = recorded_server.state.recorded
-    assert recorded is not None
     results = outcome.store.results()
+    engine = make_engine(plan.target)
     for sample in plan.samples:
-        sent = recorded_answer(recorded, "\n".join(m["content"] for m in sample.messages), tokens, 5)
+        answer = completion_body(recorded_server.state, engine.request_body(sample, plan.params))["choices"][0]
+        sent = answer["logprobs"]["content"]  # what the server sends for the request the run made
+        assert len(sent) == tokens
         trace = results[sample.id].completion.tokens
         assert trace is not None
         assert trace.ids.tolist() == [e["id"] for e in sent]
@@ -70,5 +72,5 @@ def test_real_tokens_are_stored_as_the_server_sent_them(
             for row, e in zip(trace.top_logprobs.tolist(), sent, strict=True)
             for got, a in zip(row, e["top_logprobs"], strict=True)
         )
-        assert results[sample.id].completion.text == "".join(e["token"] for e in sent)
+        assert results[sample.id].completion.text == answer["message"]["content"]
     outcome.store.close()

@@ -14,10 +14,9 @@ import time
 import weakref
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from evalsuite.errors import StoreError, writing
 from evalsuite.records import Grade, Sample, SampleResult
@@ -45,6 +44,9 @@ from evalsuite.store.lock import WriterLock
 from evalsuite.store.manifest import MANIFEST, RunManifest, as_manifest, read_manifest, write_manifest
 from evalsuite.store.tokens import TOKEN_COLUMNS
 from evalsuite.store.writer import RunWriter
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 class RunStore:
@@ -244,6 +246,8 @@ class RunStore:
 
     def frame(self) -> pd.DataFrame:
         """One row per sample: ids, strata, text, finish reason, token counts, timings and grade."""
+        import pandas as pd  # a fifth of a second to import: only the readers of frames pay it
+
         grades = self.grades()
         rows = []
         for r in self.iter_results(strings="none"):

@@ -11,6 +11,7 @@ from types import FrameType
 from typing import Any, Literal
 
 from evalsuite import __version__
+from evalsuite.blas import one_blas_thread
 from evalsuite.cli.failures import INPUT_ERRORS, input_error
 from evalsuite.errors import EvalsuiteError
 
@@ -234,6 +235,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """The `evalsuite` command; called with ARGV, it leaves the caller's process settings alone."""
+    program = argv is None
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
     if argv[:1] == ["rig"]:
@@ -244,6 +247,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return 2
+    if program:
+        one_blas_thread()  # before the commands import numpy
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(message)s")
     from evalsuite.cli import commands
 

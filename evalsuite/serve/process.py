@@ -23,6 +23,7 @@ from pathlib import Path
 
 import httpx
 
+from evalsuite.blas import user_environ
 from evalsuite.errors import EndpointError
 
 STOP_GRACE_S = 10.0
@@ -120,7 +121,7 @@ def start(command: ServerCommand, log_dir: Path) -> RunningServer:
     args = command.formatted(port)
     log_dir.mkdir(parents=True, exist_ok=True)
     log_path = log_dir / f"{command.name}.log"
-    env = {**os.environ, **command.env}
+    env = {**user_environ(), **command.env}
     with log_path.open("ab") as log:
         log.write(("\n$ " + " ".join(args) + "\n").encode())
         log.flush()

@@ -19,11 +19,13 @@ from evalsuite.engines.columns import TOKEN_ID_PREFIX, Columns
 from evalsuite.engines.validate import Malformed
 
 _MARKUP = re.compile(r"</?think>|<\|[^|<>\s]{0,40}\|>|</s>|<s>|<eos>|<bos>|<end_of_turn>|<start_of_turn>")
-_SPACE = re.compile(r"\s+")
 
 
 def _normal(text: str) -> str:
-    return _SPACE.sub("", _MARKUP.sub("", text))
+    """The text without markup and whitespace.  `str.split` drops what the regex `\\s` matches (Unicode's
+    whitespace) at a quarter of `re.sub`'s cost, which a thinking model's split-off reasoning pays on every
+    answer: its text (reasoning and answer, tags dropped) never equals what the tokens spell."""
+    return "".join(_MARKUP.sub("", text).split())
 
 
 def token_text(entries: Sequence[dict[str, Any]]) -> str | None:

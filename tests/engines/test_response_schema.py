@@ -5,12 +5,14 @@ from __future__ import annotations
 import copy
 import json
 import math
+import re
+import sys
 from typing import Any
 
 import pytest
 from fake_server import FakeState, apply_patch, completion_body
 
-from evalsuite.engines.agree import check_agreement
+from evalsuite.engines.agree import _MARKUP, _normal, check_agreement
 from evalsuite.engines.retry import RequestFailed
 from evalsuite.engines.stream import merge_chunks
 from evalsuite.engines.validate import MAX_TOKEN_ID, ResponseSchema
@@ -161,6 +163,12 @@ def test_what_servers_legitimately_leave_out_of_the_text_is_not_a_disagreement()
     check_agreement("anything", [{"token": "token_id:5"}], finish_reason="stop")
     vllm = [{"token": "token_id:5", "bytes": list(b"token_id:5")}, {"token": "token_id:6", "bytes": list(b"b")}]
     check_agreement("ab", vllm, finish_reason="stop")  # vLLM may spell the placeholder itself in bytes
+
+
+def test_the_comparison_drops_the_whitespace_the_regex_class_names() -> None:
+    every = "".join(map(chr, range(sys.maxunicode + 1)))  # each code point once, lone surrogates included
+    assert _normal(every) == re.sub(r"\s+", "", _MARKUP.sub("", every))
+    assert _normal(" <think>a\u2003b</think>\n\x1fc<|im_end|>") == "abc"
 
 
 def test_stream_chunks_with_bad_shapes_are_refused() -> None:

@@ -19,7 +19,7 @@ one by one, which names the first offending path.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from itertools import chain, repeat
+from itertools import accumulate, chain, repeat
 from operator import itemgetter
 from typing import Any, NamedTuple, cast
 
@@ -86,26 +86,37 @@ class Columns:
         n = len(self.ids)
         k = max(self.counts, default=0)
         arrays = self.arrays or Numbers(None, None, None, None)
-        logprobs, chosen_lp = self.logprobs, arrays.logprobs
-        if 0 in self.counts:  # an accepted draft token without alternatives: a 0.0 logprob means "not reported"
-            logprobs = [None if c == 0 and lp == 0.0 else lp for lp, c in zip(logprobs, self.counts)]
-            chosen_lp = None
-        top_ids, top_lp, top_tokens = self.top_ids, self.top_logprobs, self.top_tokens
-        top_id_array, top_lp_array = arrays.top_ids, arrays.top_logprobs
         full = self.counts.count(k) == n
-        if not full:  # ragged: pad every row to k
-            top_ids, top_lp, top_tokens = _pad(self.counts, k, top_ids, top_lp, top_tokens)
-            top_id_array = top_lp_array = None
+        top_ids = arrays.top_ids if arrays.top_ids is not None else id_array(self.top_ids, self.top_tokens)
+        top_lp = arrays.top_logprobs if arrays.top_logprobs is not None else _float64(self.top_logprobs)
+        if not full:  # ragged (a speculative server's accepted drafts have no alternatives): rows padded to k
+            present = np.arange(k) < np.array(self.counts)[:, None]
+            top_ids, top_lp = _spread(present, top_ids, -1), _spread(present, top_lp, np.nan)
         return ColumnTrace(
             ids=arrays.ids if arrays.ids is not None else id_array(self.ids, self.tokens),
             pieces=list(self.tokens) if self.spelt is not None else _strings(self.tokens),
             raw=self.raw,
-            logprobs=_float32(chosen_lp) if chosen_lp is not None else logprob_array(logprobs),
-            top_ids=(top_id_array if top_id_array is not None else id_array(top_ids, top_tokens)).reshape(n, k),
-            top_logprobs=(_float32(top_lp_array) if top_lp_array is not None else logprob_array(top_lp)).reshape(n, k),
-            names=list(top_tokens) if self.top_spelt and full else _strings(top_tokens),
+            logprobs=_float32(self._chosen_logprobs(arrays.logprobs)),
+            top_ids=top_ids.reshape(n, k),
+            top_logprobs=_float32(top_lp).reshape(n, k),
+            names=list(self.top_tokens) if self.top_spelt else _strings(self.top_tokens),
             counts=None if full else self.counts,
         )
+
+    def _chosen_logprobs(self, checked: np.ndarray | None) -> np.ndarray:
+        """The chosen tokens' logprobs, NaN where absent: also where an accepted draft token without
+        alternatives says 0.0, which means "not reported"."""
+        values = checked if checked is not None else _float64(self.logprobs)
+        if 0 in self.counts:
+            values = np.where((np.array(self.counts) == 0) & (values == 0.0), np.nan, values)
+        return values
+
+
+def _spread(present: np.ndarray, values: np.ndarray, fill: float) -> np.ndarray:
+    """Each row's values, in order, at its present places; `fill` elsewhere."""
+    out = np.full(present.shape, fill, values.dtype)
+    out[present] = values
+    return out
 
 
 class ColumnTrace(TokenTrace):
@@ -130,7 +141,7 @@ class ColumnTrace(TokenTrace):
     ):
         self.ids, self.pieces, self.raw, self.logprobs = ids, pieces, raw, logprobs
         self.top_ids, self.top_logprobs = top_ids, top_logprobs
-        self._names = names  # every row padded to k
+        self._names = names  # every alternative's string, row after row
         self._counts = counts  # alternatives per row; None: k in every row
         self._rows: list[list[str]] | None = None
 
@@ -141,7 +152,8 @@ class ColumnTrace(TokenTrace):
             if self._counts is None and k:  # rows cut by zip (slicing each row costs ~5x more)
                 self._rows = list(map(list, zip(*[iter(names)] * k)))
             else:
-                self._rows = [names[i * k : i * k + c] for i, c in enumerate(self._counts or [0] * len(self.ids))]
+                counts = self._counts or [0] * len(self.ids)
+                self._rows = [names[end - c : end] for end, c in zip(accumulate(counts), counts)]
         return self._rows
 
     @top_pieces.setter
@@ -158,17 +170,6 @@ class ColumnTrace(TokenTrace):
 def _strings(tokens: list[Any]) -> list[str]:
     """Token strings with "" where a token had none (a new list: the trace owns it)."""
     return [t or "" for t in tokens] if None in tokens else list(tokens)
-
-
-def _pad(counts: list[int], k: int, *columns: list[Any]) -> list[list[Any]]:
-    out: list[list[Any]] = [[] for _ in columns]
-    start = 0
-    for c in counts:
-        for column, padded, fill in zip(columns, out, (-1, None, None)):
-            padded.extend(column[start : start + c])
-            padded.extend([fill] * (k - c))
-        start += c
-    return out
 
 
 class Numbers(NamedTuple):
@@ -462,7 +463,11 @@ def _id_from_token(token: Any) -> int:
 
 def logprob_array(values: list[Any]) -> np.ndarray:
     """float32 logprobs, None as NaN, -inf (impossible tokens) clipped so arrays stay finite."""
-    return _float32(np.array(values, np.float64))
+    return _float32(_float64(values))
+
+
+def _float64(values: list[Any]) -> np.ndarray:
+    return np.array(values, np.float64)  # None as NaN
 
 
 def _float32(values: np.ndarray) -> np.ndarray:

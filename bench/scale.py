@@ -21,7 +21,9 @@ short row, 256-token answers 16 at a time, shows what a response costs apart fro
 request and response through the HTTP layers, the checks' and the store's fixed costs).  The
 "(recorded)" rows answer with a real llama-server's tokens (`fake_server.py --recorded`, the H200
 recording in shared/data: a 32,000-token vocabulary's strings, full-precision logprobs, 650 bytes of
-JSON a token against the scripted words' 431); they are left out where that folder is absent.
+JSON a token against the scripted words' 431); the "(recorded, drafted)" rows with the same server's
+tokens under speculation, where the accepted draft tokens (nearly all) carry no alternatives, as in
+every speculative arm of a comparison.  They are left out where that folder is absent.
 
 The client is measured busy, as on a node whose engine answers faster than one client process reads:
 the scripted server renders an answer in Python at a few times the client's cost, so a first, untimed
@@ -104,21 +106,26 @@ class Case:
     replay: bool = True
     """The server sends each answer again from a first pass (see `child`); False (always for a paced row, whose
     server's pace is its point): it renders every one."""
-    recorded: bool = False
-    """The answers' tokens are a real server's (RECORDING), not the scripted server's short ASCII words."""
+    recorded: str = ""
+    """The recording (a file in RECORDINGS) whose real tokens the answers are made of; empty: the scripted
+    server's short ASCII words."""
 
     @property
     def label(self) -> str:
         paced = ", paced" if self.pace_s else ""
-        recorded = " (recorded)" if self.recorded else ""
+        recorded = f" ({RECORDED_LABELS[self.recorded]})" if self.recorded else ""
         return f"{self.api}{' (lists)' if self.legacy else ''}{' stream' if self.stream else ''}{recorded}{paced}"
 
 
 ROWS = ("grid", "routes", "paced", "short", "recorded")
 """The groups of ingest rows: chat at each length and concurrency, the other routes at 16k tokens, the
 paced stream, short answers, and answers made of a real server's tokens."""
-RECORDING = recordings_dir() / "base_f16.json.gz"
-"""Real llama-server answers (a 32,000-token vocabulary, top-5 alternatives): the recorded rows' tokens."""
+RECORDINGS = recordings_dir()
+BASELINE_RECORDING, DRAFTED_RECORDING = "base_f16.json.gz", "spec_f16_self.json.gz"
+"""Real llama-server answers (a 32,000-token vocabulary, top-5 alternatives), the recorded rows' tokens: without
+speculation, and with the target drafting for itself, where the accepted draft tokens (6,103 of 6,129) come
+without alternatives, as every speculative llama-server's do."""
+RECORDED_LABELS = {BASELINE_RECORDING: "recorded", DRAFTED_RECORDING: "recorded, drafted"}
 RECORDED_K = 5
 """The alternatives a recorded token carries: the recorded rows run at top-k up to this."""
 
@@ -154,9 +161,12 @@ def ingest_cases(full: bool, load: Workload = Workload()) -> list[Case]:
     if "short" in load.rows:
         cases.append(Case(SHORT, 16 * count(2048), 16, top_logprobs=k, replay=replay))
     if "recorded" in load.rows and recorded_rows_left_out(load) is None:
-        real = [(2048, 64, False), (16_000, 8, True), (32_000, 8, False)]
+        real = [(BASELINE_RECORDING, 2048, 64, False), (BASELINE_RECORDING, 16_000, 8, True)]
+        real += [(BASELINE_RECORDING, 32_000, 8, False), (DRAFTED_RECORDING, 2048, 64, False)]
+        real += [(DRAFTED_RECORDING, 16_000, 8, True)]
         cases += [
-            Case(n, count(n), c, stream=stream, top_logprobs=k, replay=replay, recorded=True) for n, c, stream in real
+            Case(n, count(n), c, stream=stream, top_logprobs=k, replay=replay, recorded=file)
+            for file, n, c, stream in real
         ]
     return cases
 
@@ -165,8 +175,9 @@ def recorded_rows_left_out(load: Workload) -> str | None:
     """Why the recorded rows asked for do not run (the recording is absent, or has fewer alternatives), if so."""
     if "recorded" not in load.rows:
         return None
-    if not RECORDING.is_file():
-        return f"the recorded rows are left out: {RECORDING} is absent (see shared/data/README.md)"
+    absent = [RECORDINGS / file for file in RECORDED_LABELS if not (RECORDINGS / file).is_file()]
+    if absent:
+        return f"the recorded rows are left out: {absent[0]} is absent (see shared/data/README.md)"
     if load.top_logprobs > RECORDED_K:
         return f"the recorded rows are left out: the recording has {RECORDED_K} alternatives a token, not {load.top_logprobs}"
     return None
@@ -179,12 +190,12 @@ def free_port() -> int:
 
 
 def start_server(
-    tokens: int, legacy: bool = False, pace_s: float = 0.0, replay_mib: int = 0, recorded: bool = False
+    tokens: int, legacy: bool = False, pace_s: float = 0.0, replay_mib: int = 0, recorded: str = ""
 ) -> tuple[subprocess.Popen[str], str]:
     port = free_port()
     cmd = [sys.executable, str(ROOT / "fixtures" / "fake_server.py"), "--port", str(port), "--tokens", str(tokens)]
     cmd += ["--legacy"] if legacy else []
-    cmd += ["--recorded", str(RECORDING)] if recorded else []
+    cmd += ["--recorded", str(RECORDINGS / recorded)] if recorded else []
     proc = subprocess.Popen(
         [*cmd, "--pace", str(pace_s), "--replay", str(replay_mib)],
         stdout=subprocess.PIPE,
@@ -282,7 +293,7 @@ def floor_cpu(plan: Any, case: Case) -> float:
 
     state = FakeState(tokens=case.tokens, legacy=case.legacy)
     if case.recorded:
-        state.recorded, state.n_vocab, state.model = load_recording(RECORDING)
+        state.recorded, state.n_vocab, state.model = load_recording(RECORDINGS / case.recorded)
     engine = make_engine(plan.target)
     engine.model = state.model
     total = 0.0
@@ -347,7 +358,7 @@ def ingest(full: bool, repeat: int = 3, load: Workload = Workload()) -> None:
     )
     spread = f"  {'x floor, lowest-highest':>23}" if repeat > 1 else ""
     print(
-        f"{'route':>26} {'tokens':>7} {'responses':>9} {'in flight':>9}  {'CPU us/token':>12} {'tokens/CPU s':>12}  "
+        f"{'route':>31} {'tokens':>7} {'responses':>9} {'in flight':>9}  {'CPU us/token':>12} {'tokens/CPU s':>12}  "
         f"{'floor us/token':>14} {'x floor':>7}  {'busy':>4} {'replayed':>8}  {'store B/token':>13} {'peak RSS MiB':>12}{spread}"
     )
     cases, missed = ingest_cases(full, load), []
@@ -360,7 +371,7 @@ def ingest(full: bool, repeat: int = 3, load: Workload = Workload()) -> None:
         floor = got["floor_s"] / got["tokens"] * 1e6
         rate = got["tokens"] / got["cpu_s"]
         print(
-            f"{case.label:>26} {case.tokens:>7} {case.responses:>9} {min(case.concurrency, case.responses):>9}  "
+            f"{case.label:>31} {case.tokens:>7} {case.responses:>9} {min(case.concurrency, case.responses):>9}  "
             f"{per_token:>12.2f} {rate:>12,.0f}  {floor:>14.2f} {_ratio(got):>6.2f}x  {got['cpu_s'] / got['wall_s']:>4.0%} {got['replayed']:>8}  "
             f"{got['store'] / got['tokens']:>13.1f} {got['peak_kib'] / 1024:>12.0f}"
             + (f"  {_ratio(runs[0]):>11.2f}-{_ratio(runs[-1]):.2f}x" if repeat > 1 else ""),

@@ -133,3 +133,30 @@ def test_a_bad_workload_is_refused_with_the_option_named() -> None:
     ):
         done = _bench(*args)
         assert done.returncode == 2 and f"argument {named}:" in done.stderr, done.stderr
+
+
+CLI_ROW = re.compile(
+    r"^\s+(\d+)\s+(\d+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d,]+)\s+([\d.]+)\s+([\d.]+)x\s+([\d.]+)\s+(\d+)$"
+)
+
+
+def test_the_command_bench_runs_the_rows_asked_for_start_to_end() -> None:
+    env = {**checkout_env("SCALE"), "SCALE_CLI": "3x24,2x40"}
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "scale_cli.py")], capture_output=True, text=True, timeout=600, env=env
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    rows = [CLI_ROW.match(line) for line in done.stdout.splitlines()[2:-1]]
+    assert all(rows) and [(int(m[1]), int(m[2])) for m in rows if m] == [(3, 24), (2, 40)], done.stdout
+    for m in filter(None, rows):
+        cpu_s, start_s, floor = float(m[3]), float(m[4]), float(m[7])
+        assert cpu_s >= start_s > 0 and floor > 0 and float(m[9]) > 0, done.stdout
+    assert "not met by 3 x 24" in done.stdout.splitlines()[-1], done.stdout  # short answers: nearly all start-up
+    bad = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "scale_cli.py")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**env, "SCALE_CLI": "3x"},
+    )
+    assert bad.returncode != 0 and "SCALE_CLI='3x'" in bad.stderr

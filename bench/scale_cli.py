@@ -1,0 +1,115 @@
+"""Benchmark: `evalsuite run` from start to end, as a user runs it, against the parse floor of its answers.
+
+`bench/scale.py` times the ingest inside a warm process.  Here the whole command runs, as the scale
+issue first measured it: `python -m evalsuite run` in a fresh process (interpreter start, imports,
+config, the store, every request, the last commit) asks the scripted server (`fixtures/fake_server.py`)
+for N answers of T tokens with top-5 logprobs, 16 at a time.  Its CPU time (user + system, all threads)
+and peak RSS come from the kernel when it exits (`os.wait4`), like `/usr/bin/time`.  As in scale.py,
+the client is measured busy: a first run of the same command in another folder has the server render
+every answer, and the measured one gets them again as fast as the server copies them (`--replay`); a
+client waiting for each answer pays more a token for waking up cold (docs/speed.md).  Next to it,
+measured in this run:
+
+- start-up: the same command asking for one answer of one token: what every command pays once;
+- the floor: orjson parsing the same bodies and pulling out ids, logprobs and the top-5 pairs
+  (`scale.floor_cpu`), per token.
+
+    .venv/bin/python bench/scale_cli.py              # 200 x 2,048 and 16 x 16,000 tokens
+    SCALE=full .venv/bin/python bench/scale_cli.py   # 200 x 2,048 and 200 x 16,000 (about 3 minutes)
+    SCALE_CLI=64x512,8x32000 .venv/bin/python bench/scale_cli.py   # any rows, RESPONSESxTOKENS
+
+Target (the ingest's): at most 2x the floor a token and at least 100,000 tokens a CPU second, start-up
+included.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import scale
+from projects import make_project
+
+CONCURRENCY = 16
+
+
+def command_cost(config: Path, tokens: int) -> tuple[float, int]:
+    """(CPU seconds, peak RSS in KiB) of one `evalsuite run` of the config's target, read when it exits."""
+    argv = [sys.executable, "-m", "evalsuite", "run", "base", "--no-grade", "-q", "--max-tokens", str(tokens)]
+    proc = subprocess.Popen([*argv, "--config", str(config)], cwd=config.parent, stdout=subprocess.DEVNULL)
+    _, status, usage = os.wait4(proc.pid, 0)
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"`{' '.join(argv)}` failed (exit {os.waitstatus_to_exitcode(status)})")
+    return usage.ru_utime + usage.ru_stime, usage.ru_maxrss
+
+
+def row(responses: int, tokens: int) -> dict[str, float]:
+    """One row: the start-up run, the measured run, then the floor over the same bodies."""
+    from evalsuite.config import load_config
+    from evalsuite.heap import keep_freed_memory
+    from evalsuite.runner import plan_run
+
+    keep_freed_memory()  # the allocator as a run sets it, for the floor too (as in scale.py's client process)
+    server, url = scale.start_server(tokens, replay_mib=scale.REPLAY_MIB)
+    try:
+        with tempfile.TemporaryDirectory(prefix="scale-cli-") as tmp:
+
+            def project(name: str, n: int) -> Path:
+                extra = f"concurrency = {CONCURRENCY}"
+                return make_project(Path(tmp) / name, url, n=n, target_extra=extra, defaults_extra="top_logprobs = 5")
+
+            start_s, _ = command_cost(project("once", 1), 1)
+            command_cost(project("first", responses), tokens)  # the server renders each answer, and keeps it
+            config = project("run", responses)
+            cpu_s, peak_kib = command_cost(config, tokens)
+            store = sum(p.stat().st_size for p in (config.parent / "runs").rglob("*") if p.is_file())
+            plan = plan_run(load_config(config), "base", "echo", max_tokens=tokens)
+            floor_s = scale.floor_cpu(plan, scale.Case(tokens, responses, CONCURRENCY))
+    finally:
+        server.terminate()
+        server.wait()
+    n = responses * tokens
+    return {"start_s": start_s, "cpu_s": cpu_s, "floor_s": floor_s, "tokens": n, "store": store, "peak_kib": peak_kib}
+
+
+def rows_asked() -> list[tuple[int, int]]:
+    """(responses, tokens) of each row: SCALE_CLI's, else the default or full sizes."""
+    spec = os.environ.get("SCALE_CLI", "")
+    if spec:
+        try:
+            rows = [tuple(map(int, part.split("x"))) for part in spec.split(",")]
+        except ValueError:
+            raise SystemExit(f"SCALE_CLI={spec!r}: expected rows as RESPONSESxTOKENS, comma-separated") from None
+        if not all(len(r) == 2 and min(r) > 0 for r in rows):
+            raise SystemExit(f"SCALE_CLI={spec!r}: expected rows as RESPONSESxTOKENS, comma-separated")
+        return [(r[0], r[1]) for r in rows]
+    return [(200, 2048), (200 if os.environ.get("SCALE") == "full" else 16, 16_000)]
+
+
+def main() -> None:
+    rows = rows_asked()
+    print(f"`evalsuite run` start to end, {CONCURRENCY} in flight, top-5 logprobs, against fixtures/fake_server.py")
+    print(
+        f"{'responses':>9} {'tokens':>7}  {'CPU s':>6} {'start-up s':>10}  {'CPU us/token':>12} {'tokens/CPU s':>12}  "
+        f"{'floor us/token':>14} {'x floor':>7}  {'store B/token':>13} {'peak RSS MiB':>12}"
+    )
+    missed = []
+    for responses, tokens in rows:
+        got = row(responses, tokens)
+        per_token, floor = got["cpu_s"] / got["tokens"] * 1e6, got["floor_s"] / got["tokens"] * 1e6
+        rate = got["tokens"] / got["cpu_s"]
+        print(
+            f"{responses:>9} {tokens:>7}  {got['cpu_s']:>6.2f} {got['start_s']:>10.2f}  {per_token:>12.2f} {rate:>12,.0f}  "
+            f"{floor:>14.2f} {per_token / floor:>6.2f}x  {got['store'] / got['tokens']:>13.1f} {got['peak_kib'] / 1024:>12.0f}"
+        )
+        if per_token > scale.TARGET_RATIO * floor or rate < scale.TARGET_RATE:
+            missed.append(f"{responses} x {tokens} ({per_token / floor:.2f}x, {rate:,.0f} tokens/CPU s)")
+    target = f"target (at most {scale.TARGET_RATIO:g}x the floor, at least {scale.TARGET_RATE:,} tokens a CPU second)"
+    print(f"{target}: " + (f"not met by {', '.join(missed)}" if missed else f"met by all {len(rows)} rows"))
+
+
+if __name__ == "__main__":
+    main()

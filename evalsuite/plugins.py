@@ -31,18 +31,24 @@ def _entries(group: str) -> dict[str, EntryPoint]:
     """The group's entry points by name; the first installed distribution wins a duplicate name.
 
     Scanning the installed metadata costs milliseconds and speed figures ask
-    once per request, so the scan is kept per import path (a changed
-    `sys.path` scans again).
+    once per request, so one scan finds every group's and is kept per import
+    path (a changed `sys.path` scans again).
     """
-    return _scan(group, tuple(sys.path))
+    return _group(group, tuple(sys.path))
 
 
 @lru_cache(maxsize=16)
-def _scan(group: str, path: tuple[str, ...]) -> dict[str, EntryPoint]:
+def _group(group: str, path: tuple[str, ...]) -> dict[str, EntryPoint]:
     found: dict[str, EntryPoint] = {}
-    for ep in entry_points(group=group):
+    for ep in _scan(path).select(group=group):
         found.setdefault(ep.name, ep)
     return found
+
+
+@lru_cache(maxsize=4)
+def _scan(path: tuple[str, ...]) -> Any:
+    """Every group's entry points, from one pass over the installed metadata (not one per group)."""
+    return entry_points()
 
 
 def registered(group: str) -> dict[str, str]:

@@ -25,7 +25,8 @@ HEAVY = ("pandas", "pyarrow", "scipy", "sympy", "math_verify", "datasets", "lm_e
 
 
 def _without_blas_setting() -> dict[str, str]:
-    return {k: v for k, v in os.environ.items() if k != blas.VARIABLE}
+    """The environment without what sets OpenBLAS's threads (it falls back on GOTO's and OpenMP's)."""
+    return {k: v for k, v in os.environ.items() if k not in (blas.VARIABLE, "GOTO_NUM_THREADS", "OMP_NUM_THREADS")}
 
 
 def test_the_cli_imports_no_heavy_library_before_a_command_needs_it() -> None:

@@ -87,6 +87,8 @@ TARGET_RATIO, TARGET_RATE = 2.0, 100_000
 """What the ingest rows aim for at top-5 logprobs: client CPU at most this many times the floor's, at least this many
 tokens a CPU second.  At another top-k neither holds its meaning (the floor's work a token grows with k; at 0 a body
 has no token entries, and a response's own cost is all there is), and the rows are not judged."""
+TARGET = f"target (at most {TARGET_RATIO:g}x the floor, at least {TARGET_RATE:,} tokens a CPU second"
+"""The closing line's start; its parenthesis is closed by what follows (the top-k it is set for, or nothing)."""
 
 
 @dataclass(frozen=True)
@@ -253,7 +255,7 @@ def child(spec: dict[str, Any]) -> None:
     peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     assert outcome.recorded == case.responses, outcome
     outcome.store.close()  # the last connection to close folds the write-ahead log into the database
-    store_bytes = sum(p.stat().st_size for p in outcome.folder.rglob("*") if p.is_file() and p.suffix != ".lock")
+    stored = store_bytes(outcome.folder)
     del outcome
     floor = floor_cpu(plan, case)
     tokens = case.responses * case.tokens
@@ -265,7 +267,7 @@ def child(spec: dict[str, Any]) -> None:
                 "replayed": replays,
                 "floor_s": floor,
                 "tokens": tokens,
-                "store": store_bytes,
+                "store": stored,
                 "peak_kib": peak_kib,
             }
         )
@@ -377,23 +379,36 @@ def ingest(full: bool, repeat: int = 3, load: Workload = Workload()) -> None:
             + (f"  {_ratio(runs[0]):>11.2f}-{_ratio(runs[-1]):.2f}x" if repeat > 1 else ""),
             flush=True,
         )
-        if judged and (_ratio(got) > TARGET_RATIO or rate < TARGET_RATE):
+        if judged and short_of_target(got):
             missed.append(f"{case.label}, {case.tokens} tokens ({_ratio(got):.2f}x, {rate:,.0f} tokens/CPU s)")
     if left_out:
         print(left_out)
-    target = f"target (at most {TARGET_RATIO:g}x the floor, at least {TARGET_RATE:,} tokens a CPU second"
     if not judged:
-        print(f"{target}, set for top-{TOP_LOGPROBS} logprobs): not judged at top-{load.top_logprobs}")
+        print(f"{TARGET}, set for top-{TOP_LOGPROBS} logprobs): not judged at top-{load.top_logprobs}")
         return
-    print(
-        f"{target}): met by {len(cases) - len(missed)} of {len(cases)} rows"
-        + (f"; not by {', '.join(missed)}" if missed else "")
+    print(target_line(missed, len(cases)))
+
+
+def target_line(missed: list[str], rows: int) -> str:
+    """The closing line: how many of the rows met the target, and which did not (each as `missed` says it)."""
+    return f"{TARGET}): met by {rows - len(missed)} of {rows} rows" + (
+        f"; not by {', '.join(missed)}" if missed else ""
     )
+
+
+def short_of_target(run: dict[str, Any]) -> bool:
+    """Whether a run's client CPU is over TARGET_RATIO times its floor's, or under TARGET_RATE tokens a CPU second."""
+    return _ratio(run) > TARGET_RATIO or run["tokens"] / run["cpu_s"] < TARGET_RATE
 
 
 def _ratio(run: dict[str, Any]) -> float:
     """A run's client CPU over its parse floor's."""
     return float(run["cpu_s"] / run["floor_s"])
+
+
+def store_bytes(folder: Path) -> int:
+    """What a closed run's files take (its lock file, held only while it is written, left out)."""
+    return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file() and p.suffix != ".lock")
 
 
 def ingest_once(case: Case) -> dict[str, Any]:

@@ -65,7 +65,7 @@ def row(responses: int, tokens: int) -> dict[str, float]:
             command_cost(project("first", responses), tokens)  # the server renders each answer, and keeps it
             config = project("run", responses)
             cpu_s, peak_kib = command_cost(config, tokens)
-            store = sum(p.stat().st_size for p in (config.parent / "runs").rglob("*") if p.is_file())
+            store = scale.store_bytes(config.parent / "runs")
             plan = plan_run(load_config(config), "base", "echo", max_tokens=tokens)
             floor_s = scale.floor_cpu(plan, scale.Case(tokens, responses, CONCURRENCY))
     finally:
@@ -78,15 +78,12 @@ def row(responses: int, tokens: int) -> dict[str, float]:
 def rows_asked() -> list[tuple[int, int]]:
     """(responses, tokens) of each row: SCALE_CLI's, else the default or full sizes."""
     spec = os.environ.get("SCALE_CLI", "")
-    if spec:
-        try:
-            rows = [tuple(map(int, part.split("x"))) for part in spec.split(",")]
-        except ValueError:
-            raise SystemExit(f"SCALE_CLI={spec!r}: expected rows as RESPONSESxTOKENS, comma-separated") from None
-        if not all(len(r) == 2 and min(r) > 0 for r in rows):
-            raise SystemExit(f"SCALE_CLI={spec!r}: expected rows as RESPONSESxTOKENS, comma-separated")
-        return [(r[0], r[1]) for r in rows]
-    return [(200, 2048), (200 if os.environ.get("SCALE") == "full" else 16, 16_000)]
+    if not spec:
+        return [(200, 2048), (200 if os.environ.get("SCALE") == "full" else 16, 16_000)]
+    rows = [part.split("x") for part in spec.split(",")]
+    if not all(len(r) == 2 and all(n.isdigit() and int(n) > 0 for n in r) for r in rows):
+        raise SystemExit(f"SCALE_CLI={spec!r}: expected rows as RESPONSESxTOKENS, comma-separated")
+    return [(int(r[0]), int(r[1])) for r in rows]
 
 
 def main() -> None:
@@ -105,10 +102,9 @@ def main() -> None:
             f"{responses:>9} {tokens:>7}  {got['cpu_s']:>6.2f} {got['start_s']:>10.2f}  {per_token:>12.2f} {rate:>12,.0f}  "
             f"{floor:>14.2f} {per_token / floor:>6.2f}x  {got['store'] / got['tokens']:>13.1f} {got['peak_kib'] / 1024:>12.0f}"
         )
-        if per_token > scale.TARGET_RATIO * floor or rate < scale.TARGET_RATE:
+        if scale.short_of_target(got):
             missed.append(f"{responses} x {tokens} ({per_token / floor:.2f}x, {rate:,.0f} tokens/CPU s)")
-    target = f"target (at most {scale.TARGET_RATIO:g}x the floor, at least {scale.TARGET_RATE:,} tokens a CPU second)"
-    print(f"{target}: " + (f"not met by {', '.join(missed)}" if missed else f"met by all {len(rows)} rows"))
+    print(scale.target_line(missed, len(rows)))
 
 
 if __name__ == "__main__":

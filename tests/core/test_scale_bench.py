@@ -152,7 +152,9 @@ def test_the_command_bench_runs_the_rows_asked_for_start_to_end() -> None:
         cpu_s, start_s, floor = float(m[3]), float(m[4]), float(m[7])
         # a few short answers cost about what start-up alone does: either may read higher
         assert cpu_s > 0 and start_s > 0 and floor > 0 and float(m[9]) > 0, done.stdout
-    assert "not met by 3 x 24" in done.stdout.splitlines()[-1], done.stdout  # short answers: nearly all start-up
+    assert "met by 0 of 2 rows; not by 3 x 24" in done.stdout.splitlines()[-1], (
+        done.stdout
+    )  # short answers: nearly all start-up
     bad = subprocess.run(
         [sys.executable, str(ROOT / "bench" / "scale_cli.py")],
         capture_output=True,

@@ -82,7 +82,7 @@ def test_a_started_server_gets_the_environment_the_user_left(tmp_path: Path, mon
     monkeypatch.setattr(blas, "_set_here", False)
     monkeypatch.delenv(blas.VARIABLE, raising=False)
     assert blas.one_blas_thread() and os.environ[blas.VARIABLE] == "1"
-    monkeypatch.setenv(blas.VARIABLE, "1")  # undone when the test ends
+    monkeypatch.setenv(blas.VARIABLE, "1")  # the same value, now one monkeypatch takes away when the test ends
     dump = tmp_path / "env.json"
     server = (
         "import http.server, json, os, sys\n"

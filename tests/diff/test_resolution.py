@@ -10,10 +10,18 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from evalsuite.compare import compare_runs
 from evalsuite.diff import LogitResolution, SampleDiff, calibrate, classify, diff_completions, logit_resolution
-from evalsuite.diff.resolution import MIN_POSITIONS, position_steps
+from evalsuite.diff.resolution import (
+    COARSEST_EXPONENT,
+    FINEST_EXPONENT,
+    GAP_TOLERANCE,
+    MIN_POSITIONS,
+    position_steps,
+)
 from evalsuite.engines.parse import trace_from_entries
 from evalsuite.records import Completion, SampleResult, TokenTrace
 from evalsuite.store import MemoryRun
@@ -351,3 +359,57 @@ def test_the_tally_reads_the_same_median_and_cap_as_numpy(steps: list[float]) ->
     got = logit_resolution([_grid_trace_of(rows)])
     assert got.step == np.median(steps)
     assert got.cap == np.quantile(steps, 0.9, method="lower")
+
+
+def _stepwise_steps(top_logprobs: np.ndarray) -> np.ndarray:
+    """`position_steps` by its definition: each step from the finest to the coarsest tried, in turn, while every
+    gap of a position still lies within GAP_TOLERANCE of one of its multiples."""
+    rows = np.asarray(top_logprobs, dtype=np.float64)
+    rows = np.where(np.isfinite(rows), rows, -np.inf)
+    gaps = rows.max(axis=1, keepdims=True) - rows
+    usable = np.isfinite(gaps) & (gaps > GAP_TOLERANCE)
+    gaps = np.where(usable, gaps, 0.0)
+    steps = np.where(usable.any(axis=1), 0.0, np.nan)
+    still = usable.any(axis=1)  # fits every step tried so far
+    for exponent in range(FINEST_EXPONENT, COARSEST_EXPONENT - 1, -1):
+        step = 2.0**-exponent
+        still &= (np.abs(gaps - np.round(gaps / step) * step) <= GAP_TOLERANCE).all(axis=1)
+        steps[still] = step
+    return steps
+
+
+_GAP = st.one_of(
+    st.integers(1, 5000).map(lambda n: n * 2.0**-FINEST_EXPONENT),  # on some grid, any multiple
+    st.sampled_from([0.25, 0.5, 2.0, 64.0, 2.0**40, 2.0**60, 1e300, 1.7e308]),  # coarser than the coarsest step tried
+    st.floats(0.0, 50.0),  # anywhere
+    st.sampled_from([GAP_TOLERANCE, 2 * GAP_TOLERANCE, 0.5 * 2.0**-FINEST_EXPONENT]),  # the edges
+)
+_NUDGE = st.sampled_from([0.0, 0.0, 0.0, GAP_TOLERANCE, -GAP_TOLERANCE, 0.99 * GAP_TOLERANCE, 1e-6, -3e-5])
+_EMPTY = st.sampled_from([np.nan, -np.inf, np.inf])
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.floats(-40.0, 0.0),
+            st.lists(st.one_of(st.tuples(_GAP, _NUDGE), _EMPTY), min_size=1, max_size=5),
+        ),
+        min_size=1,
+        max_size=12,
+    ),
+    st.sampled_from([np.float32, np.float64]),
+)
+def test_position_steps_is_the_step_by_step_definition_exactly(positions: list, dtype: type) -> None:
+    """The grid read off each fitting gap's whole number of finest steps is the grid the steps tried one at a
+    time find, on any values: grids of every coarseness, gaps near the tolerance, off every grid, huge,
+    padded, infinite."""
+    width = 1 + max(len(alts) for _, alts in positions)
+    rows = np.full((len(positions), width), np.nan)
+    for i, (top, alts) in enumerate(positions):
+        rows[i, 0] = top
+        for j, alt in enumerate(alts, start=1):
+            rows[i, j] = alt if isinstance(alt, float) else top - alt[0] - alt[1]
+    with np.errstate(over="ignore", invalid="ignore"):
+        rows = rows.astype(dtype)
+        np.testing.assert_array_equal(position_steps(rows), _stepwise_steps(rows))

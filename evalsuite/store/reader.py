@@ -13,6 +13,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
+import numpy as np
+
 from evalsuite.records import Grade, Sample, SampleResult
 from evalsuite.store.codec import Strings
 from evalsuite.store.manifest import RunManifest, as_manifest
@@ -39,6 +41,11 @@ class RunReader(Protocol):
 
     def result(self, sample_id: str, *, strings: Strings = "all") -> SampleResult | None:
         """One sample's result, or None: how a comparison reads a run, one sample at a time."""
+        ...
+
+    def top_names(self, sample_id: str, position: int, top_ids: np.ndarray) -> list[str]:
+        """One token's top-k strings, as `result(sample_id).completion.tokens.top_pieces[position]`, without
+        reading the other tokens' (`top_ids`: that token's top-k ids, as a result read without them has)."""
         ...
 
     def grades(self) -> dict[str, Grade]: ...
@@ -82,6 +89,11 @@ class MemoryRun:
 
     def result(self, sample_id: str, *, strings: Strings = "all") -> SampleResult | None:
         return self.stored_results.get(sample_id)
+
+    def top_names(self, sample_id: str, position: int, top_ids: np.ndarray) -> list[str]:
+        result = self.stored_results.get(sample_id)
+        rows = result.completion.tokens.top_pieces if result is not None and result.completion.tokens else []
+        return rows[position] if position < len(rows) else []
 
     def grades(self) -> dict[str, Grade]:
         return dict(self.stored_grades)

@@ -42,7 +42,7 @@ from evalsuite.store.database import (
 )
 from evalsuite.store.lock import WriterLock
 from evalsuite.store.manifest import MANIFEST, RunManifest, as_manifest, read_manifest, write_manifest
-from evalsuite.store.tokens import TOKEN_COLUMNS
+from evalsuite.store.tokens import TOKEN_COLUMNS, unpack_top_row
 from evalsuite.store.writer import RunWriter
 
 if TYPE_CHECKING:
@@ -201,6 +201,15 @@ class RunStore:
         """One stored result (None when the sample has none): what a comparison reads, one sample at a time."""
         row = self._conn.execute(self._select(strings) + " WHERE r.sample_id = ?", (sample_id,)).fetchone()
         return None if row is None else self._decode(dict(row), strings)
+
+    @guarded
+    def top_names(self, sample_id: str, position: int, top_ids: np.ndarray) -> list[str]:
+        """One token's top-k strings, read alone (see `RunReader.top_names`): a report shows one row of them."""
+        if self.layout >= 2:
+            return unpack_top_row(self._column(sample_id, "strings"), position, top_ids)
+        row = self._conn.execute("SELECT top_pieces FROM results WHERE sample_id = ?", (sample_id,)).fetchone()
+        rows = json.loads(row[0]) if row is not None and row[0] else []
+        return list(rows[position]) if position < len(rows) else []
 
     @guarded
     def results(self, *, strings: Strings = "all", ids: Iterable[str] | None = None) -> dict[str, SampleResult]:

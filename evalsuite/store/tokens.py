@@ -21,10 +21,12 @@ exact; `unpack_*` gives back the arrays as written.
 
 from __future__ import annotations
 
+import copy
 import json
 import operator
 import struct
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 import orjson
@@ -90,6 +92,15 @@ def dumps_strings(value: Sequence[str] | Sequence[Sequence[str]]) -> str:
         return orjson.dumps(value).decode("utf-8")
     except TypeError:  # orjson.JSONEncodeError is a TypeError
         return _ASCII_ENCODER.encode(value)
+
+
+def loads_strings(text: bytes) -> Any:
+    """`dumps_strings` read back: orjson, about twice json's speed, or json where an escaped lone surrogate is
+    in the text (orjson refuses one; json gives it back as written)."""
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return json.loads(text)
 
 
 TABLE_FROM, TABLE_SPAN, DENSE_IDS = 1024, 32, 1 << 20
@@ -212,32 +223,64 @@ def pack_strings(trace: TokenTrace) -> bytes:
     return isal_zlib.compress(header + b"".join(parts), LEVEL)
 
 
+@pausing_collections
 def unpack_strings(
     blob: bytes, top_ids: np.ndarray, *, top: bool = True
 ) -> tuple[list[str], list[bytes | None], list[list[str]]]:
-    """(pieces, raw, top_pieces) from `pack_strings`' bytes; `top=False` skips the top-k strings and raw bytes."""
+    """(pieces, raw, top_pieces) from `pack_strings`' bytes; `top=False` skips the top-k strings and raw bytes.
+
+    The lists it makes (one a token for the top-k strings) outlive it, but are built with the collector
+    held off: built under it, a trace of 16k tokens set off some twenty collections, and in a process
+    holding a comparison each full one walked the whole heap (a report of long outputs spent half its
+    time there)."""
+    named, (pieces_json, top_json, name_ids, raw_blob, lens_bytes) = _parts(blob)
+    pieces: list[str] = loads_strings(pieces_json)
+    if not top:
+        return pieces, [], []
+    raw = _raw_back(pieces, raw_blob, np.frombuffer(lens_bytes, "<i4"))
+    if not named:
+        return pieces, raw, loads_strings(top_json)
+    names = np.empty(len(name_ids) // 4, dtype=object)
+    names[:] = loads_strings(top_json)
+    return pieces, raw, names[_name_places(np.frombuffer(name_ids, "<i4"), top_ids)].tolist()
+
+
+def unpack_top_row(blob: bytes, position: int, row_ids: np.ndarray) -> list[str]:
+    """The top-k strings of the token at `position` (`row_ids`: its top-k ids) from `pack_strings`' bytes, as
+    `unpack_strings` gives that row, without the other rows made: a report shows one token's alternatives."""
+    named, (_, top_json, name_ids, _, _) = _parts(blob)
+    if not named:
+        rows: list[list[str]] = loads_strings(top_json)
+        return rows[position] if position < len(rows) else []
+    names: list[str] = loads_strings(top_json)
+    return [names[i] for i in np.searchsorted(np.frombuffer(name_ids, "<i4"), row_ids).tolist()]
+
+
+def _parts(blob: bytes) -> tuple[int, list[bytes]]:
+    """`pack_strings`' bytes unzipped: whether the top-k strings are named by id, and its five parts."""
     data = isal_zlib.decompress(blob)
     named, *lengths = _HEADER.unpack_from(data)
     parts, offset = [], _HEADER.size
     for length in lengths:
         parts.append(data[offset : offset + length])
         offset += length
-    pieces_json, top_json, name_ids, raw_blob, lens_bytes = parts
-    pieces: list[str] = json.loads(pieces_json)
-    if not top:
-        return pieces, [], []
-    raw = _raw_back(pieces, raw_blob, np.frombuffer(lens_bytes, "<i4"))
-    if not named:
-        return pieces, raw, json.loads(top_json)
-    names = np.empty(len(name_ids) // 4, dtype=object)
-    names[:] = json.loads(top_json)
-    return pieces, raw, names[np.searchsorted(np.frombuffer(name_ids, "<i4"), top_ids)].tolist()
+    return named, parts
+
+
+def _name_places(named: np.ndarray, top_ids: np.ndarray) -> np.ndarray:
+    """Where each top-k id is in `named` (the ascending ids that have a name, as `_names_by_id` wrote them):
+    through a table indexed by id where the ids allow one (see TABLE_FROM), else by binary search."""
+    if top_ids.size >= TABLE_FROM and len(named) and 0 <= int(named[0]) and int(named[-1]) < DENSE_IDS:
+        table = np.zeros(int(named[-1]) + 1, np.intp)
+        table[named] = np.arange(len(named))
+        return table[top_ids]
+    return np.searchsorted(named, top_ids)
 
 
 def _raw_back(pieces: list[str], blob: bytes, lens: np.ndarray) -> list[bytes | None]:
     """`_raw_apart` undone: each piece's UTF-8 where marked -2, None where -1, else the next bytes kept."""
     if len(lens) == len(pieces) and (lens == -2).all():
-        return [piece.encode("utf-8") for piece in pieces]
+        return list(map(str.encode, pieces))
     raw: list[bytes | None] = []
     at = 0
     for i, length in enumerate(lens.tolist()):
@@ -266,6 +309,7 @@ class StoredTrace(TokenTrace):
         self._fetch = fetch
         self._top_logprobs: np.ndarray | None = None
         self._detail: tuple[np.ndarray, np.ndarray] | None = None
+        self._pieces: list[str] = []
 
     def _unpacked(self) -> tuple[np.ndarray, np.ndarray]:
         if self._detail is None:
@@ -300,9 +344,16 @@ class StoredTrace(TokenTrace):
     def logprobs(self, value: np.ndarray) -> None:
         self._detail = (self._unpacked()[0], value)
 
+    def with_pieces(self) -> StoredTrace:
+        """This trace with its chosen tokens' strings read too, as `strings="pieces"` reads them; the columns
+        read so far are shared, the others still read when first used."""
+        read = copy.copy(self)
+        read._pieces = loads_strings(_parts(self._fetch("strings"))[1][0])
+        return read
+
     @property
     def pieces(self) -> list[str]:
-        return []  # read without strings: ids suffice (as `strings="none"` reads any store)
+        return self._pieces  # [] unless read `with_pieces`: ids suffice (as `strings="none"` reads any store)
 
     @pieces.setter
     def pieces(self, value: list[str]) -> None:

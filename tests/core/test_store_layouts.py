@@ -161,6 +161,10 @@ def test_a_lean_read_of_layout_2_reads_the_rest_of_a_trace_only_when_used(layout
     assert math.isnan(trace.top_logprobs[4, 0]) and read == ["top_logprobs"]  # the resolution's column alone
     assert trace.top_ids[4, 0] == -1 and trace.logprobs[4] == 0.0 and read == ["top_logprobs", "detail"]
     assert trace.pieces == [] and trace.top_pieces == [] and trace.raw == []
+    spelt = trace.with_pieces()  # a divergence's window: the strings column, nothing read twice
+    assert read == ["top_logprobs", "detail", "strings"] and trace.pieces == []
+    assert spelt.pieces == _results()["long"].completion.tokens.pieces and spelt.top_ids[4, 0] == -1
+    assert spelt.top_pieces == [] and spelt.raw == [] and read == ["top_logprobs", "detail", "strings"]
     no_ids = store.result("no-ids", strings="none")  # without ids the strings are the tokens: read whole
     assert no_ids is not None and no_ids.completion.tokens is not None
     assert not isinstance(no_ids.completion.tokens, StoredTrace) and no_ids.completion.tokens.pieces
@@ -169,6 +173,20 @@ def test_a_lean_read_of_layout_2_reads_the_rest_of_a_trace_only_when_used(layout
     assert late is not None and late.completion.tokens is not None
     with pytest.raises(StoreError, match="read after .* was closed"):
         assert late.completion.tokens.top_logprobs is None
+
+
+def test_one_tokens_alternatives_read_alone_are_those_of_the_whole_read(layouts: dict[int, Path]) -> None:
+    """What a report's viewer reads of a divergence: one token's top-k strings, over either layout and in
+    memory, with and without ids, ragged, named without ids."""
+    manifest = {"fingerprint": "m", "target": "m", "task": "t", "fingerprint_fields": {**FIELDS, "target": "m"}}
+    for reader in (open_run(layouts[1]), open_run(layouts[2]), MemoryRun(manifest, _results())):
+        for sid, written in _results().items():
+            trace, lean = written.completion.tokens, reader.result(sid, strings="pieces")
+            if trace is None:
+                continue
+            assert lean is not None and lean.completion.tokens is not None
+            rows = [reader.top_names(sid, i, lean.completion.tokens.top_ids[i]) for i in range(len(trace))]
+            assert rows == trace.top_pieces, sid
 
 
 def test_comparisons_are_identical_over_either_layout_and_in_memory(tmp_path: Path) -> None:

@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from evalsuite.engines.parse import trace_from_entries
-from evalsuite.records import Completion, SampleResult
+from evalsuite.records import Completion, SampleResult, TokenTrace
 from evalsuite.store import RunStore, open_run, tokens
 from evalsuite.store.codec import _dumps, _dumps_strings
 from evalsuite.store.tokens import (
@@ -29,6 +29,7 @@ from evalsuite.store.tokens import (
     pack_strings,
     unpack_detail,
     unpack_strings,
+    unpack_top_row,
 )
 
 ANY_CHAR = st.characters(codec=None, exclude_categories=())  # lone surrogates and control characters included
@@ -111,7 +112,7 @@ def test_top_strings_are_named_by_id_only_where_their_ids_repeat_enough() -> Non
         assert len(np.unique(trace.top_ids)) == distinct
         blob = pack_strings(trace)
         assert _named(blob) is named == (distinct * NAMED_SHARE <= trace.top_ids.size)
-        assert unpack_strings(blob, trace.top_ids) == (trace.pieces, trace.raw, trace.top_pieces)
+        _reads_back(trace)
 
 
 _names = st.sampled_from(["a", "b", " the", "\ud83d", ""])
@@ -180,9 +181,8 @@ def test_large_ids_are_named_as_small_ones_are() -> None:
     for base, length in ((0, 8), (0, 400), (DENSE_IDS, 400), (2**31 - 64, 8)):
         rows = [[(base + (t + j) % 4, f" w{(t + j) % 4}") for j in range(3)] for t in range(length)]
         trace = trace_from_entries(_repeating(rows))
-        blob = pack_strings(trace)
-        assert _named(blob)
-        assert unpack_strings(blob, trace.top_ids) == (trace.pieces, trace.raw, trace.top_pieces)
+        assert _named(pack_strings(trace))
+        _reads_back(trace)
 
 
 @given(st.data())
@@ -200,8 +200,14 @@ def test_any_trace_reads_back_as_packed(data: st.DataObject) -> None:
         return e
 
     entries = [dict(entry(), top_logprobs=[entry() for _ in range(k)]) for _ in range(n)]
-    trace = trace_from_entries(entries)
-    assert unpack_strings(pack_strings(trace), trace.top_ids) == (trace.pieces, trace.raw, trace.top_pieces)
+    _reads_back(trace_from_entries(entries))
+
+
+def _reads_back(trace: TokenTrace) -> None:
+    """Every string of the trace read back as packed, all at once and one token's alternatives at a time."""
+    blob = pack_strings(trace)
+    assert unpack_strings(blob, trace.top_ids) == (trace.pieces, trace.raw, trace.top_pieces)
+    assert [unpack_top_row(blob, i, trace.top_ids[i]) for i in range(len(trace))] == trace.top_pieces
 
 
 def test_packed_columns_are_zlib_streams_and_stores_zlib_wrote_read_the_same() -> None:

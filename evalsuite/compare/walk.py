@@ -15,12 +15,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
+from evalsuite.collector import collections_paused
 from evalsuite.diff.align import SampleDiff, diff_completions
 from evalsuite.diff.resolution import ResolutionTally
-from evalsuite.records import Grade, SampleResult
+from evalsuite.heap import keep_freed_memory
+from evalsuite.records import Completion, Grade, SampleResult
 from evalsuite.speed import RequestSpeed, request_speed
 from evalsuite.store.codec import Strings
 from evalsuite.store.reader import RunReader
+from evalsuite.store.tokens import StoredTrace
 
 
 @dataclass
@@ -47,29 +50,43 @@ def walk_runs(
     base_grades: Mapping[str, Grade],
 ) -> Walk:
     """Read every sample of `runs` (role -> run; `ids`: role -> its result ids, in its order) once."""
+    keep_freed_memory()  # each sample's arrays reuse the memory the last one freed (heap.py)
     walk = Walk(control_diffs={role: [] for role in runs if role not in ("candidate", "baseline")})
     present = {role: set(role_ids) for role, role_ids in ids.items()}
     for sid in sorted(set().union(*present.values())):
-        loaded = {role: run.result(sid, strings="none") for role, run in runs.items() if sid in present[role]}
-        for role, result in loaded.items():
-            if result is not None:
-                walk.shells.setdefault(role, {})[sid] = shell(result)
-                walk.requests.setdefault(role, {})[sid] = request_speed(sid, result.completion)
-        base = loaded.get("baseline")
-        if base is None:
-            continue
-        walk.resolution.add(base.completion.tokens)
-        for role, diffs in walk.control_diffs.items():
-            other = loaded.get(role)
-            if other is not None:
-                diffs.append(diff_completions(sid, other.completion, base.completion))
-        cand = loaded.get("candidate")
-        if cand is not None:
-            walk.diffs.append(_diff_candidate(sid, runs, cand, base, cand_grades, base_grades))
+        with collections_paused():  # a sample's tokens are read, diffed and dropped: no cycle holds them
+            _walk_sample(walk, sid, runs, present, cand_grades, base_grades)
     for role, role_ids in ids.items():  # each run's own order, as its speed figures were always summed
         walk.shells[role] = {s: walk.shells[role][s] for s in role_ids if s in walk.shells.get(role, {})}
         walk.requests[role] = {s: walk.requests[role][s] for s in role_ids if s in walk.requests.get(role, {})}
     return walk
+
+
+def _walk_sample(
+    walk: Walk,
+    sid: str,
+    runs: Mapping[str, RunReader],
+    present: Mapping[str, set[str]],
+    cand_grades: Mapping[str, Grade],
+    base_grades: Mapping[str, Grade],
+) -> None:
+    """One sample of `walk_runs`: every run's result read, tallied and diffed."""
+    loaded = {role: run.result(sid, strings="none") for role, run in runs.items() if sid in present[role]}
+    for role, result in loaded.items():
+        if result is not None:
+            walk.shells.setdefault(role, {})[sid] = shell(result)
+            walk.requests.setdefault(role, {})[sid] = request_speed(sid, result.completion)
+    base = loaded.get("baseline")
+    if base is None:
+        return
+    walk.resolution.add(base.completion.tokens)
+    for role, diffs in walk.control_diffs.items():
+        other = loaded.get(role)
+        if other is not None:
+            diffs.append(diff_completions(sid, other.completion, base.completion))
+    cand = loaded.get("candidate")
+    if cand is not None:
+        walk.diffs.append(_diff_candidate(sid, runs, cand, base, cand_grades, base_grades))
 
 
 def _diff_candidate(
@@ -85,10 +102,20 @@ def _diff_candidate(
     diff = diff_completions(sid, cand.completion, base.completion, **grades)
     if diff.identical or diff.level != "ids":
         return diff
-    cand_pieces = runs["candidate"].result(sid, strings="pieces")
-    base_pieces = runs["baseline"].result(sid, strings=_baseline_strings(base, diff))
-    assert cand_pieces is not None and base_pieces is not None
-    return diff_completions(sid, cand_pieces.completion, base_pieces.completion, **grades)
+    cand_pieces = _with_strings(runs["candidate"], cand, "pieces")
+    base_pieces = _with_strings(runs["baseline"], base, _baseline_strings(base, diff))
+    return diff_completions(sid, cand_pieces, base_pieces, **grades)
+
+
+def _with_strings(run: RunReader, result: SampleResult, strings: Strings) -> Completion:
+    """A result read with its ids only, with the token strings `strings` asks for: from its lean trace where
+    that can read them (the columns the diff read are not read again), else the result read again."""
+    trace = result.completion.tokens
+    if strings == "pieces" and isinstance(trace, StoredTrace):
+        return replace(result.completion, tokens=trace.with_pieces())
+    again = run.result(result.sample_id, strings=strings)
+    assert again is not None
+    return again.completion
 
 
 def _baseline_strings(base: SampleResult, diff: SampleDiff) -> Strings:

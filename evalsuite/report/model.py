@@ -26,7 +26,6 @@ from evalsuite.report.provenance import provenance, reproduce
 from evalsuite.speed import SpeedSummary
 from evalsuite.speed.measure import TOKENS_PER_S_DEFINITION
 from evalsuite.store import RunManifest, RunReader
-from evalsuite.store.codec import Strings
 
 TTFT_MARK = "¹"
 """Marks a TTFT cell left empty; the note under the speed table says why (`ttft_note`)."""
@@ -37,20 +36,27 @@ _ACC_TONE = {"EQUIVALENT": "good", "DIFFERENT": "bad", "INCONCLUSIVE": "unsure"}
 class DetailResults(Mapping[str, SampleResult]):
     """The results a report shows in detail, read from their run one at a time when asked for, never kept.
 
-    A report reads each divergent sample once (the viewer's entry), so it
-    holds one sample's tokens at a time however long or many the outputs are.
+    A report reads each divergent sample once (the viewer's entry), so it holds one sample's tokens at a
+    time however long or many the outputs are.  Each is read with its chosen tokens' strings, and with
+    its alternatives' strings only at the one token the viewer shows them (`positions`: sample id ->
+    token index): all of them are five strings a token, most of the time a long output's read took.
     """
 
-    def __init__(self, store: RunReader, ids: Iterable[str], strings: Strings):
+    def __init__(self, store: RunReader, ids: Iterable[str], positions: Mapping[str, int]):
         wanted = set(ids)
         self._store = store
         self._ids = sorted(wanted & set(store.result_ids())) if wanted else []
-        self._strings: Strings = strings
+        self._positions = positions
 
     def __getitem__(self, sample_id: str) -> SampleResult:
-        result = self._store.result(sample_id, strings=self._strings) if sample_id in self._ids else None
+        result = self._store.result(sample_id, strings="pieces") if sample_id in self._ids else None
         if result is None:
             raise KeyError(sample_id)
+        trace, at = result.completion.tokens, self._positions.get(sample_id)
+        if trace is not None and not trace.top_pieces and at is not None and at < len(trace):
+            rows: list[list[str]] = [[]] * len(trace)  # one shared empty row: no alternative is named there
+            rows[at] = self._store.top_names(sample_id, at, trace.top_ids[at])
+            trace.top_pieces = rows
         return result
 
     def __iter__(self) -> Iterator[str]:
@@ -73,14 +79,18 @@ class Arm:
 
     @staticmethod
     def load(
-        role: str, store: RunReader, detail: set[str] | frozenset[str] = frozenset(), strings: Strings = "all"
+        role: str,
+        store: RunReader,
+        detail: set[str] | frozenset[str] = frozenset(),
+        positions: Mapping[str, int] | None = None,
     ) -> Arm:
-        """Read a run: results only for the `detail` samples (the viewer's), with token strings (`strings`).
+        """Read a run: results only for the `detail` samples (the viewer's), their alternatives' strings only
+        at `positions` (see `DetailResults`).
 
         Counts over all samples (speed, truncation) come with the comparison,
         so the other results are not read again.
         """
-        results = DetailResults(store, detail, strings)
+        results = DetailResults(store, detail, positions or {})
         folder = str(store.folder) if store.folder is not None else ""
         return Arm(role, store.manifest, folder, results, store.grades(), store.samples())
 
@@ -358,12 +368,10 @@ def rule_rows(arms: Mapping[str, Arm]) -> list[dict[str, Any]]:
 def task_report(c: Comparison, stores: Mapping[str, Any] | None) -> TaskReport:
     """Build the report data for one comparison; `stores` maps roles to run stores (optional)."""
     divergent = frozenset(d.sample_id for d in c.diffs if not d.identical)
-    detail: dict[str, tuple[frozenset[str], Strings]] = {
-        "baseline": (divergent, "all"),
-        "candidate": (divergent, "pieces"),
-    }
+    at = {d.sample_id: d.first_divergence for d in c.diffs if d.first_divergence is not None and d.level != "text"}
+    shown = ("baseline", "candidate")  # the viewer's two arms
     arms = {
-        role: Arm.load(role, store, *detail.get(role, (frozenset(), "none")))
+        role: Arm.load(role, store, divergent, at) if role in shown else Arm.load(role, store)
         for role, store in (stores or {}).items()
         if role in SHOWN_ORDER
     }

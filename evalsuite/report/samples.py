@@ -3,9 +3,10 @@
 For each divergence the viewer shows the shared text before it, a window of
 tokens (with logprobs) where the first differing token is marked, both arms'
 top alternatives at that token, the continuations, the extracted answers and
-the grades.  The candidate is read without its alternatives' strings (the
-slow part of a store), so its alternatives are named from the sample's own
-tokens, where every id maps to one fixed string.  Texts are clipped (`PREFIX_CHARS`, `TAIL_CHARS`) so a report of
+the grades.  Both arms are read with their alternatives' strings at that
+token only (`report.model.DetailResults`); an alternative a run did not name
+is named from the sample's own tokens, where every id maps to one fixed
+string.  Texts are clipped (`PREFIX_CHARS`, `TAIL_CHARS`) so a report of
 thousands of long outputs stays a few megabytes; the run store keeps it all.
 """
 
@@ -18,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from evalsuite.diff.align import SampleDiff
+from evalsuite.heap import keep_freed_memory
 from evalsuite.records import Completion, Grade, Sample, TokenTrace
 from evalsuite.serialize import finite
 
@@ -154,6 +156,7 @@ def sample_view(
 
 def viewer_samples(task: str, diffs: list[SampleDiff], arms: Mapping[str, Any]) -> list[dict[str, Any]]:
     """Viewer entries for every divergent sample of one task, in the comparison's order."""
+    keep_freed_memory()  # each sample's arrays reuse the memory the last one freed (heap.py)
     base, cand = arms.get("baseline"), arms.get("candidate")
     out = []
     for d in diffs:

@@ -99,6 +99,27 @@ def test_html_is_self_contained(lossy) -> None:
     )
 
 
+def test_the_viewer_names_each_arms_alternatives_at_the_divergence_as_stored(lossy) -> None:
+    """Only that token's alternatives are read by name (not every token's): the same strings a whole read gives,
+    the candidate's included, where it has alternatives there."""
+    _, runs, paths = lossy
+    html = paths.html.read_text()
+    data = json.loads(re.search(r'<script type="application/json" id="evalsuite-data">(.*?)</script>', html, re.S)[1])
+    named = 0
+    for sample in data["samples"]:
+        for arm in ("baseline", "candidate"):
+            result = runs[arm].result(sample["id"], strings="all")
+            trace, pos = result.completion.tokens, sample["pos"]
+            stored = {
+                name: round(float(lp), 4)
+                for name, lp in zip(trace.top_pieces[pos], trace.top_logprobs[pos])
+                if np.isfinite(lp)
+            }
+            assert dict(map(tuple, sample[arm]["alternatives"])) == stored
+            named += len(stored)
+    assert named > 20
+
+
 def _hostile_runs(root: Path) -> dict:
     """Two one-sample runs whose outputs try to break out of the HTML script element and the Markdown table."""
     evil = "</script><script>alert(1)</script> | <b>x</b>"

@@ -1,9 +1,12 @@
 """Benchmark: store size per token, and compare + report of four long-output arms from run stores on disk.
 
-Builds a baseline, its repeat, a control and a candidate (top-5 logprobs,
-Zipf-distributed token ids, mostly identical arms: a few samples diverge in
-the candidate and the control) by writing generated arrays through the run
-store's writer, then measures, each in a fresh child process:
+Builds a baseline, its repeat, a control and a candidate (top-5 logprobs on
+bf16's grid, as vLLM and SGLang return them on GPUs: the costlier case for the
+baseline's resolution tally; Zipf-distributed token ids; mostly identical
+arms: one sample in 25 diverges in the candidate, one in 50 in the control, or
+one in SCALE_STORE_DIVERGE, 1 for an engine that diverges everywhere) by
+writing generated arrays through the run store's writer, then measures, each
+in a fresh child process:
 
 - store bytes per token, next to the raw arrays a token carries (ids,
   logprob, top-k ids and logprobs at 4 bytes each);
@@ -20,6 +23,7 @@ RSS under 1 GiB.
     .venv/bin/python bench/scale_store.py                   # 40 samples x 2,000 tokens x 4 arms
     SCALE_STORE=full .venv/bin/python bench/scale_store.py  # 500 samples x 16,000 tokens x 4 arms
     SCALE_STORE=SAMPLESxTOKENS ...                         # any size, e.g. 200x8000
+    SCALE_STORE_DIVERGE=1 ...                              # every candidate output diverges (control: 1 in 2)
 
 SCALE_STORE_DIR keeps the runs in that folder (built once, reused) instead of a temporary folder.
 """
@@ -38,7 +42,7 @@ from pathlib import Path
 ROLES = {"baseline": "base", "repeat": "base-again", "control": "self", "candidate": "dflash"}
 TOP_K = 5
 VOCAB_SIZE = 32_000
-DIVERGE_EVERY = 25  # one sample in 25 diverges in the candidate, one in 50 in the control
+GRID = 0.125  # bf16's spacing for logits between 16 and 32: every top-k gap a multiple of it
 
 
 def _size() -> tuple[int, int]:
@@ -51,7 +55,16 @@ def _size() -> tuple[int, int]:
     return 40, 2_000
 
 
-def build(root: Path, samples: int, tokens: int, seed: int = 0) -> None:
+def _diverge_every() -> int:
+    """One candidate output in this many diverges (SCALE_STORE_DIVERGE, default 25); one control output in twice
+    as many."""
+    spec = os.environ.get("SCALE_STORE_DIVERGE", "25")
+    if not spec.isdigit() or int(spec) < 1:
+        raise SystemExit(f"SCALE_STORE_DIVERGE must be a whole number of samples, 1 or more, not {spec!r}.")
+    return int(spec)
+
+
+def build(root: Path, samples: int, tokens: int, seed: int = 0, every: int = 25) -> None:
     """Write the four arms' run folders under `root` through the store's writer."""
     import numpy as np
 
@@ -87,10 +100,11 @@ def build(root: Path, samples: int, tokens: int, seed: int = 0) -> None:
         items.append(Sample(sid, "math500", ({"role": "user", "content": f"Problem {i}"},), str(i), {"level": "1"}))
         ids = rng.choice(VOCAB_SIZE, size=tokens, p=zipf)
         top_ids = np.concatenate([ids[:, None], rng.choice(VOCAB_SIZE, size=(tokens, TOP_K - 1), p=zipf)], axis=1)
-        top_lp = np.sort(-rng.exponential(2.0, (tokens, TOP_K)).astype(np.float32), axis=1)[:, ::-1].copy()
+        top_lp = np.sort(-np.round(rng.exponential(2.0, (tokens, TOP_K)) / GRID) * GRID, axis=1)[:, ::-1]
+        top_lp = (top_lp - rng.uniform(0.01, 0.2, (tokens, 1))).astype(np.float32)  # a position's log-sum-exp
         for role in ROLES:
             arm_ids = ids
-            if (role == "candidate" and i % DIVERGE_EVERY == 1) or (role == "control" and i % (2 * DIVERGE_EVERY) == 1):
+            if (role == "candidate" and i % every == 1 % every) or (role == "control" and i % (2 * every) == 1):
                 arm_ids = ids.copy()
                 arm_ids[int(rng.integers(0, tokens)) :] = top_ids[0, 1]
             pieces = [vocab[t] for t in arm_ids.tolist()]
@@ -177,23 +191,26 @@ def main() -> None:
     if len(sys.argv) == 4 and sys.argv[1] == "--measure":
         measure(sys.argv[2], Path(sys.argv[3]))
         return
-    if len(sys.argv) == 5 and sys.argv[1] == "--build":
-        build(Path(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]))
+    if len(sys.argv) == 6 and sys.argv[1] == "--build":
+        build(Path(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), every=int(sys.argv[5]))
         return
     samples, tokens = _size()
+    every = _diverge_every()
     keep = os.environ.get("SCALE_STORE_DIR")
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(keep) if keep else Path(tmp)
-        built = root / f"{samples}x{tokens}"
+        built = root / f"{samples}x{tokens}-{every}"
         t0 = time.perf_counter()
         if not (built / ROLES["candidate"] / "records.sqlite").exists():
-            subprocess.run([sys.executable, __file__, "--build", str(built), str(samples), str(tokens)], check=True)
+            command = [sys.executable, __file__, "--build", str(built), str(samples), str(tokens), str(every)]
+            subprocess.run(command, check=True)
         build_s = time.perf_counter() - t0
         total = samples * tokens * len(ROLES)
         stored = sum(_store_bytes(built / target) for target in ROLES.values())
         raw = 4 * (2 + 2 * TOP_K)
         print(
-            f"runs: {len(ROLES)} arms x {samples} samples x {tokens:,} tokens, top-{TOP_K} (ready in {build_s:.1f} s)"
+            f"runs: {len(ROLES)} arms x {samples} samples x {tokens:,} tokens, top-{TOP_K}, one candidate output in "
+            f"{every} diverging (ready in {build_s:.1f} s)"
         )
         print(
             f"store: {stored / total:.1f} bytes/token ({stored / 1e6:.0f} MB for {total:,} tokens); reference: the "

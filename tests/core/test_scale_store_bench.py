@@ -6,12 +6,14 @@ import re
 import subprocess
 import sys
 
+import pytest
 from projects import ROOT, checkout_env
 
 
-def test_the_scale_benchmark_measures_store_compare_and_report() -> None:
+@pytest.mark.parametrize("every", ["25", "1"])
+def test_the_scale_benchmark_measures_store_compare_and_report(every: str) -> None:
     env = checkout_env("SCALE_STORE_DIR")
-    env["SCALE_STORE"] = "8x300"
+    env["SCALE_STORE"], env["SCALE_STORE_DIVERGE"] = "8x300", every
     done = subprocess.run(
         [sys.executable, str(ROOT / "bench" / "scale_store.py")], capture_output=True, text=True, timeout=600, env=env
     )
@@ -23,3 +25,4 @@ def test_the_scale_benchmark_measures_store_compare_and_report() -> None:
     assert 4 < per_token < 100, out  # at least the ids' 4 bytes; below the old layout's 106
     rss = [int(m) for m in re.findall(r"peak RSS (?:of compare \+ report )?(\d+) MiB", out)]
     assert len(rss) == 3 and all(50 < r < 1024 for r in rss), out
+    assert ("0/8 token-identical" in out) == (every == "1"), out  # an engine diverging everywhere, read as such

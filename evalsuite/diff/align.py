@@ -84,7 +84,7 @@ def _level(cand: Completion, base: Completion) -> TokenLevel:
 
 
 def _token_keys(trace: TokenTrace) -> list[bytes] | list[str]:
-    if trace.raw and all(r is not None for r in trace.raw):
+    if trace.raw and None not in trace.raw:  # searched in C (bytes never equal None), not a step a token
         return trace.raw  # type: ignore[return-value]
     return trace.pieces
 

@@ -97,11 +97,15 @@ def _diff_candidate(
     cand_grades: Mapping[str, Grade],
     base_grades: Mapping[str, Grade],
 ) -> SampleDiff:
-    """The candidate's diff; at an id-level divergence again with token strings, for its readable window."""
+    """The candidate's diff; at a divergence again with the token strings it reads there: at the id level both
+    outputs' pieces (its readable window), at the level of strings (no ids: the outputs were read with their
+    tokens' strings only) the baseline's alternatives' strings too, which rank the candidate's token by name."""
     grades = {"candidate_grade": cand_grades.get(sid), "baseline_grade": base_grades.get(sid)}
     diff = diff_completions(sid, cand.completion, base.completion, **grades)
-    if diff.identical or diff.level != "ids":
+    if diff.identical or diff.level == "text":
         return diff
+    if diff.level == "strings":
+        return diff_completions(sid, cand.completion, _with_strings(runs["baseline"], base, "all"), **grades)
     cand_pieces = _with_strings(runs["candidate"], cand, "pieces")
     base_pieces = _with_strings(runs["baseline"], base, _baseline_strings(base, diff))
     return diff_completions(sid, cand_pieces, base_pieces, **grades)

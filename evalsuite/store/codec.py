@@ -18,8 +18,9 @@ from evalsuite.records import Completion, Grade, Sample, SampleResult, TokenTrac
 from evalsuite.store.tokens import StoredTrace, pack_detail, pack_strings, unpack_detail, unpack_strings
 from evalsuite.store.tokens import dumps_strings as _dumps_strings
 
-Strings = Literal["all", "pieces", "none"]
-"""How much token text to decode: everything, the chosen pieces only (text windows), or none (ids suffice)."""
+Strings = Literal["all", "tokens", "pieces", "none"]
+"""How much token text to decode: everything, the chosen tokens' strings and exact bytes (what tells tokens
+apart without ids) but not their alternatives', the chosen pieces only (text windows), or none (ids suffice)."""
 
 RESULT_COLUMNS = (
     "sample_id",
@@ -166,6 +167,7 @@ def _trace_from_row(
     pieces = json.loads(row["pieces"])
     if strings == "pieces" and (ids >= 0).all():
         return TokenTrace(ids, pieces, [], logprobs, top_ids, top_lp, [])
+    top_pieces = [] if strings == "tokens" else json.loads(row["top_pieces"])
     lens = np.frombuffer(row["raw_lens"], "<i4")
     blob = row["raw"] or b""
     raw: list[bytes | None] = []
@@ -176,7 +178,7 @@ def _trace_from_row(
         else:
             raw.append(blob[offset : offset + length])
             offset += length
-    return TokenTrace(ids, pieces, raw, logprobs, top_ids, top_lp, json.loads(row["top_pieces"]))
+    return TokenTrace(ids, pieces, raw, logprobs, top_ids, top_lp, top_pieces)
 
 
 def _packed_trace(
@@ -190,7 +192,9 @@ def _packed_trace(
     top_ids, logprobs = unpack_detail(row["detail"], ids, top_lp)
     if strings == "none" and with_ids:
         return TokenTrace(ids, [], [], logprobs, top_ids, top_lp, [])
-    pieces, raw, top_pieces = unpack_strings(row["strings"], top_ids, top=not (strings == "pieces" and with_ids))
+    pieces, raw, top_pieces = unpack_strings(
+        row["strings"], top_ids, raw=not (strings == "pieces" and with_ids), top=strings == "all"
+    )
     return TokenTrace(ids, pieces, raw, logprobs, top_ids, top_lp, top_pieces)
 
 

@@ -160,16 +160,21 @@ class RunStore:
             tokens = "t.ids" if strings == "none" else ", ".join(f"t.{c}" for c in TOKEN_COLUMNS)
             meta = [f"r.{c}" for c in RESULT_COLUMNS if c not in LAYOUT1_TOKEN_COLUMNS]
             return f"SELECT {', '.join(meta)}, {tokens} FROM results r LEFT JOIN tokens t USING (sample_id)"
-        skip = {"none": ("pieces", "top_pieces", "raw", "raw_lens"), "pieces": ("top_pieces", "raw", "raw_lens")}
+        skip = {
+            "none": ("pieces", "top_pieces", "raw", "raw_lens"),
+            "pieces": ("top_pieces", "raw", "raw_lens"),
+            "tokens": ("top_pieces",),
+        }
         columns = [f"NULL AS {c}" if c in skip.get(strings, ()) else c for c in RESULT_COLUMNS]
         return f"SELECT {', '.join(columns)} FROM results r"
 
     def _decode(self, record: dict[str, Any], strings: Strings) -> SampleResult:
-        """A result from its row; a row without ids everywhere is read again whole (its strings are its tokens)."""
+        """A result from its row; a row without ids everywhere is read again with its tokens' strings and exact
+        bytes, which are its tokens (its alternatives' strings only where `strings` asks for them)."""
         sid = record["sample_id"]
-        if strings != "all" and record["ids"] is not None and -1 in np.frombuffer(record["ids"], "<i4"):
-            record = dict(self._conn.execute(self._select("all") + " WHERE r.sample_id = ?", (sid,)).fetchone())
-            return row_to_result(record, strings="all")
+        if strings in ("none", "pieces") and record["ids"] is not None and -1 in np.frombuffer(record["ids"], "<i4"):
+            record = dict(self._conn.execute(self._select("tokens") + " WHERE r.sample_id = ?", (sid,)).fetchone())
+            return row_to_result(record, strings="tokens")
         if self.layout >= 2 and strings == "none" and record["ids"] is not None:
             record["detail"] = None  # a layout-2 row: the trace reads its other columns when first used
             return row_to_result(record, strings="none", fetch=lambda column: self._column(sid, column))

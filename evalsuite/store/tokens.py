@@ -225,9 +225,10 @@ def pack_strings(trace: TokenTrace) -> bytes:
 
 @pausing_collections
 def unpack_strings(
-    blob: bytes, top_ids: np.ndarray, *, top: bool = True
+    blob: bytes, top_ids: np.ndarray, *, raw: bool = True, top: bool = True
 ) -> tuple[list[str], list[bytes | None], list[list[str]]]:
-    """(pieces, raw, top_pieces) from `pack_strings`' bytes; `top=False` skips the top-k strings and raw bytes.
+    """(pieces, raw, top_pieces) from `pack_strings`' bytes; `raw=False` skips the exact bytes, `top=False` the
+    top-k strings ([] for what is skipped).
 
     The lists it makes (one a token for the top-k strings) outlive it, but are built with the collector
     held off: built under it, a trace of 16k tokens set off some twenty collections, and in a process
@@ -235,14 +236,14 @@ def unpack_strings(
     time there)."""
     named, (pieces_json, top_json, name_ids, raw_blob, lens_bytes) = _parts(blob)
     pieces: list[str] = loads_strings(pieces_json)
+    exact = _raw_back(pieces, raw_blob, np.frombuffer(lens_bytes, "<i4")) if raw else []
     if not top:
-        return pieces, [], []
-    raw = _raw_back(pieces, raw_blob, np.frombuffer(lens_bytes, "<i4"))
+        return pieces, exact, []
     if not named:
-        return pieces, raw, loads_strings(top_json)
+        return pieces, exact, loads_strings(top_json)
     names = np.empty(len(name_ids) // 4, dtype=object)
     names[:] = loads_strings(top_json)
-    return pieces, raw, names[_name_places(np.frombuffer(name_ids, "<i4"), top_ids)].tolist()
+    return pieces, exact, names[_name_places(np.frombuffer(name_ids, "<i4"), top_ids)].tolist()
 
 
 def unpack_top_row(blob: bytes, position: int, row_ids: np.ndarray) -> list[str]:

@@ -67,10 +67,11 @@ def _results(shift: int = 0) -> dict[str, SampleResult]:
     ragged = _trace([21, 22, 23, 24, 25], seed=7)  # fewer alternatives than k at one position
     ragged.top_pieces[1] = ragged.top_pieces[1][:2]
     traces |= {"named": named, "ragged": ragged}
-    if shift:  # a candidate diverging in one sample
+    if shift:  # a candidate diverging in two samples: one with ids, one without (to the baseline's runner-up)
         ids = traces["long"].ids.copy()
         ids[30 + shift :] = 7
         traces["long"] = _trace(ids.tolist(), seed=1, draft=True)
+        traces["no-ids"] = _trace([-1, -1, 3, int(traces["no-ids"].top_ids[3, 1]), 5], seed=5)
     out = {
         sid: SampleResult(sid, "t", {"level": "1"}, Completion(f"text of {sid}", "stop", t, {}, {"x": 1.0}, 0.5))
         for sid, t in traces.items()
@@ -129,7 +130,7 @@ def test_each_layout_is_recorded_in_its_manifest_and_its_database(layouts: dict[
     assert "store_layout" not in json.loads((layouts[1] / "manifest.json").read_text())  # never rewritten
 
 
-@pytest.mark.parametrize("strings", ["all", "pieces", "none"])
+@pytest.mark.parametrize("strings", ["all", "tokens", "pieces", "none"])
 def test_layout_2_reads_back_exactly_what_layout_1_does(layouts: dict[int, Path], strings: str) -> None:
     old, new = open_run(layouts[1]), open_run(layouts[2])
     a, b = old.results(strings=strings), new.results(strings=strings)  # type: ignore[arg-type]
@@ -165,9 +166,12 @@ def test_a_lean_read_of_layout_2_reads_the_rest_of_a_trace_only_when_used(layout
     assert read == ["top_logprobs", "detail", "strings"] and trace.pieces == []
     assert spelt.pieces == _results()["long"].completion.tokens.pieces and spelt.top_ids[4, 0] == -1
     assert spelt.top_pieces == [] and spelt.raw == [] and read == ["top_logprobs", "detail", "strings"]
-    no_ids = store.result("no-ids", strings="none")  # without ids the strings are the tokens: read whole
+    no_ids = store.result("no-ids", strings="none")  # without ids the strings are the tokens: those read
     assert no_ids is not None and no_ids.completion.tokens is not None
-    assert not isinstance(no_ids.completion.tokens, StoredTrace) and no_ids.completion.tokens.pieces
+    assert not isinstance(no_ids.completion.tokens, StoredTrace)
+    written = _results()["no-ids"].completion.tokens
+    assert (no_ids.completion.tokens.pieces, no_ids.completion.tokens.raw) == (written.pieces, written.raw)
+    assert no_ids.completion.tokens.top_pieces == []  # the alternatives' strings: only where asked for
     late = store.result("short", strings="none")
     store.close()
     assert late is not None and late.completion.tokens is not None
@@ -209,6 +213,8 @@ def test_comparisons_are_identical_over_either_layout_and_in_memory(tmp_path: Pa
     in_memory = compare_runs(memory["cand"], memory["base"], controls={"control": memory["self"]}, n_resamples=200)
     assert docs[0] == docs[1] == json.loads(in_memory.to_json())
     assert docs[0]["divergences"] and docs[0]["divergences"][0]["window"]  # the window's strings were read
+    by_name = [d for d in docs[0]["divergences"] if d["sample_id"] == "no-ids"]
+    assert [(d["level"], d["first_divergence"], d["candidate_rank"]) for d in by_name] == [("strings", 3, 2)]
 
 
 def test_a_resumed_layout_1_run_appends_in_layout_1(tmp_path: Path) -> None:

@@ -24,6 +24,7 @@ RSS under 1 GiB.
     SCALE_STORE=full .venv/bin/python bench/scale_store.py  # 500 samples x 16,000 tokens x 4 arms
     SCALE_STORE=SAMPLESxTOKENS ...                         # any size, e.g. 200x8000
     SCALE_STORE_DIVERGE=1 ...                              # every candidate output diverges (control: 1 in 2)
+    SCALE_STORE_IDS=0 ...                                  # tokens without ids, named by text (as some APIs do)
 
 SCALE_STORE_DIR keeps the runs in that folder (built once, reused) instead of a temporary folder.
 """
@@ -64,7 +65,7 @@ def _diverge_every() -> int:
     return int(spec)
 
 
-def build(root: Path, samples: int, tokens: int, seed: int = 0, every: int = 25) -> None:
+def build(root: Path, samples: int, tokens: int, seed: int = 0, every: int = 25, with_ids: bool = True) -> None:
     """Write the four arms' run folders under `root` through the store's writer."""
     import numpy as np
 
@@ -109,11 +110,11 @@ def build(root: Path, samples: int, tokens: int, seed: int = 0, every: int = 25)
                 arm_ids[int(rng.integers(0, tokens)) :] = top_ids[0, 1]
             pieces = [vocab[t] for t in arm_ids.tolist()]
             trace = TokenTrace(
-                ids=arm_ids,
+                ids=arm_ids if with_ids else np.full(tokens, -1, np.int64),
                 pieces=pieces,
                 raw=[p.encode() for p in pieces],
                 logprobs=top_lp[:, 0].copy(),
-                top_ids=top_ids,
+                top_ids=top_ids if with_ids else np.full_like(top_ids, -1),
                 top_logprobs=top_lp,
                 top_pieces=[[vocab[t] for t in row] for row in top_ids.tolist()],
             )
@@ -191,18 +192,22 @@ def main() -> None:
     if len(sys.argv) == 4 and sys.argv[1] == "--measure":
         measure(sys.argv[2], Path(sys.argv[3]))
         return
-    if len(sys.argv) == 6 and sys.argv[1] == "--build":
-        build(Path(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), every=int(sys.argv[5]))
+    if len(sys.argv) == 7 and sys.argv[1] == "--build":
+        build(
+            Path(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), every=int(sys.argv[5]), with_ids=sys.argv[6] == "1"
+        )
         return
     samples, tokens = _size()
     every = _diverge_every()
+    with_ids = os.environ.get("SCALE_STORE_IDS", "1") != "0"
     keep = os.environ.get("SCALE_STORE_DIR")
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(keep) if keep else Path(tmp)
-        built = root / f"{samples}x{tokens}-{every}"
+        built = root / f"{samples}x{tokens}-{every}{'' if with_ids else '-no-ids'}"
         t0 = time.perf_counter()
         if not (built / ROLES["candidate"] / "records.sqlite").exists():
             command = [sys.executable, __file__, "--build", str(built), str(samples), str(tokens), str(every)]
+            command.append("1" if with_ids else "0")
             subprocess.run(command, check=True)
         build_s = time.perf_counter() - t0
         total = samples * tokens * len(ROLES)
@@ -210,7 +215,7 @@ def main() -> None:
         raw = 4 * (2 + 2 * TOP_K)
         print(
             f"runs: {len(ROLES)} arms x {samples} samples x {tokens:,} tokens, top-{TOP_K}, one candidate output in "
-            f"{every} diverging (ready in {build_s:.1f} s)"
+            f"{every} diverging{'' if with_ids else ', tokens without ids'} (ready in {build_s:.1f} s)"
         )
         print(
             f"store: {stored / total:.1f} bytes/token ({stored / 1e6:.0f} MB for {total:,} tokens); reference: the "

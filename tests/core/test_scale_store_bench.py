@@ -10,10 +10,10 @@ import pytest
 from projects import ROOT, checkout_env
 
 
-@pytest.mark.parametrize("every", ["25", "1"])
-def test_the_scale_benchmark_measures_store_compare_and_report(every: str) -> None:
+@pytest.mark.parametrize(("every", "ids"), [("25", "1"), ("1", "1"), ("25", "0")])
+def test_the_scale_benchmark_measures_store_compare_and_report(every: str, ids: str) -> None:
     env = checkout_env("SCALE_STORE_DIR")
-    env["SCALE_STORE"], env["SCALE_STORE_DIVERGE"] = "8x300", every
+    env["SCALE_STORE"], env["SCALE_STORE_DIVERGE"], env["SCALE_STORE_IDS"] = "8x300", every, ids
     done = subprocess.run(
         [sys.executable, str(ROOT / "bench" / "scale_store.py")], capture_output=True, text=True, timeout=600, env=env
     )
@@ -26,3 +26,4 @@ def test_the_scale_benchmark_measures_store_compare_and_report(every: str) -> No
     rss = [int(m) for m in re.findall(r"peak RSS (?:of compare \+ report )?(\d+) MiB", out)]
     assert len(rss) == 3 and all(50 < r < 1024 for r in rss), out
     assert ("0/8 token-identical" in out) == (every == "1"), out  # an engine diverging everywhere, read as such
+    assert ("tokens without ids" in out) == (ids == "0"), out

@@ -116,7 +116,7 @@ def _with_strings(run: RunReader, result: SampleResult, strings: Strings) -> Com
     that can read them (the columns the diff read are not read again), else the result read again."""
     trace = result.completion.tokens
     if strings == "pieces" and isinstance(trace, StoredTrace):
-        return replace(result.completion, tokens=trace.with_pieces())
+        return replace(result.completion, tokens=trace.with_strings())
     again = run.result(result.sample_id, strings=strings)
     assert again is not None
     return again.completion

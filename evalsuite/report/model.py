@@ -12,7 +12,7 @@ import math
 import statistics
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +20,7 @@ from evalsuite.compare import Comparison, ComparisonSpeed
 from evalsuite.compare.accuracy import OVERALL
 from evalsuite.compare.roles import SHOWN_ORDER
 from evalsuite.graders.cache import saved_sentence
-from evalsuite.records import Grade, SampleResult
+from evalsuite.records import Grade, SampleResult, TokenTrace
 from evalsuite.report import fmt
 from evalsuite.report.provenance import provenance, reproduce
 from evalsuite.speed import SpeedSummary
@@ -53,11 +53,12 @@ class DetailResults(Mapping[str, SampleResult]):
         if result is None:
             raise KeyError(sample_id)
         trace, at = result.completion.tokens, self._positions.get(sample_id)
-        if trace is not None and not trace.top_pieces and at is not None and at < len(trace):
-            rows: list[list[str]] = [[]] * len(trace)  # one shared empty row: no alternative is named there
-            rows[at] = self._store.top_names(sample_id, at, trace.top_ids[at])
-            trace.top_pieces = rows
-        return result
+        if trace is None or trace.top_pieces or at is None or at >= len(trace):
+            return result
+        rows: list[list[str]] = [[]] * len(trace)  # one shared empty row: no alternative is named there
+        rows[at] = self._store.top_names(sample_id, at, trace.top_ids[at])
+        named = TokenTrace(trace.ids, trace.pieces, trace.raw, trace.logprobs, trace.top_ids, trace.top_logprobs, rows)
+        return replace(result, completion=replace(result.completion, tokens=named))
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._ids)

@@ -148,8 +148,8 @@ def _trace_from_row(
 ) -> TokenTrace | None:
     """A trace from a results row of layout 1, or one joined with its `tokens` row (layout 2: a `detail` key).
 
-    With `fetch` (layout 2, `strings="none"`), only the ids are read: the
-    other columns are fetched when first used (`StoredTrace`).
+    With `fetch` (layout 2, `strings="none"`, or "tokens" for a row without ids), only the ids (and the
+    tokens' strings) are read: the other columns are fetched when first used (`StoredTrace`).
     """
     n = row["n_tokens"]
     if n is None:
@@ -186,8 +186,9 @@ def _packed_trace(
 ) -> TokenTrace:
     """A layout-2 trace (see `store.tokens`), read as far as `strings` asks."""
     with_ids = bool((ids >= 0).all())
-    if strings == "none" and with_ids and fetch is not None:
-        return StoredTrace(ids, k, fetch)
+    if fetch is not None and (strings == "tokens" or (strings == "none" and with_ids)):
+        lean = StoredTrace(ids, k, fetch)
+        return lean.with_strings(raw=True) if strings == "tokens" else lean
     top_lp = np.frombuffer(row["top_logprobs"], "<f4").reshape(len(ids), k).copy()
     top_ids, logprobs = unpack_detail(row["detail"], ids, top_lp)
     if strings == "none" and with_ids:

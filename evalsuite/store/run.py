@@ -172,12 +172,14 @@ class RunStore:
         """A result from its row; a row without ids everywhere is read again with its tokens' strings and exact
         bytes, which are its tokens (its alternatives' strings only where `strings` asks for them)."""
         sid = record["sample_id"]
-        if strings in ("none", "pieces") and record["ids"] is not None and -1 in np.frombuffer(record["ids"], "<i4"):
-            record = dict(self._conn.execute(self._select("tokens") + " WHERE r.sample_id = ?", (sid,)).fetchone())
-            return row_to_result(record, strings="tokens")
-        if self.layout >= 2 and strings == "none" and record["ids"] is not None:
+        no_ids = record["ids"] is not None and -1 in np.frombuffer(record["ids"], "<i4")
+        if no_ids and strings in ("none", "pieces"):
+            strings = "tokens"
+            if self.layout < 2:
+                record = dict(self._conn.execute(self._select("tokens") + " WHERE r.sample_id = ?", (sid,)).fetchone())
+        if self.layout >= 2 and strings in ("none", "tokens") and record["ids"] is not None:
             record["detail"] = None  # a layout-2 row: the trace reads its other columns when first used
-            return row_to_result(record, strings="none", fetch=lambda column: self._column(sid, column))
+            return row_to_result(record, strings=strings, fetch=lambda column: self._column(sid, column))
         return row_to_result(record, strings=strings)
 
     def _column(self, sample_id: str, column: str) -> bytes:

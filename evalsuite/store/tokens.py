@@ -311,6 +311,7 @@ class StoredTrace(TokenTrace):
         self._top_logprobs: np.ndarray | None = None
         self._detail: tuple[np.ndarray, np.ndarray] | None = None
         self._pieces: list[str] = []
+        self._raw: list[bytes | None] = []
 
     def _unpacked(self) -> tuple[np.ndarray, np.ndarray]:
         if self._detail is None:
@@ -345,16 +346,20 @@ class StoredTrace(TokenTrace):
     def logprobs(self, value: np.ndarray) -> None:
         self._detail = (self._unpacked()[0], value)
 
-    def with_pieces(self) -> StoredTrace:
-        """This trace with its chosen tokens' strings read too, as `strings="pieces"` reads them; the columns
-        read so far are shared, the others still read when first used."""
+    def with_strings(self, *, raw: bool = False) -> StoredTrace:
+        """This trace with its chosen tokens' strings read too, and with `raw` their exact bytes (as `strings=
+        "pieces"` and "tokens" read them); the columns read so far are shared, the others still read when first
+        used."""
         read = copy.copy(self)
-        read._pieces = loads_strings(_parts(self._fetch("strings"))[1][0])
+        _, (pieces_json, _, _, raw_blob, lens) = _parts(self._fetch("strings"))
+        read._pieces = loads_strings(pieces_json)
+        if raw:
+            read._raw = _raw_back(read._pieces, raw_blob, np.frombuffer(lens, "<i4"))
         return read
 
     @property
     def pieces(self) -> list[str]:
-        return self._pieces  # [] unless read `with_pieces`: ids suffice (as `strings="none"` reads any store)
+        return self._pieces  # [] unless read `with_strings`: ids suffice (as `strings="none"` reads any store)
 
     @pieces.setter
     def pieces(self, value: list[str]) -> None:
@@ -362,7 +367,7 @@ class StoredTrace(TokenTrace):
 
     @property
     def raw(self) -> list[bytes | None]:
-        return []
+        return self._raw
 
     @raw.setter
     def raw(self, value: list[bytes | None]) -> None:

@@ -162,16 +162,21 @@ def test_a_lean_read_of_layout_2_reads_the_rest_of_a_trace_only_when_used(layout
     assert math.isnan(trace.top_logprobs[4, 0]) and read == ["top_logprobs"]  # the resolution's column alone
     assert trace.top_ids[4, 0] == -1 and trace.logprobs[4] == 0.0 and read == ["top_logprobs", "detail"]
     assert trace.pieces == [] and trace.top_pieces == [] and trace.raw == []
-    spelt = trace.with_pieces()  # a divergence's window: the strings column, nothing read twice
+    spelt = trace.with_strings()  # a divergence's window: the strings column, nothing read twice
     assert read == ["top_logprobs", "detail", "strings"] and trace.pieces == []
     assert spelt.pieces == _results()["long"].completion.tokens.pieces and spelt.top_ids[4, 0] == -1
     assert spelt.top_pieces == [] and spelt.raw == [] and read == ["top_logprobs", "detail", "strings"]
+    read.clear()
     no_ids = store.result("no-ids", strings="none")  # without ids the strings are the tokens: those read
-    assert no_ids is not None and no_ids.completion.tokens is not None
-    assert not isinstance(no_ids.completion.tokens, StoredTrace)
-    written = _results()["no-ids"].completion.tokens
-    assert (no_ids.completion.tokens.pieces, no_ids.completion.tokens.raw) == (written.pieces, written.raw)
-    assert no_ids.completion.tokens.top_pieces == []  # the alternatives' strings: only where asked for
+    assert no_ids is not None and isinstance(no_ids.completion.tokens, StoredTrace) and read == ["strings"]
+    written, lean_no_ids = _results()["no-ids"].completion.tokens, no_ids.completion.tokens
+    assert (lean_no_ids.pieces, lean_no_ids.raw) == (written.pieces, written.raw)
+    assert lean_no_ids.top_pieces == [] and read == ["strings"]  # the alternatives' strings: only where asked for
+    assert np.array_equal(lean_no_ids.top_ids, written.top_ids) and sorted(read) == [
+        "detail",
+        "strings",
+        "top_logprobs",
+    ]
     late = store.result("short", strings="none")
     store.close()
     assert late is not None and late.completion.tokens is not None

@@ -296,12 +296,14 @@ def _raw_back(pieces: list[str], blob: bytes, lens: np.ndarray) -> list[bytes | 
 
 
 class StoredTrace(TokenTrace):
-    """A token trace read with its ids only; its other columns are read from the store when first used.
+    """A token trace read with its ids only (or with its tokens' strings too, `with_strings`); its other
+    columns are read from the store when first used.
 
-    What a comparison reads of most samples is their ids; a sample's top-k
-    logprobs are read for the baseline's resolution, and its packed detail
-    (top-k ids, chosen logprobs) only where it diverges.  `fetch(column)`
-    reads one `tokens` column of this sample.
+    What a comparison reads of most samples is their ids (without ids, their
+    tokens' strings and exact bytes); a sample's top-k logprobs are read for
+    the baseline's resolution, and its packed detail (top-k ids, chosen
+    logprobs) only where it diverges.  `fetch(column)` reads one `tokens`
+    column of this sample.
     """
 
     def __init__(self, ids: np.ndarray, k: int, fetch: Callable[[str], bytes]):

@@ -19,6 +19,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats as sps
 
+from evalsuite.stats.intervals import resample_batch
+
 MAD_THRESHOLD = 3.5
 """Modified z-score above which a point is an outlier (Iglewicz and Hoaglin's recommendation)."""
 MAD_SCALE = 0.6745
@@ -112,6 +114,7 @@ def ratio_estimate(ratios: Sequence[float], *, seed: int = 0) -> RatioEstimate:
                 (logs,),
                 np.mean,
                 n_resamples=N_RESAMPLES,
+                batch=resample_batch(n),
                 method=method,
                 confidence_level=0.95,
                 random_state=np.random.default_rng(seed),

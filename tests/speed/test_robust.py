@@ -182,3 +182,33 @@ def test_the_written_report_carries_the_warnings(tmp_path) -> None:  # type: ign
         assert "math500-0003" in text and "too spread to trust an aggregate" in text
         assert "not a speedup to trust" in text
     assert md.count("> **Warning:**") == 5 and html.count('class="warn speed-warning"') == 5
+
+
+def test_the_speedup_interval_is_resampled_in_bounded_batches_and_is_the_unbatched_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A long run's paired ratios: resamples and BCa's jackknife made a batch at a time (unbatched, 20,000 ratios
+    held 3 GB at once), with the interval scipy gives from one whole batch."""
+    import scipy.stats
+
+    from evalsuite.speed import robust
+    from evalsuite.stats.intervals import RESAMPLED_VALUES
+
+    ratios = list(np.random.default_rng(3).lognormal(0.7, 0.3, 3000))
+    whole = scipy.stats.bootstrap(
+        (np.log(ratios),), np.mean, n_resamples=robust.N_RESAMPLES, method="BCa", random_state=np.random.default_rng(5)
+    )
+    batches: list[int | None] = []
+    real = scipy.stats.bootstrap
+
+    def counted(*args: object, **kwargs: object) -> object:
+        batches.append(kwargs.get("batch"))  # type: ignore[arg-type]
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(robust.sps, "bootstrap", counted)
+    got = ratio_estimate(ratios, seed=5)
+    assert (got.low95, got.high95) == (
+        math.exp(whole.confidence_interval.low),
+        math.exp(whole.confidence_interval.high),
+    )
+    assert batches and all(b is not None and b * len(ratios) <= RESAMPLED_VALUES for b in batches)

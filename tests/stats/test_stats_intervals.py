@@ -111,3 +111,25 @@ def test_k_samples_are_averaged_per_item() -> None:
     np.testing.assert_allclose(item_means(scores), [0.75, 0.0, 1.0])
     with pytest.raises(ValueError, match="item 0 has no graded sample"):
         item_means(np.array([[np.nan, np.nan]]))
+
+
+def test_bootstrap_resamples_many_items_in_bounded_batches_with_the_unbatched_interval(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from evalsuite.stats import intervals
+
+    x = np.random.default_rng(4).integers(0, 2, 5000).astype(float)
+    whole = stats.bootstrap(
+        (x,), np.mean, n_resamples=2000, method="BCa", **{intervals._RNG_KEYWORD: np.random.default_rng(7)}
+    )
+    batches = []
+    real = stats.bootstrap
+
+    def counted(*args, **kwargs):
+        batches.append(kwargs["batch"])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(intervals.stats, "bootstrap", counted)
+    got = bootstrap_mean_interval(x, n_resamples=2000, seed=7)
+    assert (got.low, got.high) == (whole.confidence_interval.low, whole.confidence_interval.high)
+    assert batches and all(b * len(x) <= intervals.RESAMPLED_VALUES for b in batches)

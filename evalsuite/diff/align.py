@@ -89,13 +89,21 @@ def _token_keys(trace: TokenTrace) -> list[bytes] | list[str]:
     return trace.pieces
 
 
+_RUN = 256
+"""Tokens compared a slice at a time (in C) before the one slice that differs is walked token by token."""
+
+
 def _first_mismatch_seq(a: list, b: list) -> int | None:
     if a == b:
         return None
-    for i, (x, y) in enumerate(zip(a, b)):
-        if x != y:
+    n = min(len(a), len(b))
+    start = 0
+    while start < n and a[start : start + _RUN] == b[start : start + _RUN]:
+        start += _RUN
+    for i in range(start, min(start + _RUN, n)):
+        if a[i] != b[i]:
             return i
-    return min(len(a), len(b))
+    return n
 
 
 def _first_mismatch_ids(a: np.ndarray, b: np.ndarray) -> int | None:

@@ -13,6 +13,8 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from evalsuite.diff import (
     ControlProfile,
@@ -24,6 +26,7 @@ from evalsuite.diff import (
     diff_runs,
     logit_resolution,
 )
+from evalsuite.diff.align import _first_mismatch_seq
 from evalsuite.diff.resolution import GAP_TOLERANCE, step_at
 from evalsuite.engines.parse import trace_from_entries
 from evalsuite.records import Completion, Grade, TokenTrace
@@ -351,3 +354,23 @@ def test_the_step_cap_is_an_observed_step_not_an_interpolation() -> None:
     res = logit_resolution([trace], steps=2.0)
     assert res.cap == 0.125 and res.high == 0.125 and res.steps == 2.0
     assert logit_resolution([], steps=2.0).steps == 2.0
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.sampled_from([b"a", b"b", b"\xf0\x9f"]), max_size=700),
+    st.integers(0, 700),
+    st.sampled_from([b"a", b"b", b"c"]),
+    st.integers(-3, 3),
+)
+def test_the_first_differing_token_is_found_however_far_in(keys: list, at: int, other: bytes, tail: int) -> None:
+    """Token keys compared a slice at a time: the first position where they differ (or where the shorter ends),
+    wherever it falls among the slices."""
+    changed = list(keys)
+    if at < len(changed):
+        changed[at] = other
+    changed = changed[: max(0, len(changed) + tail)] if tail < 0 else changed + [b"a"] * tail
+    expected = next((i for i, (x, y) in enumerate(zip(keys, changed)) if x != y), None)
+    if expected is None and len(keys) != len(changed):
+        expected = min(len(keys), len(changed))
+    assert _first_mismatch_seq(keys, changed) == expected

@@ -93,6 +93,13 @@ class TokenTrace:
             return None
         return list(chain.from_iterable(rows))
 
+    def named_at(self, position: int, names: list[str]) -> TokenTrace:
+        """This trace with the alternatives' strings of one token only (`names`), every other row left empty:
+        what is read of a long output where a diff or a report looks at one token's alternatives."""
+        rows: list[list[str]] = [[]] * len(self)  # one shared empty row: no alternative is named there
+        rows[position] = names
+        return TokenTrace(self.ids, self.pieces, self.raw, self.logprobs, self.top_ids, self.top_logprobs, rows)
+
 
 @dataclass
 class Completion:

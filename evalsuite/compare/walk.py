@@ -105,7 +105,7 @@ def _diff_candidate(
     if diff.identical or diff.level == "text":
         return diff
     if diff.level == "strings":
-        return diff_completions(sid, cand.completion, _with_strings(runs["baseline"], base, "all"), **grades)
+        return diff_completions(sid, cand.completion, _named_at(runs["baseline"], base, diff), **grades)
     cand_pieces = _with_strings(runs["candidate"], cand, "pieces")
     base_pieces = _with_strings(runs["baseline"], base, _baseline_strings(base, diff))
     return diff_completions(sid, cand_pieces, base_pieces, **grades)
@@ -120,6 +120,15 @@ def _with_strings(run: RunReader, result: SampleResult, strings: Strings) -> Com
     again = run.result(result.sample_id, strings=strings)
     assert again is not None
     return again.completion
+
+
+def _named_at(run: RunReader, result: SampleResult, diff: SampleDiff) -> Completion:
+    """The result with its alternatives' strings at the divergence, read alone where it was read without them."""
+    trace, i = result.completion.tokens, diff.first_divergence
+    if trace is None or trace.top_pieces or i is None or i >= len(trace):
+        return result.completion
+    named = trace.named_at(i, run.top_names(result.sample_id, i, trace.top_ids[i]))
+    return replace(result.completion, tokens=named)
 
 
 def _baseline_strings(base: SampleResult, diff: SampleDiff) -> Strings:

@@ -20,7 +20,7 @@ from evalsuite.compare import Comparison, ComparisonSpeed
 from evalsuite.compare.accuracy import OVERALL
 from evalsuite.compare.roles import SHOWN_ORDER
 from evalsuite.graders.cache import saved_sentence
-from evalsuite.records import Grade, SampleResult, TokenTrace
+from evalsuite.records import Grade, SampleResult
 from evalsuite.report import fmt
 from evalsuite.report.provenance import provenance, reproduce
 from evalsuite.speed import SpeedSummary
@@ -55,9 +55,7 @@ class DetailResults(Mapping[str, SampleResult]):
         trace, at = result.completion.tokens, self._positions.get(sample_id)
         if trace is None or trace.top_pieces or at is None or at >= len(trace):
             return result
-        rows: list[list[str]] = [[]] * len(trace)  # one shared empty row: no alternative is named there
-        rows[at] = self._store.top_names(sample_id, at, trace.top_ids[at])
-        named = TokenTrace(trace.ids, trace.pieces, trace.raw, trace.logprobs, trace.top_ids, trace.top_logprobs, rows)
+        named = trace.named_at(at, self._store.top_names(sample_id, at, trace.top_ids[at]))
         return replace(result, completion=replace(result.completion, tokens=named))
 
     def __iter__(self) -> Iterator[str]:

@@ -127,7 +127,7 @@ def _named_at(run: RunReader, result: SampleResult, diff: SampleDiff) -> Complet
     trace, i = result.completion.tokens, diff.first_divergence
     if trace is None or trace.top_pieces or i is None or i >= len(trace):
         return result.completion
-    named = trace.named_at(i, run.top_names(result.sample_id, i, trace.top_ids[i]))
+    named = trace.named_at(i, run.top_names(result.sample_id, i, trace.top_ids))
     return replace(result.completion, tokens=named)
 
 

@@ -55,7 +55,7 @@ class DetailResults(Mapping[str, SampleResult]):
         trace, at = result.completion.tokens, self._positions.get(sample_id)
         if trace is None or trace.top_pieces or at is None or at >= len(trace):
             return result
-        named = trace.named_at(at, self._store.top_names(sample_id, at, trace.top_ids[at]))
+        named = trace.named_at(at, self._store.top_names(sample_id, at, trace.top_ids))
         return replace(result, completion=replace(result.completion, tokens=named))
 
     def __iter__(self) -> Iterator[str]:

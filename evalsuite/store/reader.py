@@ -45,7 +45,7 @@ class RunReader(Protocol):
 
     def top_names(self, sample_id: str, position: int, top_ids: np.ndarray) -> list[str]:
         """One token's top-k strings, as `result(sample_id).completion.tokens.top_pieces[position]`, without
-        reading the other tokens' (`top_ids`: that token's top-k ids, as a result read without them has)."""
+        reading the other tokens' (`top_ids`: the sample's top-k ids, as a result read without strings has)."""
         ...
 
     def grades(self) -> dict[str, Grade]: ...

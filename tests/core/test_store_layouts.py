@@ -194,7 +194,7 @@ def test_one_tokens_alternatives_read_alone_are_those_of_the_whole_read(layouts:
             if trace is None:
                 continue
             assert lean is not None and lean.completion.tokens is not None
-            rows = [reader.top_names(sid, i, lean.completion.tokens.top_ids[i]) for i in range(len(trace))]
+            rows = [reader.top_names(sid, i, lean.completion.tokens.top_ids) for i in range(len(trace))]
             assert rows == trace.top_pieces, sid
 
 

@@ -21,7 +21,6 @@ from evalsuite.diff.resolution import ResolutionTally
 from evalsuite.heap import keep_freed_memory
 from evalsuite.records import Completion, Grade, SampleResult
 from evalsuite.speed import RequestSpeed, request_speed
-from evalsuite.store.codec import Strings
 from evalsuite.store.reader import RunReader
 from evalsuite.store.tokens import StoredTrace
 
@@ -98,43 +97,42 @@ def _diff_candidate(
     base_grades: Mapping[str, Grade],
 ) -> SampleDiff:
     """The candidate's diff; at a divergence again with the token strings it reads there: at the id level both
-    outputs' pieces (its readable window), at the level of strings (no ids: the outputs were read with their
-    tokens' strings only) the baseline's alternatives' strings too, which rank the candidate's token by name."""
+    outputs' pieces (its readable window), and wherever the baseline's alternatives there have no ids (no ids
+    at all, or ids for the chosen tokens alone) their strings, which rank the candidate's token by name."""
     grades = {"candidate_grade": cand_grades.get(sid), "baseline_grade": base_grades.get(sid)}
     diff = diff_completions(sid, cand.completion, base.completion, **grades)
     if diff.identical or diff.level == "text":
         return diff
     if diff.level == "strings":
-        return diff_completions(sid, cand.completion, _named_at(runs["baseline"], base, diff), **grades)
-    cand_pieces = _with_strings(runs["candidate"], cand, "pieces")
-    base_pieces = _with_strings(runs["baseline"], base, _baseline_strings(base, diff))
+        return diff_completions(sid, cand.completion, _named_at(runs["baseline"], sid, base.completion, diff), **grades)
+    cand_pieces = _with_pieces(runs["candidate"], cand)
+    base_pieces = _with_pieces(runs["baseline"], base)
+    if _ranked_by_name(base_pieces, diff):
+        base_pieces = _named_at(runs["baseline"], sid, base_pieces, diff)
     return diff_completions(sid, cand_pieces, base_pieces, **grades)
 
 
-def _with_strings(run: RunReader, result: SampleResult, strings: Strings) -> Completion:
-    """A result read with its ids only, with the token strings `strings` asks for: from its lean trace where
-    that can read them (the columns the diff read are not read again), else the result read again."""
+def _with_pieces(run: RunReader, result: SampleResult) -> Completion:
+    """A result read with its ids only, with its tokens' strings: from its lean trace where that can read them
+    (the columns the diff read are not read again), else the result read again."""
     trace = result.completion.tokens
-    if strings == "pieces" and isinstance(trace, StoredTrace):
+    if isinstance(trace, StoredTrace):
         return replace(result.completion, tokens=trace.with_strings())
-    again = run.result(result.sample_id, strings=strings)
+    again = run.result(result.sample_id, strings="pieces")
     assert again is not None
     return again.completion
 
 
-def _named_at(run: RunReader, result: SampleResult, diff: SampleDiff) -> Completion:
-    """The result with its alternatives' strings at the divergence, read alone where it was read without them."""
-    trace, i = result.completion.tokens, diff.first_divergence
+def _named_at(run: RunReader, sid: str, completion: Completion, diff: SampleDiff) -> Completion:
+    """The completion with its alternatives' strings at the divergence, read alone where it was read without
+    them."""
+    trace, i = completion.tokens, diff.first_divergence
     if trace is None or trace.top_pieces or i is None or i >= len(trace):
-        return result.completion
-    named = trace.named_at(i, run.top_names(result.sample_id, i, trace.top_ids))
-    return replace(result.completion, tokens=named)
+        return completion
+    return replace(completion, tokens=trace.named_at(i, run.top_names(sid, i, trace.top_ids)))
 
 
-def _baseline_strings(base: SampleResult, diff: SampleDiff) -> Strings:
-    """What the baseline's window needs: its pieces, and its alternatives by name only where they have no ids
-    (some engines give ids for the chosen tokens alone), the one case the diff ranks by name."""
-    trace, i = base.completion.tokens, diff.first_divergence
-    if trace is None or i is None or i >= len(trace) or not trace.has_top[i] or (trace.top_ids[i] >= 0).any():
-        return "pieces"
-    return "all"
+def _ranked_by_name(completion: Completion, diff: SampleDiff) -> bool:
+    """Whether the diff ranks the candidate's token among these alternatives by name: they have no ids there."""
+    trace, i = completion.tokens, diff.first_divergence
+    return not (trace is None or i is None or i >= len(trace) or not trace.has_top[i] or (trace.top_ids[i] >= 0).any())

@@ -21,7 +21,7 @@ from evalsuite.diff.resolution import ResolutionTally
 from evalsuite.heap import keep_freed_memory
 from evalsuite.records import Completion, Grade, SampleResult
 from evalsuite.speed import RequestSpeed, request_speed
-from evalsuite.store.reader import RunReader
+from evalsuite.store.reader import RunReader, named_at
 from evalsuite.store.tokens import StoredTrace
 
 
@@ -104,11 +104,12 @@ def _diff_candidate(
     if diff.identical or diff.level == "text":
         return diff
     if diff.level == "strings":
-        return diff_completions(sid, cand.completion, _named_at(runs["baseline"], sid, base.completion, diff), **grades)
+        named = named_at(runs["baseline"], sid, base.completion, diff.first_divergence)
+        return diff_completions(sid, cand.completion, named, **grades)
     cand_pieces = _with_pieces(runs["candidate"], cand)
     base_pieces = _with_pieces(runs["baseline"], base)
     if _ranked_by_name(base_pieces, diff):
-        base_pieces = _named_at(runs["baseline"], sid, base_pieces, diff)
+        base_pieces = named_at(runs["baseline"], sid, base_pieces, diff.first_divergence)
     return diff_completions(sid, cand_pieces, base_pieces, **grades)
 
 
@@ -123,16 +124,9 @@ def _with_pieces(run: RunReader, result: SampleResult) -> Completion:
     return again.completion
 
 
-def _named_at(run: RunReader, sid: str, completion: Completion, diff: SampleDiff) -> Completion:
-    """The completion with its alternatives' strings at the divergence, read alone where it was read without
-    them."""
-    trace, i = completion.tokens, diff.first_divergence
-    if trace is None or trace.top_pieces or i is None or i >= len(trace):
-        return completion
-    return replace(completion, tokens=trace.named_at(i, run.top_names(sid, i, trace.top_ids)))
-
-
 def _ranked_by_name(completion: Completion, diff: SampleDiff) -> bool:
     """Whether the diff ranks the candidate's token among these alternatives by name: they have no ids there."""
     trace, i = completion.tokens, diff.first_divergence
-    return not (trace is None or i is None or i >= len(trace) or not trace.has_top[i] or (trace.top_ids[i] >= 0).any())
+    if trace is None or i is None or i >= len(trace) or not trace.has_top[i]:
+        return False
+    return not (trace.top_ids[i] >= 0).any()

@@ -87,28 +87,31 @@ class Columns:
         k = max(self.counts, default=0)
         arrays = self.arrays or Numbers(None, None, None, None)
         full = self.counts.count(k) == n
+        counts = None if full else np.array(self.counts)
         top_ids = arrays.top_ids if arrays.top_ids is not None else id_array(self.top_ids, self.top_tokens)
         top_lp = arrays.top_logprobs if arrays.top_logprobs is not None else _float64(self.top_logprobs)
-        if not full:  # ragged (a speculative server's accepted drafts have no alternatives): rows padded to k
-            present = np.arange(k) < np.array(self.counts)[:, None]
+        if counts is not None:  # ragged (a speculative server's accepted drafts have no alternatives): padded to k
+            present = np.arange(k) < counts[:, None]
             top_ids, top_lp = _spread(present, top_ids, -1), _spread(present, top_lp, np.nan)
         return ColumnTrace(
             ids=arrays.ids if arrays.ids is not None else id_array(self.ids, self.tokens),
             pieces=list(self.tokens) if self.spelt is not None else _strings(self.tokens),
             raw=self.raw,
-            logprobs=_float32(self._chosen_logprobs(arrays.logprobs)),
+            logprobs=_float32(self._chosen_logprobs(arrays.logprobs, counts)),
             top_ids=top_ids.reshape(n, k),
             top_logprobs=_float32(top_lp).reshape(n, k),
             names=list(self.top_tokens) if self.top_spelt else _strings(self.top_tokens),
             counts=None if full else self.counts,
         )
 
-    def _chosen_logprobs(self, checked: np.ndarray | None) -> np.ndarray:
+    def _chosen_logprobs(self, checked: np.ndarray | None, counts: np.ndarray | None) -> np.ndarray:
         """The chosen tokens' logprobs, NaN where absent: also where an accepted draft token without
-        alternatives says 0.0, which means "not reported"."""
+        alternatives says 0.0, which means "not reported" (`counts`: each row's alternatives; None where every
+        row has k, so that a row without any means k is 0 and every row has none)."""
         values = checked if checked is not None else _float64(self.logprobs)
         if 0 in self.counts:
-            values = np.where((np.array(self.counts) == 0) & (values == 0.0), np.nan, values)
+            unreported = values == 0.0 if counts is None else (counts == 0) & (values == 0.0)
+            values = np.where(unreported, np.nan, values)
         return values
 
 

@@ -26,6 +26,7 @@ from evalsuite.report.provenance import provenance, reproduce
 from evalsuite.speed import SpeedSummary
 from evalsuite.speed.measure import TOKENS_PER_S_DEFINITION
 from evalsuite.store import RunManifest, RunReader
+from evalsuite.store.reader import named_at
 
 TTFT_MARK = "¹"
 """Marks a TTFT cell left empty; the note under the speed table says why (`ttft_note`)."""
@@ -52,11 +53,8 @@ class DetailResults(Mapping[str, SampleResult]):
         result = self._store.result(sample_id, strings="pieces") if sample_id in self._ids else None
         if result is None:
             raise KeyError(sample_id)
-        trace, at = result.completion.tokens, self._positions.get(sample_id)
-        if trace is None or trace.top_pieces or at is None or at >= len(trace):
-            return result
-        named = trace.named_at(at, self._store.top_names(sample_id, at, trace.top_ids))
-        return replace(result, completion=replace(result.completion, tokens=named))
+        named = named_at(self._store, sample_id, result.completion, self._positions.get(sample_id))
+        return replace(result, completion=named)
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._ids)

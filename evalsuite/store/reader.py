@@ -10,12 +10,13 @@ time, never a whole run.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
 
-from evalsuite.records import Grade, Sample, SampleResult
+from evalsuite.records import Completion, Grade, Sample, SampleResult
 from evalsuite.store.codec import Strings
 from evalsuite.store.manifest import RunManifest, as_manifest
 
@@ -53,6 +54,16 @@ class RunReader(Protocol):
     def samples(self) -> dict[str, Sample]: ...
 
     def sessions(self) -> list[dict[str, Any]]: ...
+
+
+def named_at(run: RunReader, sample_id: str, completion: Completion, position: int | None) -> Completion:
+    """The completion with its alternatives' strings at one token, read alone (`RunReader.top_names`) where it
+    was read without them: what a diff ranks by name, and what a report's viewer shows."""
+    trace = completion.tokens
+    if trace is None or trace.top_pieces or position is None or position >= len(trace):
+        return completion
+    named = trace.named_at(position, run.top_names(sample_id, position, trace.top_ids))
+    return replace(completion, tokens=named)
 
 
 class MemoryRun:

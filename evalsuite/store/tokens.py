@@ -225,10 +225,10 @@ def pack_strings(trace: TokenTrace) -> bytes:
 
 @pausing_collections
 def unpack_strings(
-    blob: bytes, top_ids: np.ndarray, *, raw: bool = True, top: bool = True
+    blob: bytes, top_ids: np.ndarray | None, *, raw: bool = True, top: bool = True
 ) -> tuple[list[str], list[bytes | None], list[list[str]]]:
     """(pieces, raw, top_pieces) from `pack_strings`' bytes; `raw=False` skips the exact bytes, `top=False` the
-    top-k strings ([] for what is skipped).
+    top-k strings ([] for what is skipped; `top_ids`, which name them, are needed only for them).
 
     The lists it makes (one a token for the top-k strings) outlive it, but are built with the collector
     held off: built under it, a trace of 16k tokens set off some twenty collections, and in a process
@@ -241,6 +241,7 @@ def unpack_strings(
         return pieces, exact, []
     if not named:
         return pieces, exact, loads_strings(top_json)
+    assert top_ids is not None, "named top-k strings are read through their ids"
     names = np.empty(len(name_ids) // 4, dtype=object)
     names[:] = loads_strings(top_json)
     return pieces, exact, names[_name_places(np.frombuffer(name_ids, "<i4"), top_ids)].tolist()
@@ -255,7 +256,7 @@ def unpack_top_row(blob: bytes, position: int, top_ids: np.ndarray) -> list[str]
     if not named:
         return _row_of(top_json, position, len(top_ids))
     names: list[str] = loads_strings(top_json)
-    return [names[i] for i in np.searchsorted(np.frombuffer(name_ids, "<i4"), top_ids[position]).tolist()]
+    return [names[i] for i in _name_places(np.frombuffer(name_ids, "<i4"), top_ids[position]).tolist()]
 
 
 _OPEN, _CLOSE = ord("["), ord("]")
@@ -370,10 +371,7 @@ class StoredTrace(TokenTrace):
         "pieces"` and "tokens" read them); the columns read so far are shared, the others still read when first
         used."""
         read = copy.copy(self)
-        _, (pieces_json, _, _, raw_blob, lens) = _parts(self._fetch("strings"))
-        read._pieces = loads_strings(pieces_json)
-        if raw:
-            read._raw = _raw_back(read._pieces, raw_blob, np.frombuffer(lens, "<i4"))
+        read._pieces, read._raw, _ = unpack_strings(self._fetch("strings"), None, raw=raw, top=False)
         return read
 
     @property

@@ -7,6 +7,7 @@ has to walk millions of tokens quickly.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from itertools import chain
 from typing import Any, Literal
@@ -85,6 +86,21 @@ class TokenTrace:
     def level(self) -> TokenLevel:
         return "ids" if self.has_ids else "strings"
 
+    @property
+    def has_pieces(self) -> bool:
+        """Whether the tokens' strings were given (and read): what tells tokens apart without ids."""
+        return bool(self.pieces)
+
+    @property
+    def exact_bytes(self) -> bool:
+        """Whether every token came with its exact bytes: then they, not the decoded pieces, say which it is."""
+        return len(self.raw) == len(self.ids) and None not in self.raw
+
+    def joined(self, exact: bool) -> tuple[bytes, np.ndarray]:
+        """The tokens as one byte string and where each ends in it: their exact bytes (`exact`), else their
+        pieces (see `joined_pieces`).  Equal tokens join equal, so outputs are compared in C, not token by token."""
+        return joined_bytes(self.raw) if exact else joined_pieces(self.pieces)  # type: ignore[arg-type]
+
     def top_names(self) -> list[str] | None:
         """Every alternative's string, row after row, when every row holds k of them (else None)."""
         n, k = self.top_ids.shape
@@ -99,6 +115,23 @@ class TokenTrace:
         rows: list[list[str]] = [[]] * len(self)  # one shared empty row: no alternative is named there
         rows[position] = names
         return TokenTrace(self.ids, self.pieces, self.raw, self.logprobs, self.top_ids, self.top_logprobs, rows)
+
+
+def joined_bytes(chunks: list[bytes]) -> tuple[bytes, np.ndarray]:
+    """Byte strings joined, and where each ends (int64)."""
+    return b"".join(chunks), np.cumsum(np.fromiter(map(len, chunks), np.int64, len(chunks)))
+
+
+def joined_pieces(pieces: list[str]) -> tuple[bytes, np.ndarray]:
+    """Strings joined as UTF-8, a lone surrogate (half of a character a tokenizer split) as its own three bytes,
+    so that no two lists of strings join the same; and where each string's bytes end (int64)."""
+    text = "".join(pieces)
+    data = text.encode("utf-8", "surrogatepass")
+    if len(data) == len(text):  # ASCII: a piece's bytes are its characters
+        lengths: Iterable[int] = map(len, pieces)
+    else:
+        lengths = (len(p.encode("utf-8", "surrogatepass")) for p in pieces)
+    return data, np.cumsum(np.fromiter(lengths, np.int64, len(pieces)))
 
 
 @dataclass

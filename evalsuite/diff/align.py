@@ -77,33 +77,32 @@ def _level(cand: Completion, base: Completion) -> TokenLevel:
     ct, bt = cand.tokens, base.tokens
     if ct is None or bt is None or (len(ct) == 0 and len(bt) == 0):
         return "text"
-    if len(ct) and not ct.pieces and not ct.has_ids:
+    if len(ct) and not ct.has_pieces and not ct.has_ids:
         return "text"
     ids_ok = (len(ct) == 0 or ct.has_ids) and (len(bt) == 0 or bt.has_ids)
     return "ids" if ids_ok else "strings"
 
 
-def _token_keys(trace: TokenTrace) -> list[bytes] | list[str]:
-    if trace.raw and None not in trace.raw:  # searched in C (bytes never equal None), not a step a token
-        return trace.raw  # type: ignore[return-value]
-    return trace.pieces
+def _first_mismatch_tokens(a: TokenTrace, b: TokenTrace) -> int | None:
+    """The first token where two outputs without ids differ: told apart by their exact bytes where both gave
+    every token's, else by their strings (bytes on one side only would differ where the tokens do not)."""
+    exact = a.exact_bytes and b.exact_bytes
+    return _first_mismatch_joined(a.joined(exact), b.joined(exact))
 
 
-_RUN = 256
-"""Tokens compared a slice at a time (in C) before the one slice that differs is walked token by token."""
-
-
-def _first_mismatch_seq(a: list, b: list) -> int | None:
-    if a == b:
+def _first_mismatch_joined(a: tuple[bytes, np.ndarray], b: tuple[bytes, np.ndarray]) -> int | None:
+    """`_first_mismatch_tokens` over joined tokens (`TokenTrace.joined`): before the first differing token both
+    joins agree byte for byte and token end for token end, and that token is the first to break either."""
+    (a_bytes, a_ends), (b_bytes, b_ends) = a, b
+    if a_bytes == b_bytes and np.array_equal(a_ends, b_ends):
         return None
-    n = min(len(a), len(b))
-    start = 0
-    while start < n and a[start : start + _RUN] == b[start : start + _RUN]:
-        start += _RUN
-    for i in range(start, min(start + _RUN, n)):
-        if a[i] != b[i]:
-            return i
-    return n
+    n = min(len(a_ends), len(b_ends))
+    moved = np.flatnonzero(a_ends[:n] != b_ends[:n])
+    first_end = int(moved[0]) if len(moved) else n
+    m = min(len(a_bytes), len(b_bytes))
+    differs = np.frombuffer(a_bytes, np.uint8, m) != np.frombuffer(b_bytes, np.uint8, m)
+    byte = int(differs.argmax()) if differs.any() else m
+    return min(first_end, int(np.searchsorted(a_ends, byte, side="right")))
 
 
 def _first_mismatch_ids(a: np.ndarray, b: np.ndarray) -> int | None:
@@ -177,7 +176,7 @@ def diff_completions(
     if level == "ids":
         i = _first_mismatch_ids(bt.ids, ct.ids)
     else:
-        i = _first_mismatch_seq(_token_keys(bt), _token_keys(ct))
+        i = _first_mismatch_tokens(bt, ct)
     if i is None:
         return SampleDiff(
             sample_id, level, True, None, len(bt), len(bt), len(ct), answer_changed=changed, correctness_flipped=flipped

@@ -26,10 +26,10 @@ from evalsuite.diff import (
     diff_runs,
     logit_resolution,
 )
-from evalsuite.diff.align import _first_mismatch_seq
+from evalsuite.diff.align import _first_mismatch_joined
 from evalsuite.diff.resolution import GAP_TOLERANCE, step_at
 from evalsuite.engines.parse import trace_from_entries
-from evalsuite.records import Completion, Grade, TokenTrace
+from evalsuite.records import Completion, Grade, TokenTrace, joined_bytes, joined_pieces
 
 
 def entry(tid: int | None, text: str, alts: list[tuple[int | None, str, float]] | None, raw: bool = True) -> dict:
@@ -94,6 +94,24 @@ def test_strings_without_bytes_are_compared_as_strings_and_bytes_decide_when_pre
     b2 = [{"token": "\ufffd", "bytes": [0xCF], "logprob": -0.1}, {"token": "\ufffd", "bytes": [0x81], "logprob": -0.1}]
     d = diff_completions("s", completion(b2), completion(b1))
     assert d.level == "strings" and d.first_divergence == 1
+
+
+def test_bytes_on_one_side_only_compare_the_strings_not_bytes_against_strings() -> None:
+    """Two engines without ids, one giving every token's bytes and one none: the same tokens are identical, and
+    a different one is found where it is (not at the split character, where bytes would meet strings)."""
+    halves = [
+        {"token": "\ufffd", "bytes": [0xCF], "logprob": -0.1},
+        {"token": "\ufffd", "bytes": [0x80], "logprob": -0.1},
+    ]
+    with_bytes = [entry(None, "x", None), *halves, entry(None, "y", None)]
+    without = [entry(None, t, None, raw=False) for t in ("x", "\ufffd", "\ufffd", "y")]
+    assert completion(with_bytes).tokens.exact_bytes and not completion(without).tokens.exact_bytes
+    for cand, base in ((without, with_bytes), (with_bytes, without)):
+        d = diff_completions("s", completion(cand), completion(base))
+        assert d.level == "strings" and d.identical
+    changed = without[:3] + [entry(None, "z", None, raw=False)]
+    d = diff_completions("s", completion(changed), completion(with_bytes))
+    assert (d.identical, d.first_divergence) == (False, 3)
 
 
 def test_a_single_alternative_or_one_finite_logprob_gives_no_margin() -> None:
@@ -356,21 +374,44 @@ def test_the_step_cap_is_an_observed_step_not_an_interpolation() -> None:
     assert logit_resolution([], steps=2.0).steps == 2.0
 
 
-@settings(max_examples=300, deadline=None)
-@given(
-    st.lists(st.sampled_from([b"a", b"b", b"\xf0\x9f"]), max_size=700),
-    st.integers(0, 700),
-    st.sampled_from([b"a", b"b", b"c"]),
-    st.integers(-3, 3),
-)
-def test_the_first_differing_token_is_found_however_far_in(keys: list, at: int, other: bytes, tail: int) -> None:
-    """Token keys compared a slice at a time: the first position where they differ (or where the shorter ends),
-    wherever it falls among the slices."""
+def _changed(keys: list, at: int, other: object, tail: list) -> list:
     changed = list(keys)
     if at < len(changed):
         changed[at] = other
-    changed = changed[: max(0, len(changed) + tail)] if tail < 0 else changed + [b"a"] * tail
-    expected = next((i for i, (x, y) in enumerate(zip(keys, changed)) if x != y), None)
-    if expected is None and len(keys) != len(changed):
-        expected = min(len(keys), len(changed))
-    assert _first_mismatch_seq(keys, changed) == expected
+    return changed[: len(changed) + len(tail)] if at % 2 else changed + tail
+
+
+def _first_different(a: list, b: list) -> int | None:
+    first = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), None)
+    return min(len(a), len(b)) if first is None and len(a) != len(b) else first
+
+
+CHUNKS = [b"", b"a", b"ab", b"b", b"\xf0\x9f", b"\x98\x80", b"\xf0\x9f\x98\x80"]
+PIECES = ["", "a", "ab", "b", "\ud83d", "\ude00", "\ud83d\ude00", "\U0001f600", "\ufffd", "é"]
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.lists(st.sampled_from(CHUNKS), max_size=60),
+    st.integers(0, 70),
+    st.sampled_from(CHUNKS),
+    st.lists(st.sampled_from(CHUNKS), max_size=3),
+)
+def test_the_first_differing_token_is_found_in_joined_bytes(keys: list, at: int, other: bytes, tail: list) -> None:
+    """Tokens compared joined: the first position where they differ, or where the shorter ends, even where
+    tokens are empty or one token's bytes are two others' (joins that agree byte for byte)."""
+    changed = _changed(keys, at, other, tail)
+    assert _first_mismatch_joined(joined_bytes(keys), joined_bytes(changed)) == _first_different(keys, changed)
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.lists(st.sampled_from(PIECES), max_size=60),
+    st.integers(0, 70),
+    st.sampled_from(PIECES),
+    st.lists(st.sampled_from(PIECES), max_size=3),
+)
+def test_the_first_differing_piece_is_found_in_joined_strings(keys: list, at: int, other: str, tail: list) -> None:
+    """The same over strings, lone surrogates included: a split emoji's halves are not the emoji."""
+    changed = _changed(keys, at, other, tail)
+    assert _first_mismatch_joined(joined_pieces(keys), joined_pieces(changed)) == _first_different(keys, changed)

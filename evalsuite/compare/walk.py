@@ -21,8 +21,8 @@ from evalsuite.diff.resolution import ResolutionTally
 from evalsuite.heap import keep_freed_memory
 from evalsuite.records import Completion, Grade, SampleResult
 from evalsuite.speed import RequestSpeed, request_speed
+from evalsuite.store.lean import StoredTrace
 from evalsuite.store.reader import RunReader, named_at
-from evalsuite.store.tokens import StoredTrace
 
 
 @dataclass

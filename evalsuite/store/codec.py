@@ -15,8 +15,17 @@ from typing import Any, Literal, cast
 import numpy as np
 
 from evalsuite.records import Completion, Grade, Sample, SampleResult, TokenTrace
-from evalsuite.store.tokens import StoredTrace, pack_detail, pack_strings, unpack_detail, unpack_strings
+from evalsuite.store.chosen import ChosenStrings, pack_chosen
+from evalsuite.store.lean import StoredTrace
 from evalsuite.store.tokens import dumps_strings as _dumps_strings
+from evalsuite.store.tokens import (
+    pack_detail,
+    pack_strings,
+    pack_top_strings,
+    unpack_detail,
+    unpack_strings,
+    unpack_top_strings,
+)
 
 Strings = Literal["all", "tokens", "pieces", "none"]
 """How much token text to decode: everything, the chosen tokens' strings and exact bytes (what tells tokens
@@ -83,8 +92,9 @@ def result_to_row(result: SampleResult) -> tuple[Any, ...]:
     return _base_row(result) + _token_values(result.completion.tokens) + _split(result.completion)
 
 
-def result_to_rows(result: SampleResult) -> tuple[tuple[Any, ...], tuple[Any, ...] | None]:
-    """The rows of layout 2: the results row (token columns NULL but its length and k) and its `tokens` row."""
+def result_to_rows(result: SampleResult, layout: int) -> tuple[tuple[Any, ...], tuple[Any, ...] | None]:
+    """The rows of layout 2 or 3: the results row (token columns NULL but its length and k) and its `tokens`
+    row."""
     t = result.completion.tokens
     shape = (None, None) if t is None else (len(t), t.top_ids.shape[1])
     row = _base_row(result) + shape + (None,) * 8 + _split(result.completion)
@@ -93,7 +103,9 @@ def result_to_rows(result: SampleResult) -> tuple[tuple[Any, ...], tuple[Any, ..
     ids = t.ids.astype("<i4").tobytes()
     top_lp = t.top_logprobs.astype("<f4", copy=False).tobytes()
     detail = pack_detail(t.ids, t.logprobs, t.top_ids, t.top_logprobs)
-    return row, (result.sample_id, ids, top_lp, detail, pack_strings(t))
+    if layout < 3:
+        return row, (result.sample_id, ids, top_lp, detail, pack_strings(t))
+    return row, (result.sample_id, ids, top_lp, detail, pack_chosen(t.pieces, t.raw), pack_top_strings(t))
 
 
 def _base_row(result: SampleResult) -> tuple[Any, ...]:
@@ -144,12 +156,12 @@ def _token_values(t: TokenTrace | None) -> tuple[Any, ...]:
 
 
 def _trace_from_row(
-    row: dict[str, Any], strings: Strings, fetch: Callable[[str], bytes] | None = None
+    row: dict[str, Any], strings: Strings, layout: int, fetch: Callable[[str], bytes] | None = None
 ) -> TokenTrace | None:
-    """A trace from a results row of layout 1, or one joined with its `tokens` row (layout 2: a `detail` key).
+    """A trace from a results row of layout 1, or one joined with its `tokens` row (layouts 2 and 3).
 
-    With `fetch` (layout 2, `strings="none"`, or "tokens" for a row without ids), only the ids (and the
-    tokens' strings) are read: the other columns are fetched when first used (`StoredTrace`).
+    With `fetch` (`strings="none"`, or "tokens" for a row without ids), only the ids (and the tokens' strings)
+    are read: the other columns are fetched when first used (`StoredTrace`).
     """
     n = row["n_tokens"]
     if n is None:
@@ -157,8 +169,8 @@ def _trace_from_row(
     k = row["top_k"]
     ids = np.frombuffer(row["ids"], "<i4").astype(np.int64)
     numbers_only = strings == "none" and bool((ids >= 0).all())
-    if "detail" in row:
-        return _packed_trace(row, ids, k, strings, fetch)
+    if layout >= 2:
+        return _packed_trace(row, ids, k, strings, layout, fetch)
     top_ids = np.frombuffer(row["top_ids"], "<i4").astype(np.int64).reshape(n, k)
     logprobs = np.frombuffer(row["logprobs"], "<f4").copy()
     top_lp = np.frombuffer(row["top_logprobs"], "<f4").reshape(n, k).copy()
@@ -182,31 +194,40 @@ def _trace_from_row(
 
 
 def _packed_trace(
-    row: dict[str, Any], ids: np.ndarray, k: int, strings: Strings, fetch: Callable[[str], bytes] | None
+    row: dict[str, Any],
+    ids: np.ndarray,
+    k: int,
+    strings: Strings,
+    layout: int,
+    fetch: Callable[[str], bytes] | None,
 ) -> TokenTrace:
-    """A layout-2 trace (see `store.tokens`), read as far as `strings` asks."""
+    """A trace of layout 2 or 3 (see `store.tokens`), read as far as `strings` asks."""
     with_ids = bool((ids >= 0).all())
     if fetch is not None and (strings == "tokens" or (strings == "none" and with_ids)):
-        lean = StoredTrace(ids, k, fetch)
+        lean = StoredTrace(ids, k, fetch, layout)
         return lean.with_strings(raw=True) if strings == "tokens" else lean
     top_lp = np.frombuffer(row["top_logprobs"], "<f4").reshape(len(ids), k).copy()
     top_ids, logprobs = unpack_detail(row["detail"], ids, top_lp)
     if strings == "none" and with_ids:
         return TokenTrace(ids, [], [], logprobs, top_ids, top_lp, [])
-    pieces, raw, top_pieces = unpack_strings(
-        row["strings"], top_ids, raw=not (strings == "pieces" and with_ids), top=strings == "all"
-    )
-    return TokenTrace(ids, pieces, raw, logprobs, top_ids, top_lp, top_pieces)
+    with_raw, with_top = not (strings == "pieces" and with_ids), strings == "all"
+    if layout < 3:
+        pieces, raw, top_pieces = unpack_strings(row["strings"], top_ids, raw=with_raw, top=with_top)
+        return TokenTrace(ids, pieces, raw, logprobs, top_ids, top_lp, top_pieces)
+    chosen = ChosenStrings(row["strings"])
+    top_pieces = unpack_top_strings(row["top_strings"], top_ids) if with_top else []
+    raw = chosen.raw() if with_raw else []
+    return TokenTrace(ids, chosen.pieces(), raw, logprobs, top_ids, top_lp, top_pieces)
 
 
 def row_to_result(
-    row: dict[str, Any], *, strings: Strings = "all", fetch: Callable[[str], bytes] | None = None
+    row: dict[str, Any], layout: int, *, strings: Strings = "all", fetch: Callable[[str], bytes] | None = None
 ) -> SampleResult:
-    """A stored result from its row (see `_trace_from_row` for `fetch`)."""
+    """A stored result from its row in `layout` (see `_trace_from_row` for `fetch`)."""
     completion = Completion(
         text=row["text"],
         finish_reason=row["finish_reason"],
-        tokens=_trace_from_row(row, strings, fetch),
+        tokens=_trace_from_row(row, strings, layout, fetch),
         usage=json.loads(row["usage"]),
         timings=json.loads(row["timings"]),
         latency_s=row["latency_s"],

@@ -9,7 +9,11 @@ Layouts (`PRAGMA user_version`, recorded in the manifest as `store_layout`):
 1. every token column in the `results` row, strings as JSON;
 2. token columns in a `tokens` table, raw where every comparison reads them,
    packed where only a divergence does (`store.tokens`): about 40 % of layout
-   1's bytes, and reading a sample's ids no longer walks its strings.
+   1's bytes, and reading a sample's ids no longer walks its strings;
+3. the chosen tokens' strings apart from their alternatives' (a `top_strings`
+   column; `store.chosen`): an output without ids, whose tokens are its
+   strings, is read without unpacking the alternatives' strings or making a
+   string a token.
 
 A database keeps the layout it was created with (a resumed run appends in it);
 new runs are created in `STORE_LAYOUT`.
@@ -25,9 +29,10 @@ from typing import Any, TypeVar, cast
 
 from evalsuite.errors import EvalsuiteError, StoreError, host_error
 from evalsuite.store.codec import add_missing_columns
+from evalsuite.store.tokens import token_columns
 
-STORE_LAYOUT = 2
-LAYOUTS = (1, 2)
+STORE_LAYOUT = 3
+LAYOUTS = (1, 2, 3)
 DATABASE = "records.sqlite"
 TABLES = frozenset({"results", "grades", "samples", "sessions", "tokens"})
 
@@ -49,9 +54,15 @@ CREATE TABLE IF NOT EXISTS sessions (
     started_at REAL, ended_at REAL, requested INTEGER, recorded INTEGER, outcome TEXT, info TEXT
 );
 """
-TOKENS_SCHEMA = """
-CREATE TABLE IF NOT EXISTS tokens (sample_id TEXT PRIMARY KEY, ids BLOB, top_logprobs BLOB, detail BLOB, strings BLOB);
-"""
+
+
+def tokens_schema(layout: int) -> str:
+    """The `tokens` table of `layout` (none in layout 1)."""
+    if layout < 2:
+        return ""
+    columns = ", ".join(f"{c} BLOB" for c in token_columns(layout))
+    return f"CREATE TABLE IF NOT EXISTS tokens (sample_id TEXT PRIMARY KEY, {columns});"
+
 
 # a damaged file, or a row whose JSON or token arrays no longer decode (a torn or edited record)
 DAMAGE = (sqlite3.DatabaseError, ValueError, TypeError, KeyError)
@@ -156,7 +167,7 @@ def open_database(folder: Path, layout: int = STORE_LAYOUT) -> tuple[sqlite3.Con
         needed = TABLES if found >= 2 else TABLES - {"tokens"}
         complete = needed <= tables and conn.execute("PRAGMA user_version").fetchone()[0] == found
         if not complete:  # new, or its creation was cut short
-            tokens = TOKENS_SCHEMA if found >= 2 else ""
+            tokens = tokens_schema(found)
             conn.executescript(f"BEGIN IMMEDIATE; {SCHEMA} {tokens} PRAGMA user_version = {found}; COMMIT;")
     except sqlite3.DatabaseError as exc:
         raise unreadable(folder, exc) from None

@@ -42,7 +42,7 @@ from evalsuite.store.database import (
 )
 from evalsuite.store.lock import WriterLock
 from evalsuite.store.manifest import MANIFEST, RunManifest, as_manifest, read_manifest, write_manifest
-from evalsuite.store.tokens import TOKEN_COLUMNS, unpack_top_row
+from evalsuite.store.tokens import token_columns, unpack_top_row
 from evalsuite.store.writer import RunWriter
 
 if TYPE_CHECKING:
@@ -157,7 +157,12 @@ class RunStore:
     def _select(self, strings: Strings) -> str:
         """The query for results with what `strings` needs (layout 2: ids only for "none", the rest on first use)."""
         if self.layout >= 2:
-            tokens = "t.ids" if strings == "none" else ", ".join(f"t.{c}" for c in TOKEN_COLUMNS)
+            skipped = () if strings == "all" else ("top_strings",)  # layout 3 keeps the alternatives' strings apart
+            tokens = (
+                "t.ids"
+                if strings == "none"
+                else ", ".join(f"t.{c}" for c in token_columns(self.layout) if c not in skipped)
+            )
             meta = [f"r.{c}" for c in RESULT_COLUMNS if c not in LAYOUT1_TOKEN_COLUMNS]
             return f"SELECT {', '.join(meta)}, {tokens} FROM results r LEFT JOIN tokens t USING (sample_id)"
         skip = {
@@ -179,12 +184,12 @@ class RunStore:
                 record = dict(self._conn.execute(self._select("tokens") + " WHERE r.sample_id = ?", (sid,)).fetchone())
         if self.layout >= 2 and strings in ("none", "tokens") and record["ids"] is not None:
             record["detail"] = None  # a layout-2 row: the trace reads its other columns when first used
-            return row_to_result(record, strings=strings, fetch=lambda column: self._column(sid, column))
-        return row_to_result(record, strings=strings)
+            return row_to_result(record, self.layout, strings=strings, fetch=lambda column: self._column(sid, column))
+        return row_to_result(record, self.layout, strings=strings)
 
     def _column(self, sample_id: str, column: str) -> bytes:
-        """One `tokens` column of one sample (layout 2), for a trace read with its ids only."""
-        assert column in TOKEN_COLUMNS
+        """One `tokens` column of one sample (layouts 2 and 3), for a trace read with its ids only."""
+        assert column in token_columns(self.layout)
         try:
             row = self._conn.execute(f"SELECT {column} FROM tokens WHERE sample_id = ?", (sample_id,)).fetchone()
         except sqlite3.ProgrammingError:  # the store was closed: its lean traces can read no more
@@ -213,7 +218,8 @@ class RunStore:
     def top_names(self, sample_id: str, position: int, top_ids: np.ndarray) -> list[str]:
         """One token's top-k strings, read alone (see `RunReader.top_names`): a report shows one row of them."""
         if self.layout >= 2:
-            return unpack_top_row(self._column(sample_id, "strings"), position, top_ids)
+            column = "top_strings" if self.layout >= 3 else "strings"
+            return unpack_top_row(self._column(sample_id, column), position, top_ids, layout=self.layout)
         row = self._conn.execute("SELECT top_pieces FROM results WHERE sample_id = ?", (sample_id,)).fetchone()
         rows = json.loads(row[0]) if row is not None and row[0] else []
         return list(rows[position]) if position < len(rows) else []

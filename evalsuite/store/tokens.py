@@ -1,4 +1,4 @@
-"""Token columns of store layout 2: what every comparison reads stays raw, what is rarely read is packed.
+"""Token columns of store layouts 2 and 3: what every comparison reads stays raw, what is rarely read is packed.
 
 Read by every comparison: the token ids (the diff) and the baseline's top-k
 logprobs (its logit resolution): raw little-endian arrays, a memcpy to load,
@@ -17,11 +17,15 @@ logprob's (equal under greedy decoding, so mostly zeros), and the detail's
 4-byte items are byte-shuffled (high bytes of ids are nearly constant):
 together about a third of the size zlib alone reaches.  Every transform is
 exact; `unpack_*` gives back the arrays as written.
+
+Layout 3 keeps the chosen tokens' strings (`store.chosen`), which are the
+tokens of an output without ids, apart from their alternatives' strings
+(`top_strings`, packed as layout 2 packs them): reading the tokens no longer
+unpacks the alternatives.
 """
 
 from __future__ import annotations
 
-import copy
 import json
 import operator
 import struct
@@ -35,10 +39,18 @@ from isal import isal_zlib
 from evalsuite.collector import pausing_collections
 from evalsuite.records import TokenTrace
 
-TOKEN_COLUMNS = ("ids", "top_logprobs", "detail", "strings")
-"""The `tokens` table's columns after `sample_id`, in the order a reader needs them."""
+TOKEN_COLUMNS = ("ids", "top_logprobs", "detail", "strings", "top_strings")
+"""The `tokens` table's columns after `sample_id`, in the order a reader needs them (layout 2: the first four)."""
+
+
+def token_columns(layout: int) -> tuple[str, ...]:
+    """The `tokens` table's columns in `layout` (2 or later)."""
+    return TOKEN_COLUMNS if layout >= 3 else TOKEN_COLUMNS[:4]
+
+
 LEVEL = 1
 _HEADER = struct.Struct("<6I")  # named (0/1), then the lengths of pack_strings' five parts
+_TOP_HEADER = struct.Struct("<3I")  # named (0/1), then the lengths of pack_top_strings' two parts
 NAMED_SHARE = 3
 """Top-k strings are stored one name per distinct id only where there are at least this many alternatives
 to a distinct id.  Below that, the rows zlib packs as they are were smaller (the break-even was about
@@ -162,17 +174,18 @@ def _named_by_sort(ids: np.ndarray, flat: list[str]) -> tuple[np.ndarray, list[s
     return ids[first], names[first].tolist()
 
 
-def _raw_apart(pieces: list[str], raw: list[bytes | None]) -> tuple[bytes, np.ndarray]:
-    """The exact bytes of the tokens whose bytes are not their piece's UTF-8 (length -2 marks the others)."""
+def raw_apart(raw: list[bytes | None], encoded: Callable[[], list[object]]) -> tuple[bytes, np.ndarray]:
+    """The exact bytes of the tokens whose bytes are not their piece's (length -2 marks the others, -1 a token
+    without bytes); `encoded()` gives each piece's bytes, asked for only where some token has bytes."""
     if raw.count(None) == len(raw):  # no token has bytes (counted in C: None is found by identity)
         return b"", np.full(len(raw), -1, "<i4")
-    if len(raw) != len(pieces):  # bytes without pieces to compare with: all kept
+    own = encoded()
+    if len(raw) != len(own):  # bytes without pieces to compare with: all kept
         return b"".join(b for b in raw if b is not None), np.array([-1 if b is None else len(b) for b in raw], "<i4")
-    encoded = _utf8(pieces)
-    if encoded == raw:  # the usual case, compared in C: nothing to keep
+    if own == raw:  # the usual case, compared in C: nothing to keep
         return b"", np.full(len(raw), -2, "<i4")
     lens = np.full(len(raw), -2, "<i4")
-    apart = np.flatnonzero(~np.fromiter(map(operator.eq, encoded, raw), bool, len(raw))).tolist()
+    apart = np.flatnonzero(~np.fromiter(map(operator.eq, own, raw), bool, len(raw))).tolist()
     kept = []
     for i in apart:
         chunk = raw[i]
@@ -203,24 +216,54 @@ def _utf8_of(piece: str) -> object:
         return _UNSAYABLE
 
 
-@pausing_collections
-def pack_strings(trace: TokenTrace) -> bytes:
-    """Every token string of a trace, packed: pieces as JSON, top-k strings as one name per distinct id where
-    that holds them exactly (else as JSON), and only the exact bytes that differ from their piece's UTF-8.
-
-    The row tuples and arrays of names it makes are freed before the collector could walk them."""
+def _pack_top(trace: TokenTrace) -> tuple[int, bytes, bytes]:
+    """The top-k strings as stored: (1 where named by id, else 0; their JSON; the ids named, raw)."""
     flat = trace.top_names()
     named = _names_by_id(trace.top_ids, flat)
     if named is not None:
-        name_ids, top = named[0].astype("<i4").tobytes(), dumps_strings(named[1])
-    elif flat is not None:  # rows of k as tuples: the same JSON, without a list per token
-        name_ids, top = b"", dumps_strings(list(zip(*[iter(flat)] * trace.top_ids.shape[1])))
-    else:
-        name_ids, top = b"", dumps_strings(trace.top_pieces)
-    raw, lens = _raw_apart(trace.pieces, trace.raw)
-    parts = (dumps_strings(trace.pieces).encode("utf-8"), top.encode("utf-8"), name_ids, raw, lens.tobytes())
-    header = _HEADER.pack(int(named is not None), *map(len, parts))
-    return isal_zlib.compress(header + b"".join(parts), LEVEL)
+        return 1, dumps_strings(named[1]).encode("utf-8"), named[0].astype("<i4").tobytes()
+    if flat is not None:  # rows of k as tuples: the same JSON, without a list per token
+        return 0, dumps_strings(list(zip(*[iter(flat)] * trace.top_ids.shape[1]))).encode("utf-8"), b""
+    return 0, dumps_strings(trace.top_pieces).encode("utf-8"), b""
+
+
+def _top_rows(named: int, top_json: bytes, name_ids: bytes, top_ids: np.ndarray | None) -> list[list[str]]:
+    """`_pack_top`'s parts read back, every row."""
+    if not named:
+        rows: list[list[str]] = loads_strings(top_json)
+        return rows
+    assert top_ids is not None, "named top-k strings are read through their ids"
+    names = np.empty(len(name_ids) // 4, dtype=object)
+    names[:] = loads_strings(top_json)
+    return names[_name_places(np.frombuffer(name_ids, "<i4"), top_ids)].tolist()
+
+
+def _top_row(named: int, top_json: bytes, name_ids: bytes, position: int, top_ids: np.ndarray) -> list[str]:
+    """`_pack_top`'s parts read back, one row, without the others made."""
+    if not named:
+        return _row_of(top_json, position, len(top_ids))
+    names: list[str] = loads_strings(top_json)
+    return [names[i] for i in _name_places(np.frombuffer(name_ids, "<i4"), top_ids[position]).tolist()]
+
+
+@pausing_collections
+def pack_strings(trace: TokenTrace) -> bytes:
+    """Layout 2's token strings, packed: pieces as JSON, top-k strings as one name per distinct id where that
+    holds them exactly (else as JSON), and only the exact bytes that differ from their piece's UTF-8.
+
+    The row tuples and arrays of names it makes are freed before the collector could walk them."""
+    named, top, name_ids = _pack_top(trace)
+    raw, lens = raw_apart(trace.raw, lambda: _utf8(trace.pieces))
+    parts = (dumps_strings(trace.pieces).encode("utf-8"), top, name_ids, raw, lens.tobytes())
+    return isal_zlib.compress(_HEADER.pack(named, *map(len, parts)) + b"".join(parts), LEVEL)
+
+
+@pausing_collections
+def pack_top_strings(trace: TokenTrace) -> bytes:
+    """Layout 3's alternatives' strings, packed as layout 2 packs them, in a column of their own (the chosen
+    tokens' strings are `store.chosen`'s)."""
+    named, top, name_ids = _pack_top(trace)
+    return isal_zlib.compress(_TOP_HEADER.pack(named, len(top), len(name_ids)) + top + name_ids, LEVEL)
 
 
 @pausing_collections
@@ -234,29 +277,29 @@ def unpack_strings(
     held off: built under it, a trace of 16k tokens set off some twenty collections, and in a process
     holding a comparison each full one walked the whole heap (a report of long outputs spent half its
     time there)."""
-    named, (pieces_json, top_json, name_ids, raw_blob, lens_bytes) = _parts(blob)
+    named, (pieces_json, top_json, name_ids, raw_blob, lens_bytes) = _parts(blob, _HEADER)
     pieces: list[str] = loads_strings(pieces_json)
     exact = _raw_back(pieces, raw_blob, np.frombuffer(lens_bytes, "<i4")) if raw else []
-    if not top:
-        return pieces, exact, []
-    if not named:
-        return pieces, exact, loads_strings(top_json)
-    assert top_ids is not None, "named top-k strings are read through their ids"
-    names = np.empty(len(name_ids) // 4, dtype=object)
-    names[:] = loads_strings(top_json)
-    return pieces, exact, names[_name_places(np.frombuffer(name_ids, "<i4"), top_ids)].tolist()
+    return pieces, exact, _top_rows(named, top_json, name_ids, top_ids) if top else []
 
 
 @pausing_collections
-def unpack_top_row(blob: bytes, position: int, top_ids: np.ndarray) -> list[str]:
-    """The top-k strings of the token at `position` (`top_ids`: the trace's top-k ids) from `pack_strings`'
-    bytes, as `unpack_strings` gives that row, without the other rows made: a report shows one token's
-    alternatives."""
-    named, (_, top_json, name_ids, _, _) = _parts(blob)
-    if not named:
-        return _row_of(top_json, position, len(top_ids))
-    names: list[str] = loads_strings(top_json)
-    return [names[i] for i in _name_places(np.frombuffer(name_ids, "<i4"), top_ids[position]).tolist()]
+def unpack_top_strings(blob: bytes, top_ids: np.ndarray) -> list[list[str]]:
+    """Every token's top-k strings from `pack_top_strings`' bytes."""
+    named, (top_json, name_ids) = _parts(blob, _TOP_HEADER)
+    return _top_rows(named, top_json, name_ids, top_ids)
+
+
+@pausing_collections
+def unpack_top_row(blob: bytes, position: int, top_ids: np.ndarray, *, layout: int = 2) -> list[str]:
+    """The top-k strings of the token at `position` (`top_ids`: the trace's top-k ids) from `pack_strings`' bytes
+    (layout 3: `pack_top_strings`'), as the whole read gives that row, without the other rows made: a report
+    shows one token's alternatives."""
+    if layout >= 3:
+        named, (top_json, name_ids) = _parts(blob, _TOP_HEADER)
+    else:
+        named, (_, top_json, name_ids, _, _) = _parts(blob, _HEADER)
+    return _top_row(named, top_json, name_ids, position, top_ids)
 
 
 _OPEN, _CLOSE = ord("["), ord("]")
@@ -275,11 +318,12 @@ def _row_of(text: bytes, position: int, rows: int) -> list[str]:
     return every[position] if position < len(every) else []
 
 
-def _parts(blob: bytes) -> tuple[int, list[bytes]]:
-    """`pack_strings`' bytes unzipped: whether the top-k strings are named by id, and its five parts."""
+def _parts(blob: bytes, header: struct.Struct) -> tuple[int, list[bytes]]:
+    """Packed strings unzipped: whether the top-k strings are named by id, and the parts `header` gives the
+    lengths of."""
     data = isal_zlib.decompress(blob)
-    named, *lengths = _HEADER.unpack_from(data)
-    parts, offset = [], _HEADER.size
+    named, *lengths = header.unpack_from(data)
+    parts, offset = [], header.size
     for length in lengths:
         parts.append(data[offset : offset + length])
         offset += length
@@ -297,7 +341,7 @@ def _name_places(named: np.ndarray, top_ids: np.ndarray) -> np.ndarray:
 
 
 def _raw_back(pieces: list[str], blob: bytes, lens: np.ndarray) -> list[bytes | None]:
-    """`_raw_apart` undone: each piece's UTF-8 where marked -2, None where -1, else the next bytes kept."""
+    """`raw_apart` undone: each piece's UTF-8 where marked -2, None where -1, else the next bytes kept."""
     if len(lens) == len(pieces) and (lens == -2).all():
         return list(map(str.encode, pieces))
     raw: list[bytes | None] = []
@@ -311,89 +355,3 @@ def _raw_back(pieces: list[str], blob: bytes, lens: np.ndarray) -> list[bytes | 
             raw.append(blob[at : at + length])
             at += length
     return raw
-
-
-class StoredTrace(TokenTrace):
-    """A token trace read with its ids only (or with its tokens' strings too, `with_strings`); its other
-    columns are read from the store when first used.
-
-    What a comparison reads of most samples is their ids (without ids, their
-    tokens' strings and exact bytes); a sample's top-k logprobs are read for
-    the baseline's resolution, and its packed detail (top-k ids, chosen
-    logprobs) only where it diverges.  `fetch(column)` reads one `tokens`
-    column of this sample.
-    """
-
-    def __init__(self, ids: np.ndarray, k: int, fetch: Callable[[str], bytes]):
-        self.ids = ids
-        self._k = k
-        self._fetch = fetch
-        self._top_logprobs: np.ndarray | None = None
-        self._detail: tuple[np.ndarray, np.ndarray] | None = None
-        self._pieces: list[str] = []
-        self._raw: list[bytes | None] = []
-
-    def _unpacked(self) -> tuple[np.ndarray, np.ndarray]:
-        if self._detail is None:
-            self._detail = unpack_detail(self._fetch("detail"), self.ids, self.top_logprobs)
-        return self._detail
-
-    @property
-    def top_logprobs(self) -> np.ndarray:
-        if self._top_logprobs is None:
-            self._top_logprobs = (
-                np.frombuffer(self._fetch("top_logprobs"), "<f4").reshape(len(self.ids), self._k).copy()
-            )
-        return self._top_logprobs
-
-    @top_logprobs.setter
-    def top_logprobs(self, value: np.ndarray) -> None:
-        self._top_logprobs = value
-
-    @property
-    def top_ids(self) -> np.ndarray:
-        return self._unpacked()[0]
-
-    @top_ids.setter
-    def top_ids(self, value: np.ndarray) -> None:
-        self._detail = (value, self._unpacked()[1])
-
-    @property
-    def logprobs(self) -> np.ndarray:
-        return self._unpacked()[1]
-
-    @logprobs.setter
-    def logprobs(self, value: np.ndarray) -> None:
-        self._detail = (self._unpacked()[0], value)
-
-    def with_strings(self, *, raw: bool = False) -> StoredTrace:
-        """This trace with its chosen tokens' strings read too, and with `raw` their exact bytes (as `strings=
-        "pieces"` and "tokens" read them); the columns read so far are shared, the others still read when first
-        used."""
-        read = copy.copy(self)
-        read._pieces, read._raw, _ = unpack_strings(self._fetch("strings"), None, raw=raw, top=False)
-        return read
-
-    @property
-    def pieces(self) -> list[str]:
-        return self._pieces  # [] unless read `with_strings`: ids suffice (as `strings="none"` reads any store)
-
-    @pieces.setter
-    def pieces(self, value: list[str]) -> None:
-        raise AttributeError("a StoredTrace is read without strings")
-
-    @property
-    def raw(self) -> list[bytes | None]:
-        return self._raw
-
-    @raw.setter
-    def raw(self, value: list[bytes | None]) -> None:
-        raise AttributeError("a StoredTrace is read without strings")
-
-    @property
-    def top_pieces(self) -> list[list[str]]:
-        return []
-
-    @top_pieces.setter
-    def top_pieces(self, value: list[list[str]]) -> None:
-        raise AttributeError("a StoredTrace is read without strings")

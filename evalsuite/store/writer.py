@@ -12,7 +12,7 @@ from evalsuite.errors import EvalsuiteError, StoreError, host_error
 from evalsuite.records import SampleResult
 from evalsuite.store.codec import RESULT_COLUMNS, result_to_row, result_to_rows
 from evalsuite.store.database import STORE_LAYOUT, connect
-from evalsuite.store.tokens import TOKEN_COLUMNS
+from evalsuite.store.tokens import token_columns
 
 GROUP_WINDOW_S = 0.05  # a result waits at most this long before it is committed
 
@@ -39,7 +39,7 @@ class RunWriter:
         self._conn = connect(db_path)
         self._loop = loop
         self._layout = layout
-        self._tokens_sql = f"INSERT OR IGNORE INTO tokens VALUES ({', '.join('?' * (1 + len(TOKEN_COLUMNS)))})"
+        self._tokens_sql = f"INSERT OR IGNORE INTO tokens VALUES ({', '.join('?' * (1 + len(token_columns(layout))))})"
         self._timer: asyncio.TimerHandle | None = None
         self._last_commit = time.monotonic()
         self._sql = (
@@ -51,7 +51,7 @@ class RunWriter:
         self._failure: EvalsuiteError | None = None  # from a commit a timer ran: raised by the next put or close
 
     def put(self, result: SampleResult) -> None:
-        rows = result_to_rows(result) if self._layout >= 2 else (result_to_row(result), None)
+        rows = result_to_rows(result, self._layout) if self._layout >= 2 else (result_to_row(result), None)
         self._queued.append(rows)  # kept even when an earlier failure is raised: `close` stores it
         self._raise_failure()
         if time.monotonic() - self._last_commit >= GROUP_WINDOW_S:
@@ -91,7 +91,7 @@ class RunWriter:
             raise failure
 
     def _insert(self, row: tuple[Any, ...], tokens: tuple[Any, ...] | None) -> None:
-        """One result's rows: both or neither (layout 2 stores its tokens apart)."""
+        """One result's rows: both or neither (layouts 2 and 3 store its tokens apart)."""
         if tokens is None:
             self._conn.execute(self._sql, row)
             return

@@ -1,8 +1,11 @@
-"""Store layout 2 (packed token columns) reads back exactly what layout 1 did, and layout-1 runs still read.
+"""Store layouts 2 (packed token columns) and 3 (the chosen tokens' strings apart) read back exactly what
+layout 1 did, and runs of every older layout still read, compare and resume in their own layout.
 
 A layout-1 store is made here the way every run before layout 2 was: a
 manifest without `store_layout` (schema 2), whose database is then created and
-written in layout 1 (`codec.result_to_row`, the layout-1 row, unchanged).
+written in layout 1 (`codec.result_to_row`, the layout-1 row, unchanged).  A
+layout-2 store is made as the evalsuite of that time made new runs: in the
+layout it created runs in.
 `tests/core/fixtures/runs_v1` holds runs written by the code of that time
 (`test_manifest.py` compares them).
 """
@@ -13,6 +16,7 @@ import json
 import math
 import sqlite3
 from pathlib import Path
+from unittest import mock
 
 import numpy as np
 import pytest
@@ -22,7 +26,7 @@ from evalsuite.errors import StoreError
 from evalsuite.records import Completion, Grade, SampleResult, TokenTrace
 from evalsuite.store import MemoryRun, RunStore, open_run
 from evalsuite.store.database import STORE_LAYOUT
-from evalsuite.store.tokens import StoredTrace
+from evalsuite.store.lean import StoredTrace
 
 FIELDS = {"task": "t", "prompt_template": "p", "params": {}, "dataset": {}, "server": {"model": "m"}}
 V2_MANIFEST_KEYS = ("fingerprint", "target", "task", "fingerprint_fields")
@@ -87,7 +91,8 @@ def _write(folder: Path, results: dict[str, SampleResult], *, layout: int, name:
         (folder / "manifest.json").write_text(json.dumps({**manifest, "schema_version": 2}))
         store = open_run(folder, write=True)
     else:
-        store = RunStore.create(folder, manifest)
+        with mock.patch("evalsuite.store.run.STORE_LAYOUT", layout):  # the layout new runs were created in
+            store = RunStore.create(folder, manifest)
     writer = store.writer()
     for result in results.values():
         writer.put(result)
@@ -111,28 +116,33 @@ def _same_trace(a: TokenTrace | None, b: TokenTrace | None) -> None:
 
 @pytest.fixture
 def layouts(tmp_path: Path) -> dict[int, Path]:
-    folders = {layout: tmp_path / f"layout{layout}" for layout in (1, 2)}
+    folders = {layout: tmp_path / f"layout{layout}" for layout in (1, 2, 3)}
     for layout, folder in folders.items():
         _write(folder, _results(), layout=layout, name=f"run{layout}")
     return folders
 
 
 def test_each_layout_is_recorded_in_its_manifest_and_its_database(layouts: dict[int, Path]) -> None:
-    assert STORE_LAYOUT == 2
+    assert STORE_LAYOUT == 3
     for layout, folder in layouts.items():
         store = open_run(folder)
         assert store.manifest.store_layout == store.layout == layout
         store.close()
         conn = sqlite3.connect(folder / "records.sqlite")
         tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == layout and ("tokens" in tables) == (layout == 2)
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == layout and ("tokens" in tables) == (layout >= 2)
+        columns = [r[1] for r in conn.execute("PRAGMA table_info(tokens)")]
+        assert ("top_strings" in columns) == (layout == 3)
         conn.close()
     assert "store_layout" not in json.loads((layouts[1] / "manifest.json").read_text())  # never rewritten
 
 
+@pytest.mark.parametrize("layout", [2, 3])
 @pytest.mark.parametrize("strings", ["all", "tokens", "pieces", "none"])
-def test_layout_2_reads_back_exactly_what_layout_1_does(layouts: dict[int, Path], strings: str) -> None:
-    old, new = open_run(layouts[1]), open_run(layouts[2])
+def test_later_layouts_read_back_exactly_what_layout_1_does(
+    layouts: dict[int, Path], strings: str, layout: int
+) -> None:
+    old, new = open_run(layouts[1]), open_run(layouts[layout])
     a, b = old.results(strings=strings), new.results(strings=strings)  # type: ignore[arg-type]
     assert list(a) == list(b) == list(_results())
     for sid in a:
@@ -150,8 +160,9 @@ def test_layout_2_reads_back_exactly_what_layout_1_does(layouts: dict[int, Path]
     new.close()
 
 
-def test_a_lean_read_of_layout_2_reads_the_rest_of_a_trace_only_when_used(layouts: dict[int, Path]) -> None:
-    store = open_run(layouts[2])
+@pytest.mark.parametrize("layout", [2, 3])
+def test_a_lean_read_reads_the_rest_of_a_trace_only_when_used(layouts: dict[int, Path], layout: int) -> None:
+    store = open_run(layouts[layout])
     read: list[str] = []
     column = store._column
     store._column = lambda sid, name: read.append(name) or column(sid, name)  # type: ignore[method-assign]
@@ -188,7 +199,7 @@ def test_one_tokens_alternatives_read_alone_are_those_of_the_whole_read(layouts:
     """What a report's viewer reads of a divergence: one token's top-k strings, over either layout and in
     memory, with and without ids, ragged, named without ids."""
     manifest = {"fingerprint": "m", "target": "m", "task": "t", "fingerprint_fields": {**FIELDS, "target": "m"}}
-    for reader in (open_run(layouts[1]), open_run(layouts[2]), MemoryRun(manifest, _results())):
+    for reader in (*(open_run(folder) for folder in layouts.values()), MemoryRun(manifest, _results())):
         for sid, written in _results().items():
             trace, lean = written.completion.tokens, reader.result(sid, strings="pieces")
             if trace is None:
@@ -200,7 +211,7 @@ def test_one_tokens_alternatives_read_alone_are_those_of_the_whole_read(layouts:
 
 def test_comparisons_are_identical_over_either_layout_and_in_memory(tmp_path: Path) -> None:
     docs = []
-    for layout in (1, 2):
+    for layout in (1, 2, 3):
         root = tmp_path / f"layout{layout}"
         _write(root / "base", _results(), layout=layout, name="base")
         _write(root / "cand", _results(shift=1), layout=layout, name="cand")
@@ -216,16 +227,17 @@ def test_comparisons_are_identical_over_either_layout_and_in_memory(tmp_path: Pa
         for name, results in (("base", _results()), ("cand", _results(shift=1)), ("self", _results(shift=2)))
     }
     in_memory = compare_runs(memory["cand"], memory["base"], controls={"control": memory["self"]}, n_resamples=200)
-    assert docs[0] == docs[1] == json.loads(in_memory.to_json())
+    assert docs[0] == docs[1] == docs[2] == json.loads(in_memory.to_json())
     assert docs[0]["divergences"] and docs[0]["divergences"][0]["window"]  # the window's strings were read
     by_name = [d for d in docs[0]["divergences"] if d["sample_id"] == "no-ids"]
     assert [(d["level"], d["first_divergence"], d["candidate_rank"]) for d in by_name] == [("strings", 3, 2)]
 
 
-def test_a_resumed_layout_1_run_appends_in_layout_1(tmp_path: Path) -> None:
+@pytest.mark.parametrize("layout", [1, 2])
+def test_a_resumed_run_of_an_older_layout_appends_in_its_layout(tmp_path: Path, layout: int) -> None:
     results = _results()
     first = dict(list(results.items())[:2])
-    _write(tmp_path / "run", first, layout=1, name="run")
+    _write(tmp_path / "run", first, layout=layout, name="run")
     manifest = open_run(tmp_path / "run").close_and_manifest()
     store = RunStore.create(tmp_path / "run", manifest)  # `evalsuite run` resuming the folder
     writer = store.writer()
@@ -235,18 +247,18 @@ def test_a_resumed_layout_1_run_appends_in_layout_1(tmp_path: Path) -> None:
     writer.close()
     store.close()
     store = open_run(tmp_path / "run")
-    assert store.layout == 1 and store.result_ids() == list(results)
+    assert store.layout == layout and store.result_ids() == list(results)
     for sid, result in store.results().items():
         _same_trace(result.completion.tokens, results[sid].completion.tokens)
     store.close()
 
 
 def test_a_newer_layout_and_a_manifest_that_disagrees_with_its_database_are_refused(layouts: dict[int, Path]) -> None:
-    conn = sqlite3.connect(layouts[2] / "records.sqlite")
-    conn.execute("PRAGMA user_version = 3")
+    conn = sqlite3.connect(layouts[3] / "records.sqlite")
+    conn.execute("PRAGMA user_version = 4")
     conn.close()
-    with pytest.raises(StoreError, match="store layout 3 by a newer evalsuite"):
-        open_run(layouts[2])
+    with pytest.raises(StoreError, match="store layout 4 by a newer evalsuite"):
+        open_run(layouts[3])
     manifest = json.loads((layouts[1] / "manifest.json").read_text())
     (layouts[1] / "manifest.json").write_text(json.dumps({**manifest, "schema_version": 3, "store_layout": 2}))
     with pytest.raises(StoreError, match="is in store layout 1, but .* says 2"):

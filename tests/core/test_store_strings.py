@@ -24,9 +24,10 @@ from evalsuite.store.tokens import (
     _named_by_sort,
     _named_by_table,
     _names_by_id,
-    _raw_apart,
+    _utf8,
     pack_detail,
     pack_strings,
+    raw_apart,
     unpack_detail,
     unpack_strings,
     unpack_top_row,
@@ -255,5 +256,5 @@ def test_only_the_bytes_a_piece_cannot_say_are_kept_in_order(tokens: list[tuple[
     """Bytes the same as the piece's UTF-8, other bytes (a split character), none; a lone surrogate or not."""
     pieces = [piece for piece, _ in tokens]
     raw = [[piece.encode("utf-8", "surrogatepass"), b"\xe2\x89", None, b""][form] for piece, form in tokens]
-    kept, lens = _raw_apart(pieces, raw)
+    kept, lens = raw_apart(raw, lambda: _utf8(pieces))
     assert (kept, lens.tolist()) == _kept_one_by_one(pieces, raw)

@@ -1,0 +1,107 @@
+"""The chosen tokens' strings in store layout 3: one byte stream and each token's length, apart from the
+alternatives' strings.
+
+Without ids a token is its strings, so every comparison reads them.  Layout 2
+kept them as JSON in one zlib stream with the alternatives' strings (five
+sixths of it): a comparison unpacked all of it and made a string and a byte
+string a token.  Here the pieces are one UTF-8 stream (a lone surrogate as its
+own three bytes, as `records.joined_pieces` joins them) with each piece's byte
+length, and the exact bytes are kept only where they are not the piece's
+bytes.  A comparison takes the join straight from the stream
+(`ChosenStrings.joined`); the lists are made only where a window is shown.
+"""
+
+from __future__ import annotations
+
+import struct
+
+import numpy as np
+from isal import isal_zlib
+
+from evalsuite.store.tokens import LEVEL, raw_apart
+
+_HEADER = struct.Struct("<4I")  # the lengths of the parts: stream, piece lengths, bytes kept, bytes' lengths
+_CONTINUATION = 0x80  # UTF-8 bytes after a character's first are 10xxxxxx
+
+
+def pack_chosen(pieces: list[str], raw: list[bytes | None]) -> bytes:
+    """The chosen tokens' pieces and exact bytes, packed (-2 marks bytes that are the piece's own, -1 none)."""
+    try:
+        encoded = list(map(str.encode, pieces))
+    except UnicodeEncodeError:  # a lone surrogate: not UTF-8, kept as its three bytes
+        encoded = [p.encode("utf-8", "surrogatepass") for p in pieces]
+    kept, kept_lengths = raw_apart(raw, lambda: encoded)  # type: ignore[arg-type,return-value]
+    lengths = np.fromiter(map(len, encoded), "<i4", len(encoded))
+    parts = (b"".join(encoded), lengths.tobytes(), kept, kept_lengths.tobytes())
+    return isal_zlib.compress(_HEADER.pack(*map(len, parts)) + b"".join(parts), LEVEL)
+
+
+class ChosenStrings:
+    """`pack_chosen`'s bytes unpacked: the joins a comparison reads, and the lists a window shows."""
+
+    def __init__(self, blob: bytes):
+        data = isal_zlib.decompress(blob)
+        parts, offset = [], _HEADER.size
+        for length in _HEADER.unpack_from(data):
+            parts.append(data[offset : offset + length])
+            offset += length
+        self.stream = parts[0]
+        self.ends = np.cumsum(np.frombuffer(parts[1], "<i4"), dtype=np.int64)
+        self._kept = parts[2]
+        self._kept_lengths = np.frombuffer(parts[3], "<i4")
+
+    @property
+    def count(self) -> int:
+        """How many pieces there are (0 where the engine gave none)."""
+        return len(self.ends)
+
+    def exact(self, tokens: int) -> bool:
+        """Whether each of the `tokens` tokens has its exact bytes (`TokenTrace.exact_bytes`)."""
+        return len(self._kept_lengths) == tokens and not bool((self._kept_lengths == -1).any())
+
+    def joined(self, exact: bool) -> tuple[bytes, np.ndarray]:
+        """`TokenTrace.joined`, from the stream: the pieces' join is the stream itself; the exact bytes' join is
+        the stream with the bytes kept apart put in their tokens' places (call with `exact` where `exact()`)."""
+        if not exact:
+            return self.stream, self.ends
+        marks = self._kept_lengths
+        if len(marks) == self.count and not (marks >= 0).any():
+            return self.stream, self.ends  # every token's bytes are its piece's
+        if not self.count:  # bytes without pieces: all kept
+            return self._kept, np.cumsum(marks, dtype=np.int64)
+        own = np.diff(self.ends, prepend=0)
+        apart = marks >= 0
+        lengths = np.where(apart, marks, own)
+        kept_starts = np.cumsum(np.where(apart, marks, 0)) - np.where(apart, marks, 0)
+        source = np.where(apart, len(self.stream) + kept_starts, self.ends - own)
+        ends = np.cumsum(lengths, dtype=np.int64)
+        places = np.repeat(source - (ends - lengths), lengths) + np.arange(int(ends[-1]))
+        return np.frombuffer(self.stream + self._kept, np.uint8)[places].tobytes(), ends
+
+    def pieces(self) -> list[str]:
+        """The pieces as strings."""
+        text = self.stream.decode("utf-8", "surrogatepass")
+        ends = self.ends
+        if len(text) != len(self.stream):  # not ASCII: count characters by their first bytes
+            firsts = (np.frombuffer(self.stream, np.uint8) & 0xC0) != _CONTINUATION
+            ends = np.concatenate([[0], np.cumsum(firsts)])[ends]
+        bounds = np.concatenate([[0], ends]).tolist()
+        return list(map(text.__getitem__, map(slice, bounds[:-1], bounds[1:])))
+
+    def raw(self) -> list[bytes | None]:
+        """Each token's exact bytes, None where the engine gave none."""
+        marks = self._kept_lengths
+        bounds = np.concatenate([[0], self.ends]).tolist()
+        if len(marks) == self.count and not (marks != -2).any():  # every token's bytes are its piece's
+            return list(map(self.stream.__getitem__, map(slice, bounds[:-1], bounds[1:])))
+        raw: list[bytes | None] = []
+        at = 0
+        for i, mark in enumerate(marks.tolist()):
+            if mark == -2:
+                raw.append(self.stream[bounds[i] : bounds[i + 1]])
+            elif mark < 0:
+                raw.append(None)
+            else:
+                raw.append(self._kept[at : at + mark])
+                at += mark
+        return raw

@@ -101,6 +101,10 @@ class TokenTrace:
         pieces (see `joined_pieces`).  Equal tokens join equal, so outputs are compared in C, not token by token."""
         return joined_bytes(self.raw) if exact else joined_pieces(self.pieces)  # type: ignore[arg-type]
 
+    def text_of(self, start: int, stop: int) -> str:
+        """The pieces of tokens `start` to `stop` (a slice's bounds, clipped to the trace) joined: a window's text."""
+        return "".join(self.pieces[start:stop])
+
     def top_names(self) -> list[str] | None:
         """Every alternative's string, row after row, when every row holds k of them (else None)."""
         n, k = self.top_ids.shape

@@ -140,7 +140,7 @@ def _rank_in_alternatives(base: TokenTrace, cand: TokenTrace, i: int, level: Tok
         hits = np.flatnonzero(base.top_ids[i] == cand.ids[i])
     else:  # alternatives named by text only (vLLM gives ids for the chosen tokens alone)
         names = base.top_pieces[i] if i < len(base.top_pieces) else []
-        piece = cand.pieces[i] if i < len(cand.pieces) else None
+        piece = cand.text_of(i, i + 1) if cand.has_pieces else None
         hits = np.array([j for j, p in enumerate(names) if piece is not None and p == piece], dtype=np.int64)
     if not len(hits):
         return None, math.nan
@@ -194,10 +194,10 @@ def diff_completions(
         common_prefix=i,
         baseline_length=len(bt),
         candidate_length=len(ct),
-        char_offset=len("".join(bt.pieces[:i])),
-        context="".join(bt.pieces[max(0, i - _PREFIX_TOKENS) : i])[-_PREFIX_CHARS:],
-        baseline_next="".join(bt.pieces[i : i + _NEXT_TOKENS]),
-        candidate_next="".join(ct.pieces[i : i + _NEXT_TOKENS]),
+        char_offset=len(bt.text_of(0, i)),
+        context=bt.text_of(max(0, i - _PREFIX_TOKENS), i)[-_PREFIX_CHARS:],
+        baseline_next=bt.text_of(i, i + _NEXT_TOKENS),
+        candidate_next=ct.text_of(i, i + _NEXT_TOKENS),
         baseline_token_id=int(bt.ids[i]) if level == "ids" and i < len(bt) else None,
         candidate_token_id=int(ct.ids[i]) if level == "ids" and i < len(ct) else None,
         margin=margin,

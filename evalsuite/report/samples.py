@@ -40,8 +40,8 @@ def _name_of(token_id: int, traces: tuple[TokenTrace, ...]) -> str:
     """A token id's text, found where the same sample's traces used or offered it (ids map to fixed strings)."""
     for t in traces:
         hit = np.flatnonzero(t.ids == token_id)
-        if len(hit) and t.pieces:
-            return t.pieces[int(hit[0])]
+        if len(hit) and t.has_pieces:
+            return t.text_of(int(hit[0]), int(hit[0]) + 1)
         if t.top_pieces:
             rows, cols = np.nonzero(t.top_ids == token_id)
             for r, c in zip(rows.tolist(), cols.tolist()):
@@ -67,8 +67,8 @@ def _alternatives(trace: TokenTrace, i: int, others: tuple[TokenTrace, ...]) -> 
 def _arm_tokens(trace: TokenTrace, start: int, pos: int, other: TokenTrace) -> dict[str, Any]:
     end = min(len(trace), pos + AFTER)
     has_top = trace.has_top
-    chips = [[trace.pieces[i], _lp(trace.logprobs[i]), bool(has_top[i])] for i in range(start, end)]
-    tail = "".join(trace.pieces[end:])
+    chips = [[trace.text_of(i, i + 1), _lp(trace.logprobs[i]), bool(has_top[i])] for i in range(start, end)]
+    tail = trace.text_of(end, len(trace))
     return {
         "tokens": chips,
         "alternatives": _alternatives(trace, pos, (trace, other)),
@@ -122,7 +122,7 @@ def sample_view(
     if base is None or cand is None:
         before, b, c = _from_diff_only(d)
     elif d.level != "text" and base.tokens is not None and cand.tokens is not None:
-        before = "".join(base.tokens.pieces[:start])
+        before = base.tokens.text_of(0, start)
         b, c = _arm_tokens(base.tokens, start, pos, cand.tokens), _arm_tokens(cand.tokens, start, pos, base.tokens)
     else:
         before = base.text[:pos]

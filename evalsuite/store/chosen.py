@@ -78,8 +78,20 @@ class ChosenStrings:
         places = np.repeat(source - (ends - lengths), lengths) + np.arange(int(ends[-1]))
         return np.frombuffer(self.stream + self._kept, np.uint8)[places].tobytes(), ends
 
+    def text_of(self, start: int, stop: int) -> str:
+        """`TokenTrace.text_of`, decoded from the stream: no list of pieces made for a window."""
+        start, stop, _ = slice(start, stop).indices(self.count)
+        if stop <= start:
+            return ""
+        begin = int(self.ends[start - 1]) if start else 0
+        return self.stream[begin : int(self.ends[stop - 1])].decode("utf-8", "surrogatepass")
+
     def pieces(self) -> list[str]:
         """The pieces as strings."""
+        if not self.count:
+            return []
+        if b"\x00" not in self.stream:  # NUL (U+0000 alone: never inside a character's bytes) parts them in C
+            return self._parted().decode("utf-8", "surrogatepass").split("\x00")
         text = self.stream.decode("utf-8", "surrogatepass")
         ends = self.ends
         if len(text) != len(self.stream):  # not ASCII: count characters by their first bytes
@@ -88,12 +100,16 @@ class ChosenStrings:
         bounds = np.concatenate([[0], ends]).tolist()
         return list(map(text.__getitem__, map(slice, bounds[:-1], bounds[1:])))
 
+    def _parted(self) -> bytes:
+        """The stream with a NUL after each piece but the last."""
+        return np.insert(np.frombuffer(self.stream, np.uint8), self.ends[:-1], 0).tobytes()
+
     def raw(self) -> list[bytes | None]:
         """Each token's exact bytes, None where the engine gave none."""
         marks = self._kept_lengths
+        if self.count and len(marks) == self.count and not (marks != -2).any() and b"\x00" not in self.stream:
+            return self._parted().split(b"\x00")  # type: ignore[return-value]  # every token's bytes its piece's
         bounds = np.concatenate([[0], self.ends]).tolist()
-        if len(marks) == self.count and not (marks != -2).any():  # every token's bytes are its piece's
-            return list(map(self.stream.__getitem__, map(slice, bounds[:-1], bounds[1:])))
         raw: list[bytes | None] = []
         at = 0
         for i, mark in enumerate(marks.tolist()):

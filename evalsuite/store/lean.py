@@ -35,6 +35,7 @@ class StoredTrace(TokenTrace):
         self._with_raw = False
         self._pieces: list[str] | None = []
         self._raw: list[bytes | None] | None = []
+        self._named: tuple[int, list[str]] | None = None  # one token's alternatives' strings (`named_at`)
 
     def _unpacked(self) -> tuple[np.ndarray, np.ndarray]:
         if self._detail is None:
@@ -105,7 +106,11 @@ class StoredTrace(TokenTrace):
 
     @property
     def top_pieces(self) -> list[list[str]]:
-        return []
+        if self._named is None:
+            return []
+        rows: list[list[str]] = [[]] * len(self.ids)  # one shared empty row: no other alternative is named
+        rows[self._named[0]] = self._named[1]
+        return rows
 
     @top_pieces.setter
     def top_pieces(self, value: list[list[str]]) -> None:
@@ -125,3 +130,14 @@ class StoredTrace(TokenTrace):
         if self._chosen is not None:  # straight from the stored stream: no list a token
             return self._chosen.joined(exact)
         return super().joined(exact)
+
+    def text_of(self, start: int, stop: int) -> str:
+        if self._chosen is not None and self._pieces is None:
+            return self._chosen.text_of(start, stop)
+        return super().text_of(start, stop)
+
+    def named_at(self, position: int, names: list[str]) -> StoredTrace:
+        """This trace, still lean, with one token's alternatives' strings (`TokenTrace.named_at`)."""
+        named = copy.copy(self)
+        named._named = (position, names)
+        return named

@@ -132,19 +132,23 @@ def _cycle() -> weakref.ref[_Node]:
 
 def test_a_frozen_heap_keeps_what_lived_before_out_of_collections_until_the_outermost_exit() -> None:
     assert gc.get_freeze_count() == 0
-    before = _cycle()  # garbage from before the block: frozen with the rest, not collected inside it
-    with heap_frozen():
-        frozen = gc.get_freeze_count()
-        assert frozen > 1000  # the modules and everything else alive
-        inside = _cycle()
-        gc.collect()
-        assert before() is not None and inside() is None
+    gc.disable()  # no automatic collection between the garbage made and the freeze: only the test's own
+    try:
+        before = _cycle()  # garbage from before the block: frozen with the rest, not collected inside it
         with heap_frozen():
-            assert gc.get_freeze_count() == frozen  # nested: the one freeze, not a second
-        assert gc.get_freeze_count() == frozen  # the inner exit thaws nothing
-    assert gc.get_freeze_count() == 0
-    gc.collect()
-    assert before() is None  # thawed, and collected
+            frozen = gc.get_freeze_count()
+            assert frozen > 1000  # the modules and everything else alive
+            inside = _cycle()
+            gc.collect()
+            assert before() is not None and inside() is None
+            with heap_frozen():
+                assert gc.get_freeze_count() == frozen  # nested: the one freeze, not a second
+            assert gc.get_freeze_count() == frozen  # the inner exit thaws nothing
+        assert gc.get_freeze_count() == 0
+        gc.collect()
+        assert before() is None  # thawed, and collected
+    finally:
+        gc.enable()
 
 
 def test_a_frozen_heap_thaws_after_an_error_and_leaves_another_owners_freeze_alone() -> None:

@@ -30,9 +30,17 @@ def _same_join(got: tuple[bytes, np.ndarray], want: tuple[bytes, np.ndarray]) ->
     assert got[1].dtype == np.int64 and got[1].tolist() == want[1].tolist()
 
 
-@given(st.lists(st.tuples(st.text(ANY_CHAR, max_size=5), st.integers(0, 3)), max_size=12), st.integers(0, 2))
-def test_pieces_and_bytes_read_back_and_join_as_the_lists_do(tokens: list[tuple[str, int]], shape: int) -> None:
-    """`shape`: every token with pieces and bytes, pieces without bytes, or bytes without pieces."""
+@given(
+    st.lists(st.tuples(st.text(ANY_CHAR, max_size=5), st.integers(0, 3)), max_size=12),
+    st.integers(0, 2),
+    st.integers(-2, 14),
+    st.integers(-2, 14),
+)
+def test_pieces_and_bytes_read_back_and_join_as_the_lists_do(
+    tokens: list[tuple[str, int]], shape: int, start: int, stop: int
+) -> None:
+    """`shape`: every token with pieces and bytes, pieces without bytes, or bytes without pieces; a window's
+    text (`start`, `stop`: a slice's bounds) is the pieces' there."""
     pieces = [piece for piece, _ in tokens]
     raw = [_bytes_of(piece, form) for piece, form in tokens]
     if shape == 1:
@@ -42,6 +50,7 @@ def test_pieces_and_bytes_read_back_and_join_as_the_lists_do(tokens: list[tuple[
     chosen = ChosenStrings(pack_chosen(pieces, raw))
     assert chosen.pieces() == pieces and chosen.raw() == raw and chosen.count == len(pieces)
     _same_join(chosen.joined(False), joined_pieces(pieces))
+    assert chosen.text_of(start, stop) == "".join(pieces[start:stop])
     exact = len(raw) == len(tokens) and None not in raw
     assert chosen.exact(len(tokens)) == exact
     if exact:

@@ -25,6 +25,7 @@ RSS under 1 GiB.
     SCALE_STORE=SAMPLESxTOKENS ...                         # any size, e.g. 200x8000
     SCALE_STORE_DIVERGE=1 ...                              # every candidate output diverges (control: 1 in 2)
     SCALE_STORE_IDS=0 ...                                  # tokens without ids, named by text (as some APIs do)
+    SCALE_STORE_IDS=chosen ...                             # ids for the chosen tokens only (vLLM's alternatives)
 
 SCALE_STORE_DIR keeps the runs in that folder (built once, reused) instead of a temporary folder.
 """
@@ -65,7 +66,11 @@ def _diverge_every() -> int:
     return int(spec)
 
 
-def build(root: Path, samples: int, tokens: int, seed: int = 0, every: int = 25, with_ids: bool = True) -> None:
+IDS = {"1": "", "0": ", tokens without ids", "chosen": ", ids for the chosen tokens only"}
+"""SCALE_STORE_IDS: every token and alternative with its id, none, or the chosen tokens' alone (vLLM's shape)."""
+
+
+def build(root: Path, samples: int, tokens: int, seed: int = 0, every: int = 25, ids_given: str = "1") -> None:
     """Write the four arms' run folders under `root` through the store's writer."""
     import numpy as np
 
@@ -110,11 +115,11 @@ def build(root: Path, samples: int, tokens: int, seed: int = 0, every: int = 25,
                 arm_ids[int(rng.integers(0, tokens)) :] = top_ids[0, 1]
             pieces = [vocab[t] for t in arm_ids.tolist()]
             trace = TokenTrace(
-                ids=arm_ids if with_ids else np.full(tokens, -1, np.int64),
+                ids=np.full(tokens, -1, np.int64) if ids_given == "0" else arm_ids,
                 pieces=pieces,
                 raw=[p.encode() for p in pieces],
                 logprobs=top_lp[:, 0].copy(),
-                top_ids=top_ids if with_ids else np.full_like(top_ids, -1),
+                top_ids=top_ids if ids_given == "1" else np.full_like(top_ids, -1),
                 top_logprobs=top_lp,
                 top_pieces=[[vocab[t] for t in row] for row in top_ids.tolist()],
             )
@@ -193,21 +198,21 @@ def main() -> None:
         measure(sys.argv[2], Path(sys.argv[3]))
         return
     if len(sys.argv) == 7 and sys.argv[1] == "--build":
-        build(
-            Path(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), every=int(sys.argv[5]), with_ids=sys.argv[6] == "1"
-        )
+        build(Path(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), every=int(sys.argv[5]), ids_given=sys.argv[6])
         return
     samples, tokens = _size()
     every = _diverge_every()
-    with_ids = os.environ.get("SCALE_STORE_IDS", "1") != "0"
+    ids_given = os.environ.get("SCALE_STORE_IDS", "1")
+    if ids_given not in IDS:
+        raise SystemExit(f"SCALE_STORE_IDS must be one of {', '.join(IDS)}, not {ids_given!r}.")
     keep = os.environ.get("SCALE_STORE_DIR")
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(keep) if keep else Path(tmp)
-        built = root / f"{samples}x{tokens}-{every}{'' if with_ids else '-no-ids'}"
+        built = root / f"{samples}x{tokens}-{every}{ {'1': '', '0': '-no-ids', 'chosen': '-chosen-ids'}[ids_given] }"
         t0 = time.perf_counter()
         if not (built / ROLES["candidate"] / "records.sqlite").exists():
             command = [sys.executable, __file__, "--build", str(built), str(samples), str(tokens), str(every)]
-            command.append("1" if with_ids else "0")
+            command.append(ids_given)
             subprocess.run(command, check=True)
         build_s = time.perf_counter() - t0
         total = samples * tokens * len(ROLES)
@@ -215,7 +220,7 @@ def main() -> None:
         raw = 4 * (2 + 2 * TOP_K)
         print(
             f"runs: {len(ROLES)} arms x {samples} samples x {tokens:,} tokens, top-{TOP_K}, one candidate output in "
-            f"{every} diverging{'' if with_ids else ', tokens without ids'} (ready in {build_s:.1f} s)"
+            f"{every} diverging{IDS[ids_given]} (ready in {build_s:.1f} s)"
         )
         print(
             f"store: {stored / total:.1f} bytes/token ({stored / 1e6:.0f} MB for {total:,} tokens); reference: the "

@@ -203,21 +203,22 @@ def _packed_trace(
 ) -> TokenTrace:
     """A trace of layout 2 or 3 (see `store.tokens`), read as far as `strings` asks."""
     with_ids = bool((ids >= 0).all())
+    with_raw = not (strings == "pieces" and with_ids)
     if fetch is not None and (strings == "tokens" or (strings == "none" and with_ids)):
         lean = StoredTrace(ids, k, fetch, layout)
         return lean.with_strings(raw=True) if strings == "tokens" else lean
+    if layout >= 3 and strings in ("pieces", "tokens"):  # the row's columns, unpacked when used: a window's few
+        return StoredTrace(ids, k, fetch or row.__getitem__, layout).with_strings(raw=with_raw)
     top_lp = np.frombuffer(row["top_logprobs"], "<f4").reshape(len(ids), k).copy()
     top_ids, logprobs = unpack_detail(row["detail"], ids, top_lp)
     if strings == "none" and with_ids:
         return TokenTrace(ids, [], [], logprobs, top_ids, top_lp, [])
-    with_raw, with_top = not (strings == "pieces" and with_ids), strings == "all"
     if layout < 3:
-        pieces, raw, top_pieces = unpack_strings(row["strings"], top_ids, raw=with_raw, top=with_top)
+        pieces, raw, top_pieces = unpack_strings(row["strings"], top_ids, raw=with_raw, top=strings == "all")
         return TokenTrace(ids, pieces, raw, logprobs, top_ids, top_lp, top_pieces)
     chosen = ChosenStrings(row["strings"])
-    top_pieces = unpack_top_strings(row["top_strings"], top_ids) if with_top else []
-    raw = chosen.raw() if with_raw else []
-    return TokenTrace(ids, chosen.pieces(), raw, logprobs, top_ids, top_lp, top_pieces)
+    top_pieces = unpack_top_strings(row["top_strings"], top_ids)
+    return TokenTrace(ids, chosen.pieces(), chosen.raw(), logprobs, top_ids, top_lp, top_pieces)
 
 
 def row_to_result(

@@ -155,7 +155,8 @@ class RunStore:
             yield self._decode(dict(row), strings)
 
     def _select(self, strings: Strings) -> str:
-        """The query for results with what `strings` needs (layout 2: ids only for "none", the rest on first use)."""
+        """The query for results with what `strings` needs (layouts 2 and 3: ids only for "none", the rest on first
+        use)."""
         if self.layout >= 2:
             skipped = () if strings == "all" else ("top_strings",)  # layout 3 keeps the alternatives' strings apart
             tokens = (
@@ -183,7 +184,6 @@ class RunStore:
             if self.layout < 2:
                 record = dict(self._conn.execute(self._select("tokens") + " WHERE r.sample_id = ?", (sid,)).fetchone())
         if self.layout >= 2 and strings in ("none", "tokens") and record["ids"] is not None:
-            record["detail"] = None  # a layout-2 row: the trace reads its other columns when first used
             return row_to_result(record, self.layout, strings=strings, fetch=lambda column: self._column(sid, column))
         return row_to_result(record, self.layout, strings=strings)
 

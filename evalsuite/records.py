@@ -96,6 +96,11 @@ class TokenTrace:
         """Whether every token came with its exact bytes: then they, not the decoded pieces, say which it is."""
         return len(self.raw) == len(self.ids) and None not in self.raw
 
+    @property
+    def streamed(self) -> bool:
+        """Whether the tokens' strings are held joined, as one stream (`joined` is then free; lists are made)."""
+        return False
+
     def joined(self, exact: bool) -> tuple[bytes, np.ndarray]:
         """The tokens as one byte string and where each ends in it: their exact bytes (`exact`), else their
         pieces (see `joined_pieces`).  Equal tokens join equal, so outputs are compared in C, not token by token."""

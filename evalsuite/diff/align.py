@@ -85,9 +85,29 @@ def _level(cand: Completion, base: Completion) -> TokenLevel:
 
 def _first_mismatch_tokens(a: TokenTrace, b: TokenTrace) -> int | None:
     """The first token where two outputs without ids differ: told apart by their exact bytes where both gave
-    every token's, else by their strings (bytes on one side only would differ where the tokens do not)."""
+    every token's, else by their strings (bytes on one side only would differ where the tokens do not).
+    Outputs read as streams are compared joined; lists of strings as lists, which costs less than joining."""
     exact = a.exact_bytes and b.exact_bytes
-    return _first_mismatch_joined(a.joined(exact), b.joined(exact))
+    if a.streamed or b.streamed:
+        return _first_mismatch_joined(a.joined(exact), b.joined(exact))
+    return _first_mismatch_seq(a.raw, b.raw) if exact else _first_mismatch_seq(a.pieces, b.pieces)
+
+
+_RUN = 256
+"""Tokens compared a slice at a time (in C) before the one slice that differs is walked token by token."""
+
+
+def _first_mismatch_seq(a: list, b: list) -> int | None:
+    if a == b:
+        return None
+    n = min(len(a), len(b))
+    start = 0
+    while start < n and a[start : start + _RUN] == b[start : start + _RUN]:
+        start += _RUN
+    for i in range(start, min(start + _RUN, n)):
+        if a[i] != b[i]:
+            return i
+    return n
 
 
 def _first_mismatch_joined(a: tuple[bytes, np.ndarray], b: tuple[bytes, np.ndarray]) -> int | None:

@@ -126,6 +126,10 @@ class StoredTrace(TokenTrace):
             return self._with_raw and self._chosen.exact(len(self.ids))
         return super().exact_bytes
 
+    @property
+    def streamed(self) -> bool:
+        return self._chosen is not None
+
     def joined(self, exact: bool) -> tuple[bytes, np.ndarray]:
         if self._chosen is not None:  # straight from the stored stream: no list a token
             return self._chosen.joined(exact)

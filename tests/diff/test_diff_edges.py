@@ -26,7 +26,7 @@ from evalsuite.diff import (
     diff_runs,
     logit_resolution,
 )
-from evalsuite.diff.align import _first_mismatch_joined
+from evalsuite.diff.align import _first_mismatch_joined, _first_mismatch_seq
 from evalsuite.diff.resolution import GAP_TOLERANCE, step_at
 from evalsuite.engines.parse import trace_from_entries
 from evalsuite.records import Completion, Grade, TokenTrace, joined_bytes, joined_pieces
@@ -402,6 +402,23 @@ def test_the_first_differing_token_is_found_in_joined_bytes(keys: list, at: int,
     tokens are empty or one token's bytes are two others' (joins that agree byte for byte)."""
     changed = _changed(keys, at, other, tail)
     assert _first_mismatch_joined(joined_bytes(keys), joined_bytes(changed)) == _first_different(keys, changed)
+    assert _first_mismatch_seq(keys, changed) == _first_different(keys, changed)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.sampled_from([b"a", b"b", b"\xf0\x9f"]), max_size=700),
+    st.integers(0, 700),
+    st.sampled_from([b"a", b"b", b"c"]),
+    st.lists(st.sampled_from([b"a", b"b"]), max_size=3),
+)
+def test_the_first_differing_token_of_lists_is_found_however_far_in(
+    keys: list, at: int, other: bytes, tail: list
+) -> None:
+    """Token lists compared a slice at a time: the first position where they differ (or where the shorter ends),
+    wherever it falls among the slices."""
+    changed = _changed(keys, at, other, tail)
+    assert _first_mismatch_seq(keys, changed) == _first_different(keys, changed)
 
 
 @settings(max_examples=400, deadline=None)

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from evalsuite.errors import ConfigError
+from evalsuite.textfile import append_text, write_text
 
 if TYPE_CHECKING:
     from evalsuite.config import Config
@@ -132,7 +133,7 @@ def run(args: argparse.Namespace) -> int:
             f"{node.p_adjusted:.2g}, TV {node.tv:.2f}, over-represented {test.piece(node.over_represented)!r}"
         )
     if args.json:
-        Path(args.json).write_text(dumps(test, indent=1, ensure_ascii=False))
+        write_text(args.json, dumps(test, indent=1, ensure_ascii=False))
     if not args.no_report:
         from evalsuite.report.folder import report_folder
         from evalsuite.report.sampling import write_sampling_report
@@ -207,8 +208,9 @@ def fold_into_report(test: SampleTest, folder: Path) -> None:
     report = folder / "report.md"
     if report.exists():
         section = paths.markdown.read_text(encoding="utf-8")
-        with report.open("a", encoding="utf-8") as fh:
-            fh.write(f"\n{section}\n(Also as [sampling.html](sampling.html) with plots, data in sampling.json.)\n")
+        append_text(
+            report, f"\n{section}\n(Also as [sampling.html](sampling.html) with plots, data in sampling.json.)\n"
+        )
     print(f"report: {paths.html}")
 
 

@@ -41,6 +41,7 @@ from evalsuite.records import Grade
 from evalsuite.serialize import dumps, to_jsonable
 from evalsuite.stats.intervals import BootstrapMethod
 from evalsuite.store.reader import RunReader
+from evalsuite.textfile import write_text
 from evalsuite.verdict.summary import summary_line
 from evalsuite.verdict.token import TokenVerdict, token_verdict
 
@@ -120,7 +121,7 @@ class Comparison:
         """The versioned JSON summary (NaN written as null); written to `path` when given."""
         text = dumps(self, indent=2, ensure_ascii=False)
         if path is not None:
-            Path(path).write_text(text + "\n", encoding="utf-8")
+            write_text(path, text + "\n")
         return text
 
     def samples_frame(self) -> pd.DataFrame:

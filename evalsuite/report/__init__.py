@@ -13,6 +13,7 @@ from evalsuite.errors import writing
 from evalsuite.report.folder import report_folder
 from evalsuite.report.model import TaskReport, task_of, task_report
 from evalsuite.report.render import render_html, render_markdown
+from evalsuite.textfile import write_text
 
 MARKDOWN_NAME = "report.md"
 HTML_NAME = "report.html"
@@ -57,8 +58,8 @@ def write_reports(
     jsons = [out / (JSON_NAME if len(tasks) == 1 else f"comparison-{t.task}.json") for t in tasks]
     with writing(out, "write the report into"):  # a full disk or a folder that may not be written: exit 4
         out.mkdir(parents=True, exist_ok=True)
-        md.write_text(render_markdown(tasks, created), encoding="utf-8")
-        html.write_text(render_html(tasks, created), encoding="utf-8")
+        write_text(md, render_markdown(tasks, created))
+        write_text(html, render_html(tasks, created))
         for t, path in zip(tasks, jsons):
             t.comparison.to_json(path)
     return ReportPaths(out, md, html, jsons)

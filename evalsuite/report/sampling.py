@@ -18,6 +18,7 @@ from evalsuite.report.render import _env, _static
 from evalsuite.report.svg import PALETTE, Scale, Svg
 from evalsuite.sampling.run import SampleTest
 from evalsuite.serialize import dumps, to_jsonable
+from evalsuite.textfile import write_text
 
 TOP_TOKENS = 4  # outcomes shown per node in the table
 TABLE_ROWS = 40
@@ -165,7 +166,7 @@ def write_sampling_report(test: SampleTest, folder: Path, *, created: float) -> 
         )
     )
     paths = SamplingPaths(folder / "sampling.md", folder / "sampling.html", folder / "sampling.json")
-    paths.markdown.write_text(md, encoding="utf-8")
-    paths.html.write_text(html, encoding="utf-8")
-    paths.json.write_text(dumps({"schema": 1, **to_jsonable(test)}, indent=1, ensure_ascii=False), encoding="utf-8")
+    write_text(paths.markdown, md)
+    write_text(paths.html, html)
+    write_text(paths.json, dumps({"schema": 1, **to_jsonable(test)}, indent=1, ensure_ascii=False))
     return paths

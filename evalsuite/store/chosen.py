@@ -40,15 +40,32 @@ class ChosenStrings:
     """`pack_chosen`'s bytes unpacked: the joins a comparison reads, and the lists a window shows."""
 
     def __init__(self, blob: bytes):
+        """Unpacked and checked whole: what does not hold together is a ValueError here, not later in a diff."""
         data = isal_zlib.decompress(blob)
+        lengths = _HEADER.unpack_from(data)
+        if _HEADER.size + sum(lengths) != len(data) or lengths[1] % 4 or lengths[3] % 4:
+            raise ValueError("the chosen tokens' strings do not match their header")
         parts, offset = [], _HEADER.size
-        for length in _HEADER.unpack_from(data):
+        for length in lengths:
             parts.append(data[offset : offset + length])
             offset += length
         self.stream = parts[0]
-        self.ends = np.cumsum(np.frombuffer(parts[1], "<i4"), dtype=np.int64)
+        piece_lengths = np.frombuffer(parts[1], "<i4")
+        self.ends = np.cumsum(piece_lengths, dtype=np.int64)
         self._kept = parts[2]
         self._kept_lengths = np.frombuffer(parts[3], "<i4")
+        self._check(piece_lengths)
+
+    def _check(self, piece_lengths: np.ndarray) -> None:
+        marks = self._kept_lengths
+        if (piece_lengths < 0).any() or (self.ends[-1] if self.count else 0) != len(self.stream):
+            raise ValueError("the chosen tokens' lengths do not add up to their stream")
+        if (marks < -2).any() or int(marks[marks >= 0].sum()) != len(self._kept):
+            raise ValueError("the chosen tokens' exact bytes do not add up")
+        if (marks == -2).any() and len(marks) != self.count:
+            raise ValueError("the chosen tokens' exact bytes name pieces that are not there")
+        if not self.stream.isascii():
+            self.stream.decode("utf-8", "surrogatepass")  # a UnicodeDecodeError (a ValueError) where it is not
 
     @property
     def count(self) -> int:

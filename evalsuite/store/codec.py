@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Callable
 from typing import Any, Literal, cast
 
 import numpy as np
 
 from evalsuite.records import Completion, Grade, Sample, SampleResult, TokenTrace
 from evalsuite.store.chosen import ChosenStrings, pack_chosen
-from evalsuite.store.lean import StoredTrace
+from evalsuite.store.lean import Fetch, StoredTrace, from_row
 from evalsuite.store.tokens import dumps_strings as _dumps_strings
 from evalsuite.store.tokens import (
     pack_detail,
@@ -156,7 +155,7 @@ def _token_values(t: TokenTrace | None) -> tuple[Any, ...]:
 
 
 def _trace_from_row(
-    row: dict[str, Any], strings: Strings, layout: int, fetch: Callable[[str], bytes] | None = None
+    row: dict[str, Any], strings: Strings, layout: int, fetch: Fetch | None = None
 ) -> TokenTrace | None:
     """A trace from a results row of layout 1, or one joined with its `tokens` row (layouts 2 and 3).
 
@@ -199,7 +198,7 @@ def _packed_trace(
     k: int,
     strings: Strings,
     layout: int,
-    fetch: Callable[[str], bytes] | None,
+    fetch: Fetch | None,
 ) -> TokenTrace:
     """A trace of layout 2 or 3 (see `store.tokens`), read as far as `strings` asks."""
     with_ids = bool((ids >= 0).all())
@@ -208,7 +207,7 @@ def _packed_trace(
         lean = StoredTrace(ids, k, fetch, layout)
         return lean.with_strings(raw=True) if strings == "tokens" else lean
     if layout >= 3 and strings in ("pieces", "tokens"):  # the row's columns, unpacked when used: a window's few
-        return StoredTrace(ids, k, fetch or row.__getitem__, layout).with_strings(raw=with_raw)
+        return StoredTrace(ids, k, fetch or from_row(row), layout).with_strings(raw=with_raw)
     top_lp = np.frombuffer(row["top_logprobs"], "<f4").reshape(len(ids), k).copy()
     top_ids, logprobs = unpack_detail(row["detail"], ids, top_lp)
     if strings == "none" and with_ids:
@@ -222,7 +221,7 @@ def _packed_trace(
 
 
 def row_to_result(
-    row: dict[str, Any], layout: int, *, strings: Strings = "all", fetch: Callable[[str], bytes] | None = None
+    row: dict[str, Any], layout: int, *, strings: Strings = "all", fetch: Fetch | None = None
 ) -> SampleResult:
     """A stored result from its row in `layout` (see `_trace_from_row` for `fetch`)."""
     completion = Completion(

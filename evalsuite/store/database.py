@@ -27,6 +27,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
+from isal import isal_zlib
+
 from evalsuite.errors import EvalsuiteError, StoreError, host_error
 from evalsuite.store.codec import add_missing_columns
 from evalsuite.store.tokens import token_columns
@@ -64,8 +66,9 @@ def tokens_schema(layout: int) -> str:
     return f"CREATE TABLE IF NOT EXISTS tokens (sample_id TEXT PRIMARY KEY, {columns});"
 
 
-# a damaged file, or a row whose JSON or token arrays no longer decode (a torn or edited record)
-DAMAGE = (sqlite3.DatabaseError, ValueError, TypeError, KeyError)
+PACKED_DAMAGE: type[Exception] = isal_zlib.error  # type: ignore[assignment]  # a zlib stream failing its checks (isal types the class as an instance)
+# a damaged file, or a row whose JSON, token arrays or packed columns no longer decode (a torn or edited record)
+DAMAGE = (sqlite3.DatabaseError, ValueError, TypeError, KeyError, PACKED_DAMAGE)
 _F = TypeVar("_F", bound=Callable[..., Any])
 
 

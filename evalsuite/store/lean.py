@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable
+from typing import Protocol, TypeVar
 
 import numpy as np
 
@@ -17,14 +18,32 @@ from evalsuite.records import TokenTrace
 from evalsuite.store.chosen import ChosenStrings
 from evalsuite.store.tokens import unpack_detail, unpack_strings
 
+T = TypeVar("T")
+
+
+class Fetch(Protocol):
+    """Reads one `tokens` column of one sample and decodes it with `decode`: a column that does not decode is
+    the store's to report (a StoreError naming the file), wherever the trace happens to be used."""
+
+    def __call__(self, column: str, decode: Callable[[bytes], T], /) -> T: ...
+
+
+def from_row(row: dict[str, bytes]) -> Fetch:
+    """A `Fetch` over a row already read (its columns decoded as they are)."""
+
+    def fetch(column: str, decode: Callable[[bytes], T]) -> T:
+        return decode(row[column])
+
+    return fetch
+
 
 class StoredTrace(TokenTrace):
     """A token trace read with its ids only (or with its tokens' strings too, `with_strings`); its other
-    columns are read from the store when first used.  `fetch(column)` reads one `tokens` column of this
-    sample; `layout` is the store's (layout 3 keeps the chosen tokens' strings apart, `store.chosen`).
+    columns are read from the store when first used.  `fetch` reads one `tokens` column of this sample;
+    `layout` is the store's (layout 3 keeps the chosen tokens' strings apart, `store.chosen`).
     """
 
-    def __init__(self, ids: np.ndarray, k: int, fetch: Callable[[str], bytes], layout: int = 2):
+    def __init__(self, ids: np.ndarray, k: int, fetch: Fetch, layout: int = 2):
         self.ids = ids
         self._k = k
         self._fetch = fetch
@@ -39,14 +58,16 @@ class StoredTrace(TokenTrace):
 
     def _unpacked(self) -> tuple[np.ndarray, np.ndarray]:
         if self._detail is None:
-            self._detail = unpack_detail(self._fetch("detail"), self.ids, self.top_logprobs)
+            top_logprobs = self.top_logprobs
+            self._detail = self._fetch("detail", lambda blob: unpack_detail(blob, self.ids, top_logprobs))
         return self._detail
 
     @property
     def top_logprobs(self) -> np.ndarray:
         if self._top_logprobs is None:
-            self._top_logprobs = (
-                np.frombuffer(self._fetch("top_logprobs"), "<f4").reshape(len(self.ids), self._k).copy()
+            shape = (len(self.ids), self._k)
+            self._top_logprobs = self._fetch(
+                "top_logprobs", lambda blob: np.frombuffer(blob, "<f4").reshape(shape).copy()
             )
         return self._top_logprobs
 
@@ -76,10 +97,12 @@ class StoredTrace(TokenTrace):
         used."""
         read = copy.copy(self)
         if self._layout >= 3:
-            read._chosen, read._with_raw = ChosenStrings(self._fetch("strings")), raw
+            read._chosen, read._with_raw = self._fetch("strings", ChosenStrings), raw
             read._pieces = read._raw = None
         else:
-            read._pieces, read._raw, _ = unpack_strings(self._fetch("strings"), None, raw=raw, top=False)
+            read._pieces, read._raw, _ = self._fetch(
+                "strings", lambda blob: unpack_strings(blob, None, raw=raw, top=False)
+            )
         return read
 
     @property

@@ -12,9 +12,9 @@ import json
 import sqlite3
 import time
 import weakref
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
@@ -40,10 +40,13 @@ from evalsuite.store.database import (
     open_database,
     unreadable,
 )
+from evalsuite.store.lean import Fetch
 from evalsuite.store.lock import WriterLock
 from evalsuite.store.manifest import MANIFEST, RunManifest, as_manifest, read_manifest, write_manifest
 from evalsuite.store.tokens import token_columns, unpack_top_row
 from evalsuite.store.writer import RunWriter
+
+T = TypeVar("T")
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -183,9 +186,22 @@ class RunStore:
             strings = "tokens"
             if self.layout < 2:
                 record = dict(self._conn.execute(self._select("tokens") + " WHERE r.sample_id = ?", (sid,)).fetchone())
-        if self.layout >= 2 and strings in ("none", "tokens") and record["ids"] is not None:
-            return row_to_result(record, self.layout, strings=strings, fetch=lambda column: self._column(sid, column))
+        if self.layout >= 2 and record["ids"] is not None:
+            return row_to_result(record, self.layout, strings=strings, fetch=self._fetcher(sid, record))
         return row_to_result(record, self.layout, strings=strings)
+
+    def _fetcher(self, sample_id: str, record: dict[str, Any]) -> Fetch:
+        """How a lean trace of this sample reads its other columns when first used: from its row where it holds
+        them, else from the store; a column that does not decode is a StoreError naming the file."""
+
+        def fetch(column: str, decode: Callable[[bytes], T]) -> T:
+            blob = record[column] if record.get(column) is not None else self._column(sample_id, column)
+            try:
+                return decode(blob)
+            except DAMAGE as exc:
+                raise unreadable(self.folder, ValueError(f"the {column} of sample {sample_id}: {exc}")) from None
+
+        return fetch
 
     def _column(self, sample_id: str, column: str) -> bytes:
         """One `tokens` column of one sample (layouts 2 and 3), for a trace read with its ids only."""

@@ -8,9 +8,13 @@ the joins a comparison of those lists makes (`records.joined_*`).
 
 from __future__ import annotations
 
+import struct
+
 import numpy as np
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from isal import isal_zlib
 
 from evalsuite.records import joined_bytes, joined_pieces
 from evalsuite.store.chosen import ChosenStrings, pack_chosen
@@ -65,3 +69,27 @@ def test_only_bytes_that_are_not_the_pieces_own_are_kept() -> None:
     chosen = ChosenStrings(pack_chosen(pieces, raw))
     assert chosen._kept == SPLIT and chosen.raw() == raw
     assert chosen.joined(True)[0] == b"".join(raw)  # type: ignore[arg-type]
+
+
+def _packed(stream: bytes, lengths: list[int], kept: bytes, marks: list[int], header: list[int] | None = None) -> bytes:
+    parts = (stream, np.array(lengths, "<i4").tobytes(), kept, np.array(marks, "<i4").tobytes())
+    return isal_zlib.compress(struct.pack("<4I", *(header or map(len, parts))) + b"".join(parts))
+
+
+@pytest.mark.parametrize(
+    ("blob", "says"),
+    [
+        (_packed(b"ab", [1, 1], b"", [-2, -2], header=[3, 8, 0, 8]), "do not match their header"),
+        (_packed(b"ab", [1, 2], b"", [-2, -2]), "do not add up to their stream"),
+        (_packed(b"ab", [3, -1], b"", [-2, -2]), "do not add up to their stream"),
+        (_packed(b"ab", [1, 1], b"x", [-2, 2]), "exact bytes do not add up"),
+        (_packed(b"ab", [1, 1], b"", [-2, -3]), "exact bytes do not add up"),
+        (_packed(b"ab", [2], b"", [-2, -2]), "name pieces that are not there"),
+        (_packed(b"a\xff", [1, 1], b"", []), "can't decode"),
+    ],
+)
+def test_strings_that_do_not_hold_together_are_refused_when_read(blob: bytes, says: str) -> None:
+    """An edited or torn column that still unzips: refused as a ValueError (the store's damage) on reading, not
+    found wrong later by a diff."""
+    with pytest.raises(ValueError, match=says):
+        ChosenStrings(blob)

@@ -263,3 +263,21 @@ def test_a_newer_layout_and_a_manifest_that_disagrees_with_its_database_are_refu
     (layouts[1] / "manifest.json").write_text(json.dumps({**manifest, "schema_version": 3, "store_layout": 2}))
     with pytest.raises(StoreError, match="is in store layout 1, but .* says 2"):
         open_run(layouts[1])
+
+
+@pytest.mark.parametrize("layout", [2, 3])
+@pytest.mark.parametrize(("column", "sample"), [("detail", "long"), ("strings", "no-ids"), ("top_logprobs", "long")])
+def test_a_torn_tokens_column_is_the_stores_damage_when_a_comparison_reads_it(
+    tmp_path: Path, layout: int, column: str, sample: str
+) -> None:
+    """A column cut short (a torn write, an edit) is read only when a lean trace uses it, deep in a comparison:
+    it is still a StoreError naming the file and the sample, not a decoder's own error."""
+    _write(tmp_path / "base", _results(), layout=layout, name="base")
+    _write(tmp_path / "cand", _results(shift=1), layout=layout, name="cand")
+    conn = sqlite3.connect(tmp_path / "base" / "records.sqlite")
+    blob = conn.execute(f"SELECT {column} FROM tokens WHERE sample_id = ?", (sample,)).fetchone()[0]
+    conn.execute(f"UPDATE tokens SET {column} = ? WHERE sample_id = ?", (blob[: len(blob) // 2], sample))
+    conn.commit()
+    conn.close()
+    with pytest.raises(StoreError, match=f"records.sqlite is damaged .*the {column} of sample {sample}"):
+        compare_runs(tmp_path / "cand", tmp_path / "base", n_resamples=50)

@@ -14,17 +14,11 @@ from typing import Any, Literal, cast
 import numpy as np
 
 from evalsuite.records import Completion, Grade, Sample, SampleResult, TokenTrace
+from evalsuite.store.alternatives import pack_top_strings, unpack_top_strings
 from evalsuite.store.chosen import ChosenStrings, pack_chosen
 from evalsuite.store.lean import Fetch, StoredTrace, from_row
 from evalsuite.store.tokens import dumps_strings as _dumps_strings
-from evalsuite.store.tokens import (
-    pack_detail,
-    pack_strings,
-    pack_top_strings,
-    unpack_detail,
-    unpack_strings,
-    unpack_top_strings,
-)
+from evalsuite.store.tokens import pack_detail, pack_strings, unpack_detail, unpack_strings
 
 Strings = Literal["all", "tokens", "pieces", "none"]
 """How much token text to decode: everything, the chosen tokens' strings and exact bytes (what tells tokens

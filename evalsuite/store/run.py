@@ -20,6 +20,7 @@ import numpy as np
 
 from evalsuite.errors import StoreError, writing
 from evalsuite.records import Grade, Sample, SampleResult
+from evalsuite.store import alternatives
 from evalsuite.store.codec import (
     GRADE_COLUMNS,
     LAYOUT1_TOKEN_COLUMNS,
@@ -234,8 +235,10 @@ class RunStore:
     def top_names(self, sample_id: str, position: int, top_ids: np.ndarray) -> list[str]:
         """One token's top-k strings, read alone (see `RunReader.top_names`): a report shows one row of them."""
         if self.layout >= 2:
-            column = "top_strings" if self.layout >= 3 else "strings"
-            return unpack_top_row(self._column(sample_id, column), position, top_ids, layout=self.layout)
+            column, unpack = (
+                ("top_strings", alternatives.unpack_top_row) if self.layout >= 3 else ("strings", unpack_top_row)
+            )
+            return self._fetcher(sample_id, {})(column, lambda blob: unpack(blob, position, top_ids))
         row = self._conn.execute("SELECT top_pieces FROM results WHERE sample_id = ?", (sample_id,)).fetchone()
         rows = json.loads(row[0]) if row is not None and row[0] else []
         return list(rows[position]) if position < len(rows) else []

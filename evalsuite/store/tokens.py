@@ -50,7 +50,6 @@ def token_columns(layout: int) -> tuple[str, ...]:
 
 LEVEL = 1
 _HEADER = struct.Struct("<6I")  # named (0/1), then the lengths of pack_strings' five parts
-_TOP_HEADER = struct.Struct("<3I")  # named (0/1), then the lengths of pack_top_strings' two parts
 NAMED_SHARE = 3
 """Top-k strings are stored one name per distinct id only where there are at least this many alternatives
 to a distinct id.  Below that, the rows zlib packs as they are were smaller (the break-even was about
@@ -219,12 +218,27 @@ def _utf8_of(piece: str) -> object:
 def _pack_top(trace: TokenTrace) -> tuple[int, bytes, bytes]:
     """The top-k strings as stored: (1 where named by id, else 0; their JSON; the ids named, raw)."""
     flat = trace.top_names()
-    named = _names_by_id(trace.top_ids, flat)
+    named = names_of(trace, flat)
     if named is not None:
-        return 1, dumps_strings(named[1]).encode("utf-8"), named[0].astype("<i4").tobytes()
-    if flat is not None:  # rows of k as tuples: the same JSON, without a list per token
-        return 0, dumps_strings(list(zip(*[iter(flat)] * trace.top_ids.shape[1]))).encode("utf-8"), b""
-    return 0, dumps_strings(trace.top_pieces).encode("utf-8"), b""
+        return 1, named[0], named[1]
+    return 0, dumps_strings(top_rows_of(trace, flat)).encode("utf-8"), b""
+
+
+def names_of(trace: TokenTrace, flat: list[str] | None) -> tuple[bytes, bytes] | None:
+    """The alternatives' strings (`flat`: `trace.top_names()`) as one name per distinct id (the names' JSON, the
+    ids raw, ascending), where that holds them exactly and pays (`_names_by_id`)."""
+    named = _names_by_id(trace.top_ids, flat)
+    if named is None:
+        return None
+    return dumps_strings(named[1]).encode("utf-8"), named[0].astype("<i4").tobytes()
+
+
+def top_rows_of(trace: TokenTrace, flat: list[str] | None) -> Sequence[Sequence[str]]:
+    """The alternatives' strings (`flat`: `trace.top_names()`), a row a token: rows of k as tuples where every
+    row is full (the same JSON, without a list per token)."""
+    if flat is not None:
+        return list(zip(*[iter(flat)] * trace.top_ids.shape[1]))
+    return trace.top_pieces
 
 
 def _top_rows(named: int, top_json: bytes, name_ids: bytes, top_ids: np.ndarray | None) -> list[list[str]]:
@@ -233,17 +247,22 @@ def _top_rows(named: int, top_json: bytes, name_ids: bytes, top_ids: np.ndarray 
         rows: list[list[str]] = loads_strings(top_json)
         return rows
     assert top_ids is not None, "named top-k strings are read through their ids"
-    names = np.empty(len(name_ids) // 4, dtype=object)
-    names[:] = loads_strings(top_json)
-    return names[_name_places(np.frombuffer(name_ids, "<i4"), top_ids)].tolist()
+    return named_rows(top_json, name_ids, top_ids)
 
 
 def _top_row(named: int, top_json: bytes, name_ids: bytes, position: int, top_ids: np.ndarray) -> list[str]:
     """`_pack_top`'s parts read back, one row, without the others made."""
     if not named:
         return _row_of(top_json, position, len(top_ids))
-    names: list[str] = loads_strings(top_json)
-    return [names[i] for i in _name_places(np.frombuffer(name_ids, "<i4"), top_ids[position]).tolist()]
+    return named_rows(top_json, name_ids, top_ids[position])
+
+
+def named_rows(names_json: bytes, name_ids: bytes, top_ids: np.ndarray) -> Any:
+    """The strings of `top_ids` (any shape: rows of them as lists) from one name per distinct id: `names_json`
+    the names, `name_ids` (raw int32) the ids they name, ascending."""
+    names = np.empty(len(name_ids) // 4, dtype=object)
+    names[:] = loads_strings(names_json)
+    return names[_name_places(np.frombuffer(name_ids, "<i4"), top_ids)].tolist()
 
 
 @pausing_collections
@@ -256,14 +275,6 @@ def pack_strings(trace: TokenTrace) -> bytes:
     raw, lens = raw_apart(trace.raw, lambda: _utf8(trace.pieces))
     parts = (dumps_strings(trace.pieces).encode("utf-8"), top, name_ids, raw, lens.tobytes())
     return isal_zlib.compress(_HEADER.pack(named, *map(len, parts)) + b"".join(parts), LEVEL)
-
-
-@pausing_collections
-def pack_top_strings(trace: TokenTrace) -> bytes:
-    """Layout 3's alternatives' strings, packed as layout 2 packs them, in a column of their own (the chosen
-    tokens' strings are `store.chosen`'s)."""
-    named, top, name_ids = _pack_top(trace)
-    return isal_zlib.compress(_TOP_HEADER.pack(named, len(top), len(name_ids)) + top + name_ids, LEVEL)
 
 
 @pausing_collections
@@ -284,21 +295,11 @@ def unpack_strings(
 
 
 @pausing_collections
-def unpack_top_strings(blob: bytes, top_ids: np.ndarray) -> list[list[str]]:
-    """Every token's top-k strings from `pack_top_strings`' bytes."""
-    named, (top_json, name_ids) = _parts(blob, _TOP_HEADER)
-    return _top_rows(named, top_json, name_ids, top_ids)
-
-
-@pausing_collections
-def unpack_top_row(blob: bytes, position: int, top_ids: np.ndarray, *, layout: int = 2) -> list[str]:
-    """The top-k strings of the token at `position` (`top_ids`: the trace's top-k ids) from `pack_strings`' bytes
-    (layout 3: `pack_top_strings`'), as the whole read gives that row, without the other rows made: a report
-    shows one token's alternatives."""
-    if layout >= 3:
-        named, (top_json, name_ids) = _parts(blob, _TOP_HEADER)
-    else:
-        named, (_, top_json, name_ids, _, _) = _parts(blob, _HEADER)
+def unpack_top_row(blob: bytes, position: int, top_ids: np.ndarray) -> list[str]:
+    """The top-k strings of the token at `position` (`top_ids`: the trace's top-k ids) from `pack_strings`'
+    bytes, as `unpack_strings` gives that row, without the other rows made: a report shows one token's
+    alternatives."""
+    named, (_, top_json, name_ids, _, _) = _parts(blob, _HEADER)
     return _top_row(named, top_json, name_ids, position, top_ids)
 
 

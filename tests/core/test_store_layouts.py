@@ -28,6 +28,7 @@ from evalsuite.store import MemoryRun, RunStore, open_run
 from evalsuite.store.database import STORE_LAYOUT
 from evalsuite.store.lean import StoredTrace
 
+TORN = (("detail", "long"), ("strings", "no-ids"), ("top_logprobs", "long"))
 FIELDS = {"task": "t", "prompt_template": "p", "params": {}, "dataset": {}, "server": {"model": "m"}}
 V2_MANIFEST_KEYS = ("fingerprint", "target", "task", "fingerprint_fields")
 
@@ -265,8 +266,13 @@ def test_a_newer_layout_and_a_manifest_that_disagrees_with_its_database_are_refu
         open_run(layouts[1])
 
 
-@pytest.mark.parametrize("layout", [2, 3])
-@pytest.mark.parametrize(("column", "sample"), [("detail", "long"), ("strings", "no-ids"), ("top_logprobs", "long")])
+@pytest.mark.parametrize(
+    ("layout", "column", "sample"),
+    [
+        *((layout, column, sample) for layout in (2, 3) for column, sample in TORN),
+        (3, "top_strings", "no-ids"),  # read at the divergence, to rank the candidate's token by name
+    ],
+)
 def test_a_torn_tokens_column_is_the_stores_damage_when_a_comparison_reads_it(
     tmp_path: Path, layout: int, column: str, sample: str
 ) -> None:

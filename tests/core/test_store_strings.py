@@ -3,17 +3,21 @@
 from __future__ import annotations
 
 import json
+import struct
 import zlib
 from pathlib import Path
+from unittest import mock
 
 import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from isal import isal_zlib
 
 from evalsuite.engines.parse import trace_from_entries
 from evalsuite.records import Completion, SampleResult, TokenTrace
-from evalsuite.store import RunStore, open_run, tokens
+from evalsuite.store import RunStore, alternatives, open_run, tokens
+from evalsuite.store.chosen import ChosenStrings, pack_chosen
 from evalsuite.store.codec import _dumps, _dumps_strings
 from evalsuite.store.tokens import (
     _HEADER,
@@ -205,10 +209,19 @@ def test_any_trace_reads_back_as_packed(data: st.DataObject) -> None:
 
 
 def _reads_back(trace: TokenTrace) -> None:
-    """Every string of the trace read back as packed, all at once and one token's alternatives at a time."""
+    """Every string of the trace read back as packed, all at once and one token's alternatives at a time: in
+    layout 2's one column, and in layout 3's two (the alternatives' rows one stream, or several of 2 rows)."""
     blob = pack_strings(trace)
     assert unpack_strings(blob, trace.top_ids) == (trace.pieces, trace.raw, trace.top_pieces)
     assert [unpack_top_row(blob, i, trace.top_ids) for i in range(len(trace))] == trace.top_pieces
+    chosen = ChosenStrings(pack_chosen(trace.pieces, trace.raw))
+    assert (chosen.pieces(), chosen.raw()) == (trace.pieces, trace.raw)
+    for rows in (alternatives.ROWS, 2):
+        with mock.patch.object(alternatives, "ROWS", rows):
+            top = alternatives.pack_top_strings(trace)
+        assert alternatives.unpack_top_strings(top, trace.top_ids) == trace.top_pieces
+        read_alone = [alternatives.unpack_top_row(top, i, trace.top_ids) for i in range(len(trace) + 1)]
+        assert read_alone == [*trace.top_pieces, []]  # past the last row: none
 
 
 def test_packed_columns_are_zlib_streams_and_stores_zlib_wrote_read_the_same() -> None:
@@ -258,3 +271,16 @@ def test_only_the_bytes_a_piece_cannot_say_are_kept_in_order(tokens: list[tuple[
     raw = [[piece.encode("utf-8", "surrogatepass"), b"\xe2\x89", None, b""][form] for piece, form in tokens]
     kept, lens = raw_apart(raw, lambda: _utf8(pieces))
     assert (kept, lens.tolist()) == _kept_one_by_one(pieces, raw)
+
+
+@pytest.mark.parametrize(
+    ("blob", "says"),
+    [
+        (struct.pack("<3I", 0, 2, 2) + struct.pack("<I", 5), "do not match their header"),
+        (struct.pack("<3I", 0, 2, 1) + struct.pack("<I", 5) + b"abc", "do not add up to the column"),
+        (struct.pack("<3I", 1, 4, 4) + isal_zlib.compress(b'["a"]'), "names do not match their header"),
+    ],
+)
+def test_alternatives_that_do_not_hold_together_are_refused_when_read(blob: bytes, says: str) -> None:
+    with pytest.raises(ValueError, match=says):
+        alternatives.unpack_top_strings(blob, np.zeros((1, 1), np.int64))

@@ -16,7 +16,7 @@ import numpy as np
 from evalsuite.records import Completion, Grade, Sample, SampleResult, TokenTrace
 from evalsuite.store.alternatives import pack_top_strings, unpack_top_strings
 from evalsuite.store.chosen import ChosenStrings, pack_chosen
-from evalsuite.store.lean import Fetch, StoredTrace, from_row
+from evalsuite.store.lean import Fetch, StoredTrace
 from evalsuite.store.tokens import dumps_strings as _dumps_strings
 from evalsuite.store.tokens import pack_detail, pack_strings, unpack_detail, unpack_strings
 
@@ -151,11 +151,8 @@ def _token_values(t: TokenTrace | None) -> tuple[Any, ...]:
 def _trace_from_row(
     row: dict[str, Any], strings: Strings, layout: int, fetch: Fetch | None = None
 ) -> TokenTrace | None:
-    """A trace from a results row of layout 1, or one joined with its `tokens` row (layouts 2 and 3).
-
-    With `fetch` (`strings="none"`, or "tokens" for a row without ids), only the ids (and the tokens' strings)
-    are read: the other columns are fetched when first used (`StoredTrace`).
-    """
+    """A trace from a results row of layout 1, or one joined with its `tokens` row (layouts 2 and 3, whose
+    columns a lean trace reads through `fetch`, as the store gives it)."""
     n = row["n_tokens"]
     if n is None:
         return None
@@ -163,6 +160,7 @@ def _trace_from_row(
     ids = np.frombuffer(row["ids"], "<i4").astype(np.int64)
     numbers_only = strings == "none" and bool((ids >= 0).all())
     if layout >= 2:
+        assert fetch is not None, "a trace of layout 2 or 3 reads its columns through the store"
         return _packed_trace(row, ids, k, strings, layout, fetch)
     top_ids = np.frombuffer(row["top_ids"], "<i4").astype(np.int64).reshape(n, k)
     logprobs = np.frombuffer(row["logprobs"], "<f4").copy()
@@ -187,25 +185,17 @@ def _trace_from_row(
 
 
 def _packed_trace(
-    row: dict[str, Any],
-    ids: np.ndarray,
-    k: int,
-    strings: Strings,
-    layout: int,
-    fetch: Fetch | None,
+    row: dict[str, Any], ids: np.ndarray, k: int, strings: Strings, layout: int, fetch: Fetch
 ) -> TokenTrace:
-    """A trace of layout 2 or 3 (see `store.tokens`), read as far as `strings` asks."""
+    """A trace of layout 2 or 3 (see `store.tokens`), read as far as `strings` asks: lean (`StoredTrace`) where
+    it can be, its other columns unpacked when first used."""
     with_ids = bool((ids >= 0).all())
     with_raw = not (strings == "pieces" and with_ids)
-    if fetch is not None and (strings == "tokens" or (strings == "none" and with_ids)):
+    if strings == "tokens" or (strings == "none" and with_ids) or (layout >= 3 and strings == "pieces"):
         lean = StoredTrace(ids, k, fetch, layout)
-        return lean.with_strings(raw=True) if strings == "tokens" else lean
-    if layout >= 3 and strings in ("pieces", "tokens"):  # the row's columns, unpacked when used: a window's few
-        return StoredTrace(ids, k, fetch or from_row(row), layout).with_strings(raw=with_raw)
+        return lean if strings == "none" else lean.with_strings(raw=with_raw)
     top_lp = np.frombuffer(row["top_logprobs"], "<f4").reshape(len(ids), k).copy()
     top_ids, logprobs = unpack_detail(row["detail"], ids, top_lp)
-    if strings == "none" and with_ids:
-        return TokenTrace(ids, [], [], logprobs, top_ids, top_lp, [])
     if layout < 3:
         pieces, raw, top_pieces = unpack_strings(row["strings"], top_ids, raw=with_raw, top=strings == "all")
         return TokenTrace(ids, pieces, raw, logprobs, top_ids, top_lp, top_pieces)

@@ -28,15 +28,6 @@ class Fetch(Protocol):
     def __call__(self, column: str, decode: Callable[[bytes], T], /) -> T: ...
 
 
-def from_row(row: dict[str, bytes]) -> Fetch:
-    """A `Fetch` over a row already read (its columns decoded as they are)."""
-
-    def fetch(column: str, decode: Callable[[bytes], T]) -> T:
-        return decode(row[column])
-
-    return fetch
-
-
 class StoredTrace(TokenTrace):
     """A token trace read with its ids only (or with its tokens' strings too, `with_strings`); its other
     columns are read from the store when first used.  `fetch` reads one `tokens` column of this sample;

@@ -98,7 +98,8 @@ class TokenTrace:
 
     @property
     def streamed(self) -> bool:
-        """Whether the tokens' strings are held joined, as one stream (`joined` is then free; lists are made)."""
+        """Whether the tokens' strings are held joined, as one stream: `joined` is then free, and the lists are made
+        only when asked for."""
         return False
 
     def joined(self, exact: bool) -> tuple[bytes, np.ndarray]:

@@ -374,16 +374,22 @@ def test_the_step_cap_is_an_observed_step_not_an_interpolation() -> None:
     assert logit_resolution([], steps=2.0).steps == 2.0
 
 
-def _changed(keys: list, at: int, other: object, tail: list) -> list:
-    changed = list(keys)
-    if at < len(changed):
-        changed[at] = other
-    return changed[: len(changed) + len(tail)] if at % 2 else changed + tail
-
-
 def _first_different(a: list, b: list) -> int | None:
     first = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), None)
     return min(len(a), len(b)) if first is None and len(a) != len(b) else first
+
+
+@st.composite
+def _edited(draw: st.DrawFn, alphabet: list, size: int) -> tuple[list, list]:
+    """Tokens from `alphabet`, and the same with one token changed (or none, past the end), then cut short or
+    added to."""
+    keys = draw(st.lists(st.sampled_from(alphabet), max_size=size))
+    changed = list(keys)
+    at = draw(st.integers(0, size + 10))
+    if at < len(changed):
+        changed[at] = draw(st.sampled_from(alphabet))
+    tail = draw(st.lists(st.sampled_from(alphabet), max_size=3))
+    return keys, changed[: len(changed) + len(tail)] if at % 2 else changed + tail
 
 
 CHUNKS = [b"", b"a", b"ab", b"b", b"\xf0\x9f", b"\x98\x80", b"\xf0\x9f\x98\x80"]
@@ -391,44 +397,26 @@ PIECES = ["", "a", "ab", "b", "\ud83d", "\ude00", "\ud83d\ude00", "\U0001f600", 
 
 
 @settings(max_examples=400, deadline=None)
-@given(
-    st.lists(st.sampled_from(CHUNKS), max_size=60),
-    st.integers(0, 70),
-    st.sampled_from(CHUNKS),
-    st.lists(st.sampled_from(CHUNKS), max_size=3),
-)
-def test_the_first_differing_token_is_found_in_joined_bytes(keys: list, at: int, other: bytes, tail: list) -> None:
+@given(_edited(CHUNKS, 60))
+def test_the_first_differing_token_is_found_in_joined_bytes(pair: tuple[list, list]) -> None:
     """Tokens compared joined: the first position where they differ, or where the shorter ends, even where
     tokens are empty or one token's bytes are two others' (joins that agree byte for byte)."""
-    changed = _changed(keys, at, other, tail)
+    keys, changed = pair
     assert _first_mismatch_joined(joined_bytes(keys), joined_bytes(changed)) == _first_different(keys, changed)
     assert _first_mismatch_seq(keys, changed) == _first_different(keys, changed)
 
 
 @settings(max_examples=300, deadline=None)
-@given(
-    st.lists(st.sampled_from([b"a", b"b", b"\xf0\x9f"]), max_size=700),
-    st.integers(0, 700),
-    st.sampled_from([b"a", b"b", b"c"]),
-    st.lists(st.sampled_from([b"a", b"b"]), max_size=3),
-)
-def test_the_first_differing_token_of_lists_is_found_however_far_in(
-    keys: list, at: int, other: bytes, tail: list
-) -> None:
+@given(_edited([b"a", b"b", b"\xf0\x9f"], 700))
+def test_the_first_differing_token_of_lists_is_found_however_far_in(pair: tuple[list, list]) -> None:
     """Token lists compared a slice at a time: the first position where they differ (or where the shorter ends),
     wherever it falls among the slices."""
-    changed = _changed(keys, at, other, tail)
-    assert _first_mismatch_seq(keys, changed) == _first_different(keys, changed)
+    assert _first_mismatch_seq(*pair) == _first_different(*pair)
 
 
 @settings(max_examples=400, deadline=None)
-@given(
-    st.lists(st.sampled_from(PIECES), max_size=60),
-    st.integers(0, 70),
-    st.sampled_from(PIECES),
-    st.lists(st.sampled_from(PIECES), max_size=3),
-)
-def test_the_first_differing_piece_is_found_in_joined_strings(keys: list, at: int, other: str, tail: list) -> None:
+@given(_edited(PIECES, 60))
+def test_the_first_differing_piece_is_found_in_joined_strings(pair: tuple[list, list]) -> None:
     """The same over strings, lone surrogates included: a split emoji's halves are not the emoji."""
-    changed = _changed(keys, at, other, tail)
+    keys, changed = pair
     assert _first_mismatch_joined(joined_pieces(keys), joined_pieces(changed)) == _first_different(keys, changed)

@@ -20,8 +20,8 @@ exact; `unpack_*` gives back the arrays as written.
 
 Layout 3 keeps the chosen tokens' strings (`store.chosen`), which are the
 tokens of an output without ids, apart from their alternatives' strings
-(`top_strings`, packed as layout 2 packs them): reading the tokens no longer
-unpacks the alternatives.
+(`store.alternatives`, named by id as here, else in streams of rows): reading
+the tokens no longer unpacks the alternatives.
 """
 
 from __future__ import annotations

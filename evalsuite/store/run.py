@@ -196,10 +196,9 @@ class RunStore:
         them, else from the store; a column that does not decode is a StoreError naming the file."""
 
         def fetch(column: str, decode: Callable[[bytes], T]) -> T:
-            blob = record[column] if record.get(column) is not None else self._column(sample_id, column)
             try:
-                return decode(blob)
-            except DAMAGE as exc:
+                return decode(record[column] if record.get(column) is not None else self._column(sample_id, column))
+            except DAMAGE as exc:  # (a column set to NULL is a TypeError here)
                 raise unreadable(self.folder, ValueError(f"the {column} of sample {sample_id}: {exc}")) from None
 
         return fetch

@@ -273,16 +273,18 @@ def test_a_newer_layout_and_a_manifest_that_disagrees_with_its_database_are_refu
         (3, "top_strings", "no-ids"),  # read at the divergence, to rank the candidate's token by name
     ],
 )
+@pytest.mark.parametrize("torn_to_null", [False, True])
 def test_a_torn_tokens_column_is_the_stores_damage_when_a_comparison_reads_it(
-    tmp_path: Path, layout: int, column: str, sample: str
+    tmp_path: Path, layout: int, column: str, sample: str, torn_to_null: bool
 ) -> None:
-    """A column cut short (a torn write, an edit) is read only when a lean trace uses it, deep in a comparison:
-    it is still a StoreError naming the file and the sample, not a decoder's own error."""
+    """A column cut short or emptied (a torn write, an edit) is read only when a lean trace uses it, deep in a
+    comparison: it is still a StoreError naming the file and the sample, not a decoder's own error."""
     _write(tmp_path / "base", _results(), layout=layout, name="base")
     _write(tmp_path / "cand", _results(shift=1), layout=layout, name="cand")
     conn = sqlite3.connect(tmp_path / "base" / "records.sqlite")
     blob = conn.execute(f"SELECT {column} FROM tokens WHERE sample_id = ?", (sample,)).fetchone()[0]
-    conn.execute(f"UPDATE tokens SET {column} = ? WHERE sample_id = ?", (blob[: len(blob) // 2], sample))
+    torn = None if torn_to_null else blob[: len(blob) // 2]
+    conn.execute(f"UPDATE tokens SET {column} = ? WHERE sample_id = ?", (torn, sample))
     conn.commit()
     conn.close()
     with pytest.raises(StoreError, match=f"records.sqlite is damaged .*the {column} of sample {sample}"):

@@ -45,7 +45,7 @@ class StoredTrace(TokenTrace):
         self._with_raw = False
         self._pieces: list[str] | None = []
         self._raw: list[bytes | None] | None = []
-        self._named: tuple[int, list[str]] | None = None  # one token's alternatives' strings (`named_at`)
+        self._named: list[list[str]] = []  # rows with one token's alternatives' strings only (`named_at`)
 
     def _unpacked(self) -> tuple[np.ndarray, np.ndarray]:
         if self._detail is None:
@@ -120,11 +120,7 @@ class StoredTrace(TokenTrace):
 
     @property
     def top_pieces(self) -> list[list[str]]:
-        if self._named is None:
-            return []
-        rows: list[list[str]] = [[]] * len(self.ids)  # one shared empty row: no other alternative is named
-        rows[self._named[0]] = self._named[1]
-        return rows
+        return self._named
 
     @top_pieces.setter
     def top_pieces(self, value: list[list[str]]) -> None:
@@ -157,5 +153,6 @@ class StoredTrace(TokenTrace):
     def named_at(self, position: int, names: list[str]) -> StoredTrace:
         """This trace, still lean, with one token's alternatives' strings (`TokenTrace.named_at`)."""
         named = copy.copy(self)
-        named._named = (position, names)
+        named._named = [[]] * len(self.ids)  # one shared empty row: no other alternative is named
+        named._named[position] = names
         return named

@@ -7,7 +7,6 @@ has to walk millions of tokens quickly.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from itertools import chain
 from typing import Any, Literal
@@ -122,9 +121,15 @@ class TokenTrace:
     def named_at(self, position: int, names: list[str]) -> TokenTrace:
         """This trace with the alternatives' strings of one token only (`names`), every other row left empty:
         what is read of a long output where a diff or a report looks at one token's alternatives."""
-        rows: list[list[str]] = [[]] * len(self)  # one shared empty row: no alternative is named there
-        rows[position] = names
+        rows = one_row_named(len(self), position, names)
         return TokenTrace(self.ids, self.pieces, self.raw, self.logprobs, self.top_ids, self.top_logprobs, rows)
+
+
+def one_row_named(length: int, position: int, names: list[str]) -> list[list[str]]:
+    """`length` rows of alternatives' strings, `names` at `position` and every other row one shared empty list."""
+    rows: list[list[str]] = [[]] * length
+    rows[position] = names
+    return rows
 
 
 def joined_bytes(chunks: list[bytes]) -> tuple[bytes, np.ndarray]:
@@ -133,15 +138,17 @@ def joined_bytes(chunks: list[bytes]) -> tuple[bytes, np.ndarray]:
 
 
 def joined_pieces(pieces: list[str]) -> tuple[bytes, np.ndarray]:
-    """Strings joined as UTF-8, a lone surrogate (half of a character a tokenizer split) as its own three bytes,
-    so that no two lists of strings join the same; and where each string's bytes end (int64)."""
-    text = "".join(pieces)
-    data = text.encode("utf-8", "surrogatepass")
-    if len(data) == len(text):  # ASCII: a piece's bytes are its characters
-        lengths: Iterable[int] = map(len, pieces)
-    else:
-        lengths = (len(p.encode("utf-8", "surrogatepass")) for p in pieces)
-    return data, np.cumsum(np.fromiter(lengths, np.int64, len(pieces)))
+    """Strings joined as their `piece_bytes`, so that no two lists of strings join the same; and where each
+    string's bytes end (int64)."""
+    return joined_bytes(piece_bytes(pieces))
+
+
+def piece_bytes(pieces: list[str]) -> list[bytes]:
+    """Each string as UTF-8, a lone surrogate (half of a character a tokenizer split) as its own three bytes."""
+    try:
+        return list(map(str.encode, pieces))
+    except UnicodeEncodeError:
+        return [p.encode("utf-8", "surrogatepass") for p in pieces]
 
 
 @dataclass

@@ -17,7 +17,7 @@ from isal import isal_zlib
 
 from evalsuite.collector import pausing_collections
 from evalsuite.records import TokenTrace
-from evalsuite.store.tokens import LEVEL, dumps_strings, loads_strings, named_rows, names_of, top_rows_of
+from evalsuite.store.tokens import LEVEL, cut, dumps_strings, loads_strings, named_rows, names_of, top_rows_of
 
 ROWS = 512
 """Rows a stream: one token's row costs a stream of 512 to unpack and parse (about 0.1 ms at top-5)."""
@@ -73,10 +73,10 @@ def unpack_top_row(blob: bytes, position: int, top_ids: np.ndarray) -> list[str]
 
 
 def _named(blob: bytes, names: int, ids: int) -> tuple[bytes, bytes]:
-    data = isal_zlib.decompress(blob[_HEAD.size :])
-    if len(data) != names + ids or ids % 4:
-        raise ValueError("the alternatives' names do not match their header")
-    return data[:names], data[names:]
+    names_json, name_ids = cut(isal_zlib.decompress(blob[_HEAD.size :]), 0, (names, ids), "the alternatives' names")
+    if ids % 4:
+        raise ValueError("the alternatives' names are not one a whole id")
+    return names_json, name_ids
 
 
 def _streams(blob: bytes, count: int) -> list[bytes]:
@@ -84,8 +84,4 @@ def _streams(blob: bytes, count: int) -> list[bytes]:
     start = _HEAD.size + 4 * count
     if len(blob) < start:
         raise ValueError("the alternatives' streams do not match their header")
-    ends = start + np.cumsum(np.frombuffer(blob, "<u4", count, _HEAD.size), dtype=np.int64)
-    if (ends[-1] if count else start) != len(blob):
-        raise ValueError("the alternatives' streams do not add up to the column")
-    bounds = [start, *ends.tolist()]
-    return [blob[a:b] for a, b in zip(bounds, bounds[1:])]
+    return cut(blob, start, np.frombuffer(blob, "<u4", count, _HEAD.size).tolist(), "the alternatives' streams")

@@ -18,7 +18,8 @@ import struct
 import numpy as np
 from isal import isal_zlib
 
-from evalsuite.store.tokens import LEVEL, raw_apart
+from evalsuite.records import piece_bytes
+from evalsuite.store.tokens import LEVEL, cut, raw_apart
 
 _HEADER = struct.Struct("<4I")  # the lengths of the parts: stream, piece lengths, bytes kept, bytes' lengths
 _CONTINUATION = 0x80  # UTF-8 bytes after a character's first are 10xxxxxx
@@ -26,10 +27,7 @@ _CONTINUATION = 0x80  # UTF-8 bytes after a character's first are 10xxxxxx
 
 def pack_chosen(pieces: list[str], raw: list[bytes | None]) -> bytes:
     """The chosen tokens' pieces and exact bytes, packed (-2 marks bytes that are the piece's own, -1 none)."""
-    try:
-        encoded = list(map(str.encode, pieces))
-    except UnicodeEncodeError:  # a lone surrogate: not UTF-8, kept as its three bytes
-        encoded = [p.encode("utf-8", "surrogatepass") for p in pieces]
+    encoded = piece_bytes(pieces)
     kept, kept_lengths = raw_apart(raw, lambda: encoded)  # type: ignore[arg-type,return-value]
     lengths = np.fromiter(map(len, encoded), "<i4", len(encoded))
     parts = (b"".join(encoded), lengths.tobytes(), kept, kept_lengths.tobytes())
@@ -42,13 +40,9 @@ class ChosenStrings:
     def __init__(self, blob: bytes):
         """Unpacked and checked whole: what does not hold together is a ValueError here, not later in a diff."""
         data = isal_zlib.decompress(blob)
-        lengths = _HEADER.unpack_from(data)
-        if _HEADER.size + sum(lengths) != len(data) or lengths[1] % 4 or lengths[3] % 4:
-            raise ValueError("the chosen tokens' strings do not match their header")
-        parts, offset = [], _HEADER.size
-        for length in lengths:
-            parts.append(data[offset : offset + length])
-            offset += length
+        parts = cut(data, _HEADER.size, _HEADER.unpack_from(data), "the chosen tokens' strings")
+        if len(parts[1]) % 4 or len(parts[3]) % 4:
+            raise ValueError("the chosen tokens' lengths are not whole numbers")
         self.stream = parts[0]
         piece_lengths = np.frombuffer(parts[1], "<i4")
         self.ends = np.cumsum(piece_lengths, dtype=np.int64)

@@ -14,7 +14,7 @@ from typing import Protocol, TypeVar
 
 import numpy as np
 
-from evalsuite.records import TokenTrace
+from evalsuite.records import TokenTrace, one_row_named
 from evalsuite.store.chosen import ChosenStrings
 from evalsuite.store.tokens import unpack_detail, unpack_strings
 
@@ -146,13 +146,12 @@ class StoredTrace(TokenTrace):
         return super().joined(exact)
 
     def text_of(self, start: int, stop: int) -> str:
-        if self._chosen is not None and self._pieces is None:
+        if self._chosen is not None:
             return self._chosen.text_of(start, stop)
         return super().text_of(start, stop)
 
     def named_at(self, position: int, names: list[str]) -> StoredTrace:
         """This trace, still lean, with one token's alternatives' strings (`TokenTrace.named_at`)."""
         named = copy.copy(self)
-        named._named = [[]] * len(self.ids)  # one shared empty row: no other alternative is named
-        named._named[position] = names
+        named._named = one_row_named(len(self.ids), position, names)
         return named

@@ -324,11 +324,19 @@ def _parts(blob: bytes, header: struct.Struct) -> tuple[int, list[bytes]]:
     lengths of."""
     data = isal_zlib.decompress(blob)
     named, *lengths = header.unpack_from(data)
-    parts, offset = [], header.size
+    return named, cut(data, header.size, lengths, "the packed strings")
+
+
+def cut(data: bytes, start: int, lengths: Sequence[int], what: str) -> list[bytes]:
+    """`data` from `start` on, cut into parts of `lengths`, which must cover it exactly: else a ValueError naming
+    `what` (a torn or edited column, which the store reports as damage)."""
+    parts = []
     for length in lengths:
-        parts.append(data[offset : offset + length])
-        offset += length
-    return named, parts
+        parts.append(data[start : start + length])
+        start += length
+    if start != len(data):
+        raise ValueError(f"{what} do not match their header")
+    return parts
 
 
 def _name_places(named: np.ndarray, top_ids: np.ndarray) -> np.ndarray:

@@ -277,7 +277,7 @@ def test_only_the_bytes_a_piece_cannot_say_are_kept_in_order(tokens: list[tuple[
     ("blob", "says"),
     [
         (struct.pack("<3I", 0, 2, 2) + struct.pack("<I", 5), "do not match their header"),
-        (struct.pack("<3I", 0, 2, 1) + struct.pack("<I", 5) + b"abc", "do not add up to the column"),
+        (struct.pack("<3I", 0, 2, 1) + struct.pack("<I", 5) + b"abc", "streams do not match their header"),
         (struct.pack("<3I", 1, 4, 4) + isal_zlib.compress(b'["a"]'), "names do not match their header"),
     ],
 )

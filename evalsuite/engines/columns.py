@@ -155,8 +155,7 @@ class ColumnTrace(TokenTrace):
             if self._counts is None and k:  # rows cut by zip (slicing each row costs ~5x more)
                 self._rows = list(map(list, zip(*[iter(names)] * k)))
             else:
-                counts = self._counts or [0] * len(self.ids)
-                self._rows = [names[end - c : end] for end, c in zip(accumulate(counts), counts)]
+                self._rows = _ragged_rows(names, self._counts or [0] * len(self.ids))
         return self._rows
 
     @top_pieces.setter
@@ -168,6 +167,16 @@ class ColumnTrace(TokenTrace):
             return super().top_names()
         n, k = self.top_ids.shape
         return self._names if n and k and self._counts is None else None
+
+
+def _ragged_rows(names: list[str], counts: list[int]) -> list[list[str]]:
+    """Rows of `counts[i]` names each, in order.  The rows without alternatives share one empty list and cost
+    nothing a row: a speculative server's accepted draft tokens, nearly every token of its answers, have none."""
+    rows: list[list[str]] = [[]] * len(counts)
+    ends = list(accumulate(counts))
+    for i in np.flatnonzero(counts).tolist():
+        rows[i] = names[ends[i] - counts[i] : ends[i]]
+    return rows
 
 
 def _strings(tokens: list[Any]) -> list[str]:

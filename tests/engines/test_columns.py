@@ -198,3 +198,15 @@ def test_a_trace_keeps_its_top_strings_flat_until_its_rows_are_read_and_stores_w
     edited.top_pieces[2] = ["x", "y", "z"]  # rows read and changed: the store keeps the change
     for stored in (trace, edited):
         assert unpack_strings(pack_strings(stored), stored.top_ids)[2] == stored.top_pieces
+
+
+@given(st.lists(st.integers(0, 3), min_size=1, max_size=12))
+def test_rows_of_alternatives_are_cut_by_each_tokens_count_with_accepted_drafts_left_empty(counts: list[int]) -> None:
+    entries = copy.deepcopy(_entries(len(counts), 3))
+    for entry, count in zip(entries, counts):  # a speculative server's answer: no alternatives on accepted drafts
+        entry["top_logprobs"] = entry["top_logprobs"][:count]
+    columns = gather(entries, LIMIT)
+    assert columns is not None
+    rows = columns.trace().top_pieces
+    assert rows == [[alt["token"] for alt in entry["top_logprobs"]] for entry in entries]
+    assert rows == trace_from_entries(entries).top_pieces  # the entry-by-entry reading agrees

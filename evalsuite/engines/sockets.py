@@ -10,7 +10,10 @@ loop keeps watching the socket between reads (no epoll registration a
 read), reads it for the waiting read as its own transports do, and one
 timer per connection, moved on lazily, holds the read deadline (no timer
 scheduled and cancelled a read): 15-16 against 37-42 us a read with
-`loop.sock_recv` under `asyncio.timeout` (docs/speed.md).  Writes wait under
+`loop.sock_recv` under `asyncio.timeout` (docs/speed.md).  Where such a
+server still sends faster than a short wait, a read after a trickle waits a
+little (at most a hundredth of the request's time so far) and takes several
+events at once (`SocketStream._gather`).  Writes wait under
 `asyncio.timeout`.  Errors become httpcore's network errors of the
 operation, so httpx maps them as it maps its own backend's.  Addresses are
 tried in turn (no happy eyeballs): `transport.py` uses this backend only for
@@ -25,6 +28,7 @@ import ipaddress
 import math
 import select
 import socket
+import time
 from collections.abc import Awaitable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar, overload
@@ -33,6 +37,12 @@ import httpcore
 
 T = TypeVar("T")
 YIELD_EVERY = 16  # reads in a row that find data (up to 64 KiB each) before one pass of the event loop
+GATHER_SHARE = 0.01
+"""A read after one that brought a trickle waits this share of the time since the request went out (at most
+GATHER_MAX_S) before it looks at the socket, so that it brings several events, not one (see `_gather`)."""
+GATHER_MAX_S = 0.02
+GATHER_MIN_S = 0.0002  # shorter waits gather too little to pay for their timer
+TRICKLE = 16384  # a read that waited and brought fewer bytes: the server sends as it generates
 
 
 class SocketStream(httpcore.AsyncNetworkStream):
@@ -52,6 +62,12 @@ class SocketStream(httpcore.AsyncNetworkStream):
         self._deadline = math.inf  # when the waiting read times out
         self._timer: asyncio.TimerHandle | None = None  # fires at `_timer_at`, at or before the deadline
         self._timer_at = math.inf
+        self._sent_at = time.monotonic()  # when the last write went out: the request the reads answer
+        self._trickle = False  # the last read that waited brought less than TRICKLE
+        self._waited = math.inf  # how long the last read that waited on the loop waited
+        self._gathering: asyncio.TimerHandle | None = None  # ends the waiting read's gathering (`_gathered`)
+        self._missed = False  # the waiting read's gathering found nothing
+        self._loop_watches = False  # the loop has watched the socket (a proactor loop cannot)
 
     async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
         if self._ready_reads >= YIELD_EVERY:  # a body arriving faster than it is read still lets other tasks run
@@ -106,11 +122,15 @@ class SocketStream(httpcore.AsyncNetworkStream):
         """What the loop reads from the socket once it is readable (`_on_readable`), or how much of it went
         `into` a buffer; httpcore's ReadTimeout after `timeout` seconds.  A close meanwhile wakes it, which
         then fails as the connection's network error."""
-        if self._watched < 0:
+        began = time.monotonic()
+        gather = self._gather(began, timeout)
+        if gather:
+            self._unwatch()  # read once the wait is over (`_gathered`), not as each event comes
+        elif self._watched < 0:
             if self.sock.fileno() < 0:  # closed: the loop cannot watch it (its receive failed with this error)
                 raise OSError(errno.EBADF, "Bad file descriptor")
             try:
-                self._loop.add_reader(self.sock.fileno(), self._on_readable)
+                self._watch()
             except NotImplementedError:  # a loop that cannot watch sockets (Windows' proactor): its own receive
                 receive = (
                     self._loop.sock_recv(self.sock, max_bytes)
@@ -118,12 +138,13 @@ class SocketStream(httpcore.AsyncNetworkStream):
                     else self._loop.sock_recv_into(self.sock, into)
                 )
                 return await self._park(receive, timeout, httpcore.ReadTimeout, "no data")
-            self._watched = self.sock.fileno()
         waiter = self._reader = self._loop.create_future()
         self._wanted, self._into = max_bytes, into
         self._deadline = math.inf if timeout is None else self._loop.time() + timeout
         if self._deadline < self._timer_at:  # the timer would fire too late for this read: set it earlier
             self._set_timer(self._deadline)
+        self._gathering = self._loop.call_later(gather, self._gathered) if gather else None
+        self._missed = False
         self._waiting += 1
         try:
             data = await waiter
@@ -131,6 +152,9 @@ class SocketStream(httpcore.AsyncNetworkStream):
             raise httpcore.ReadTimeout(f"no data within {timeout} s") from None
         finally:
             self._waiting -= 1
+            if self._gathering is not None:
+                self._gathering.cancel()
+                self._gathering = None
             if self._reader is waiter:
                 self._reader = None
             self._into = None
@@ -138,7 +162,44 @@ class SocketStream(httpcore.AsyncNetworkStream):
                 self._release()
         if self._closing:
             raise ConnectionAbortedError("the connection was closed while the operation waited")
+        self._trickle = 0 < (data if isinstance(data, int) else len(data)) < TRICKLE
+        self._waited = 0.0 if gather and not self._missed else time.monotonic() - began
         return data
+
+    def _gather(self, now: float, timeout: float | None) -> float:
+        """How long a read that would wait for the socket waits before it looks (0: it watches the socket).
+
+        A server streaming slower than the client reads sends an event at a time, and a read that waits
+        for the socket wakes for each: about 30 us of the client's CPU an event, several times the event's
+        own.  After a read that brought a trickle, and where the reads before came sooner than this wait,
+        the next waits GATHER_SHARE of the time since its request went out (at most GATHER_MAX_S) and
+        then takes what came meanwhile.  What it costs is when the answer is seen: its end, and with it
+        the request's latency, at most GATHER_SHARE late; its first token is seen at once (the read after
+        a request never waits so, nor one after a long wait, such as a prefill's), and a server slower
+        than the wait is read as it sends.  A read whose deadline is near does not wait so either."""
+        if not (self._trickle and self._loop_watches):
+            return 0.0
+        wait = min(GATHER_MAX_S, (now - self._sent_at) * GATHER_SHARE)
+        if wait < GATHER_MIN_S or self._waited >= wait or (timeout is not None and 2 * wait > timeout):
+            return 0.0
+        return wait
+
+    def _gathered(self) -> None:
+        """A gathering read's wait is over: it takes what came meanwhile, or waits for the socket as usual."""
+        self._gathering = None
+        waiter = self._reader
+        if waiter is None or waiter.done():
+            return
+        self._on_readable()
+        if self._reader is waiter:  # nothing came: the server is slower than the wait
+            self._missed = True
+            self._watch()
+
+    def _watch(self) -> None:
+        """Have the loop watch the socket for data (`_on_readable`)."""
+        self._loop.add_reader(self.sock.fileno(), self._on_readable)
+        self._watched = self.sock.fileno()
+        self._loop_watches = True
 
     def _on_readable(self) -> None:
         """The loop's call while the socket is readable: it reads for the waiting read, as the loop's own
@@ -191,6 +252,7 @@ class SocketStream(httpcore.AsyncNetworkStream):
     async def write(self, buffer: bytes, timeout: float | None = None) -> None:
         if not buffer:
             return
+        self._sent_at, self._trickle, self._waited = time.monotonic(), False, math.inf  # a request: read at once
         with _mapped(httpcore.WriteError):
             try:
                 sent = self.sock.send(buffer)
@@ -240,6 +302,9 @@ class SocketStream(httpcore.AsyncNetworkStream):
             self.sock.shutdown(socket.SHUT_RDWR)  # the waiting read sees the end, the waiting write an error
         except OSError:  # not connected any more: the loop has already woken it
             pass
+        if self._gathering is not None:  # a gathering read does not watch the socket: it looks now
+            self._gathering.cancel()
+            self._gathered()
 
     async def start_tls(
         self, ssl_context: Any, server_hostname: str | None = None, timeout: float | None = None

@@ -15,8 +15,9 @@ llama-server, vLLM and SGLang do.  The "(lists)" rows are the completions route 
 logprobs in parallel `tokens` / `token_logprobs` / `top_logprobs` lists (no ids, each token's
 alternatives an object), whose floor pulls out those lists and the (token, logprob) pairs.  The
 "paced" row is a server generating slower than its client reads, as a real one streaming tokens
-as it makes them: the events come 0.5 ms apart, so each network read brings about one event and
-what the client does per read (the event loop's wait, the HTTP layers) is paid per token.  The
+as it makes them: the events come 0.5 ms apart, so a read that looked at once would bring one, and
+what the client does per read (the event loop's wait, the HTTP layers, a cold cache) is paid every
+few tokens (the client's reads gather what comes within a short wait, engines/sockets.py).  The
 short row, 256-token answers 16 at a time, shows what a response costs apart from its tokens (the
 request and response through the HTTP layers, the checks' and the store's fixed costs).  The
 "(recorded)" rows answer with a real llama-server's tokens (`fake_server.py --recorded`, the H200

@@ -65,6 +65,7 @@ class SocketStream(httpcore.AsyncNetworkStream):
         self._sent_at = time.monotonic()  # when the last write went out: the request the reads answer
         self._trickle = False  # the last read that waited brought less than TRICKLE
         self._waited = math.inf  # how long the last read that waited on the loop waited
+        self._rate = math.inf  # bytes a second the last read that waited brought (over the time it waited)
         self._gathering: asyncio.TimerHandle | None = None  # ends the waiting read's gathering (`_gathered`)
         self._missed = False  # the waiting read's gathering found nothing
         self._loop_watches = False  # the loop has watched the socket (a proactor loop cannot)
@@ -162,8 +163,10 @@ class SocketStream(httpcore.AsyncNetworkStream):
                 self._release()
         if self._closing:
             raise ConnectionAbortedError("the connection was closed while the operation waited")
-        self._trickle = 0 < (data if isinstance(data, int) else len(data)) < TRICKLE
-        self._waited = 0.0 if gather and not self._missed else time.monotonic() - began
+        got, waited = (data if isinstance(data, int) else len(data)), time.monotonic() - began
+        self._trickle = 0 < got < TRICKLE
+        self._rate = got / waited if waited > 0 else math.inf
+        self._waited = 0.0 if gather and not self._missed else waited
         return data
 
     def _gather(self, now: float, timeout: float | None) -> float:
@@ -173,13 +176,15 @@ class SocketStream(httpcore.AsyncNetworkStream):
         for the socket wakes for each: about 30 us of the client's CPU an event, several times the event's
         own.  After a read that brought a trickle, and where the reads before came sooner than this wait,
         the next waits GATHER_SHARE of the time since its request went out (at most GATHER_MAX_S) and
-        then takes what came meanwhile.  What it costs is when the answer is seen: its end, and with it
+        then takes what came meanwhile, no more than TRICKLE at the rate the last read came at (far less
+        than the socket's buffer holds: a sender is never held back).  What it costs is when the answer
+        is seen: its end, and with it
         the request's latency, at most GATHER_SHARE late; its first token is seen at once (the read after
         a request never waits so, nor one after a long wait, such as a prefill's), and a server slower
         than the wait is read as it sends.  A read whose deadline is near does not wait so either."""
         if not (self._trickle and self._loop_watches):
             return 0.0
-        wait = min(GATHER_MAX_S, (now - self._sent_at) * GATHER_SHARE)
+        wait = min(GATHER_MAX_S, (now - self._sent_at) * GATHER_SHARE, TRICKLE / self._rate)
         if wait < GATHER_MIN_S or self._waited >= wait or (timeout is not None and 2 * wait > timeout):
             return 0.0
         return wait

@@ -32,7 +32,7 @@ async def _pair() -> AsyncIterator[tuple[SocketStream, socket.socket]]:
 def _trickling(stream: SocketStream, *, since: float, waited: float = 0.0) -> None:
     """The state after a read that waited `waited` seconds for a trickle, `since` seconds after the request."""
     stream._loop_watches, stream._trickle, stream._waited = True, True, waited
-    stream._sent_at = time.monotonic() - since
+    stream._sent_at, stream._rate = time.monotonic() - since, 1000.0  # a slow trickle: 1 kB a second
 
 
 @pytest.mark.asyncio
@@ -129,3 +129,21 @@ async def test_a_cancelled_gathering_read_leaves_its_data_for_the_next(monkeypat
         theirs.send(b"kept")
         await asyncio.sleep(0.1)  # past the cancelled read's gathering: nothing read it
         assert await stream.read(100, timeout=5) == b"kept"
+
+
+@pytest.mark.asyncio
+async def test_a_read_gathers_no_more_than_a_trickle_at_the_rate_the_last_read_came() -> None:
+    async with _pair() as (stream, _):
+        _trickling(stream, since=3600.0)
+        stream._rate = 100e6  # a fast link read a segment a read: a trickle's worth comes in 0.16 ms
+        assert stream._gather(time.monotonic(), None) == 0.0
+        stream._rate = 1e6  # its worth comes in 16 ms: the wait, where the cap allows that long
+        assert stream._gather(time.monotonic(), None) == pytest.approx(min(sockets.GATHER_MAX_S, sockets.TRICKLE / 1e6))
+
+
+@pytest.mark.asyncio
+async def test_a_read_measures_the_rate_it_came_at() -> None:
+    async with _pair() as (stream, theirs):
+        asyncio.get_running_loop().call_later(0.1, theirs.send, b"x" * 1000)
+        assert len(await stream.read(65536, timeout=5)) == 1000
+        assert 500 < stream._rate < 10_000  # 1000 bytes after about 0.1 s

@@ -13,7 +13,7 @@ scheduled and cancelled a read): 15-16 against 37-42 us a read with
 `loop.sock_recv` under `asyncio.timeout` (docs/speed.md).  Where such a
 server still sends faster than a short wait, a read after a trickle waits a
 little (at most a hundredth of the request's time so far) and takes several
-events at once (`SocketStream._gather`).  Writes wait under
+events at once (engines/gather.py).  Writes wait under
 `asyncio.timeout`.  Errors become httpcore's network errors of the
 operation, so httpx maps them as it maps its own backend's.  Addresses are
 tried in turn (no happy eyeballs): `transport.py` uses this backend only for
@@ -35,14 +35,10 @@ from typing import Any, TypeVar, overload
 
 import httpcore
 
+from evalsuite.engines.gather import Gathering
+
 T = TypeVar("T")
 YIELD_EVERY = 16  # reads in a row that find data (up to 64 KiB each) before one pass of the event loop
-GATHER_SHARE = 0.01
-"""A read after one that brought a trickle waits this share of the time since the request went out (at most
-GATHER_MAX_S) before it looks at the socket, so that it brings several events, not one (see `_gather`)."""
-GATHER_MAX_S = 0.02
-GATHER_MIN_S = 0.0002  # shorter waits gather too little to pay for their timer
-TRICKLE = 16384  # a read that waited and brought fewer bytes: the server sends as it generates
 
 
 class SocketStream(httpcore.AsyncNetworkStream):
@@ -62,11 +58,8 @@ class SocketStream(httpcore.AsyncNetworkStream):
         self._deadline = math.inf  # when the waiting read times out
         self._timer: asyncio.TimerHandle | None = None  # fires at `_timer_at`, at or before the deadline
         self._timer_at = math.inf
-        self._sent_at = time.monotonic()  # when the last write went out: the request the reads answer
-        self._trickle = False  # the last read that waited brought less than TRICKLE
-        self._waited = math.inf  # how long the last read that waited on the loop waited
-        self._rate = math.inf  # bytes a second the last read that waited brought (over the time it waited)
-        self._gathering: asyncio.TimerHandle | None = None  # ends the waiting read's gathering (`_gathered`)
+        self.gathering = Gathering()  # how long a read of a trickle waits before it looks (engines/gather.py)
+        self._gather_timer: asyncio.TimerHandle | None = None  # ends the waiting read's gathering (`_gathered`)
         self._missed = False  # the waiting read's gathering found nothing
         self._loop_watches = False  # the loop has watched the socket (a proactor loop cannot)
 
@@ -124,8 +117,8 @@ class SocketStream(httpcore.AsyncNetworkStream):
         `into` a buffer; httpcore's ReadTimeout after `timeout` seconds.  A close meanwhile wakes it, which
         then fails as the connection's network error."""
         began = time.monotonic()
-        gather = self._gather(began, timeout)
-        if gather:
+        wait = self.gathering.wait(began, timeout) if self._loop_watches else 0.0
+        if wait:
             self._unwatch()  # read once the wait is over (`_gathered`), not as each event comes
         elif self._watched < 0:
             if self.sock.fileno() < 0:  # closed: the loop cannot watch it (its receive failed with this error)
@@ -144,7 +137,7 @@ class SocketStream(httpcore.AsyncNetworkStream):
         self._deadline = math.inf if timeout is None else self._loop.time() + timeout
         if self._deadline < self._timer_at:  # the timer would fire too late for this read: set it earlier
             self._set_timer(self._deadline)
-        self._gathering = self._loop.call_later(gather, self._gathered) if gather else None
+        self._gather_timer = self._loop.call_later(wait, self._gathered) if wait else None
         self._missed = False
         self._waiting += 1
         try:
@@ -153,9 +146,9 @@ class SocketStream(httpcore.AsyncNetworkStream):
             raise httpcore.ReadTimeout(f"no data within {timeout} s") from None
         finally:
             self._waiting -= 1
-            if self._gathering is not None:
-                self._gathering.cancel()
-                self._gathering = None
+            if self._gather_timer is not None:
+                self._gather_timer.cancel()
+                self._gather_timer = None
             if self._reader is waiter:
                 self._reader = None
             self._into = None
@@ -163,35 +156,13 @@ class SocketStream(httpcore.AsyncNetworkStream):
                 self._release()
         if self._closing:
             raise ConnectionAbortedError("the connection was closed while the operation waited")
-        got, waited = (data if isinstance(data, int) else len(data)), time.monotonic() - began
-        self._trickle = 0 < got < TRICKLE
-        self._rate = got / waited if waited > 0 else math.inf
-        self._waited = 0.0 if gather and not self._missed else waited
+        got = data if isinstance(data, int) else len(data)
+        self.gathering.read(got, time.monotonic() - began, gathered=bool(wait) and not self._missed)
         return data
-
-    def _gather(self, now: float, timeout: float | None) -> float:
-        """How long a read that would wait for the socket waits before it looks (0: it watches the socket).
-
-        A server streaming slower than the client reads sends an event at a time, and a read that waits
-        for the socket wakes for each: about 30 us of the client's CPU an event, several times the event's
-        own.  After a read that brought a trickle, and where the reads before came sooner than this wait,
-        the next waits GATHER_SHARE of the time since its request went out (at most GATHER_MAX_S) and
-        then takes what came meanwhile, no more than TRICKLE at the rate the last read came at (far less
-        than the socket's buffer holds: a sender is never held back).  What it costs is when the answer
-        is seen: its end, and with it
-        the request's latency, at most GATHER_SHARE late; its first token is seen at once (the read after
-        a request never waits so, nor one after a long wait, such as a prefill's), and a server slower
-        than the wait is read as it sends.  A read whose deadline is near does not wait so either."""
-        if not (self._trickle and self._loop_watches):
-            return 0.0
-        wait = min(GATHER_MAX_S, (now - self._sent_at) * GATHER_SHARE, TRICKLE / self._rate)
-        if wait < GATHER_MIN_S or self._waited >= wait or (timeout is not None and 2 * wait > timeout):
-            return 0.0
-        return wait
 
     def _gathered(self) -> None:
         """A gathering read's wait is over: it takes what came meanwhile, or waits for the socket as usual."""
-        self._gathering = None
+        self._gather_timer = None
         waiter = self._reader
         if waiter is None or waiter.done():
             return
@@ -257,7 +228,7 @@ class SocketStream(httpcore.AsyncNetworkStream):
     async def write(self, buffer: bytes, timeout: float | None = None) -> None:
         if not buffer:
             return
-        self._sent_at, self._trickle, self._waited = time.monotonic(), False, math.inf  # a request: read at once
+        self.gathering.sent()
         with _mapped(httpcore.WriteError):
             try:
                 sent = self.sock.send(buffer)
@@ -307,8 +278,8 @@ class SocketStream(httpcore.AsyncNetworkStream):
             self.sock.shutdown(socket.SHUT_RDWR)  # the waiting read sees the end, the waiting write an error
         except OSError:  # not connected any more: the loop has already woken it
             pass
-        if self._gathering is not None:  # a gathering read does not watch the socket: it looks now
-            self._gathering.cancel()
+        if self._gather_timer is not None:  # a gathering read does not watch the socket: it looks now
+            self._gather_timer.cancel()
             self._gathered()
 
     async def start_tls(

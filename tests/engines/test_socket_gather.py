@@ -5,29 +5,15 @@ request's time, and a close, a cancel or a near deadline still ends the read as 
 from __future__ import annotations
 
 import asyncio
-import socket
 import time
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 
 import httpcore
 import pytest
+from test_socket_reads import _pair
 
 from evalsuite.engines import gather
 from evalsuite.engines.gather import GATHER_MAX_S, GATHER_SHARE, TRICKLE, Gathering
 from evalsuite.engines.sockets import SocketStream
-
-
-@asynccontextmanager
-async def _pair() -> AsyncIterator[tuple[SocketStream, socket.socket]]:
-    ours, theirs = socket.socketpair()
-    ours.setblocking(False)
-    stream = SocketStream(ours)
-    try:
-        yield stream, theirs
-    finally:
-        await stream.aclose()
-        theirs.close()
 
 
 def _trickling(since: float, *, waited: float = 0.0, rate: float = 1000.0) -> Gathering:
@@ -39,6 +25,15 @@ def _trickling(since: float, *, waited: float = 0.0, rate: float = 1000.0) -> Ga
 def _gathering(stream: SocketStream, since: float) -> None:
     """`stream` in the state where its next read that would wait for the socket gathers first."""
     stream.gathering, stream._loop_watches = _trickling(since), True
+
+
+async def _gathering_read(stream: SocketStream, timeout: float) -> asyncio.Task[bytes]:
+    """A read of `stream` begun where it gathers first, once its gathering wait has begun."""
+    _gathering(stream, since=36_000.0)
+    reading = asyncio.create_task(stream.read(100, timeout=timeout))
+    await asyncio.sleep(0.01)
+    assert stream._gather_timer is not None
+    return reading
 
 
 @pytest.mark.asyncio
@@ -118,24 +113,19 @@ async def test_a_server_slower_than_the_wait_is_read_as_it_sends(monkeypatch: py
 async def test_a_close_ends_a_gathering_read_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(gather, "GATHER_MAX_S", 30.0)
     async with _pair() as (stream, _):
-        _gathering(stream, since=36_000.0)
-        reading = asyncio.create_task(stream.read(100, timeout=600))
-        await asyncio.sleep(0.05)
-        assert stream._gather_timer is not None
+        reading = await _gathering_read(stream, timeout=600)
         started = time.monotonic()
         await stream.aclose()
         with pytest.raises(httpcore.ReadError, match="closed while the operation waited"):
             await reading
-        assert time.monotonic() - started < 5  # not the 30 s the gathering would have waited
+        assert time.monotonic() - started < 5  # not the 16 s the gathering would have waited (a 1 kB/s trickle)
 
 
 @pytest.mark.asyncio
 async def test_a_cancelled_gathering_read_leaves_its_data_for_the_next(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(gather, "GATHER_MAX_S", 0.05)
     async with _pair() as (stream, theirs):
-        _gathering(stream, since=3600.0)
-        reading = asyncio.create_task(stream.read(100, timeout=5))
-        await asyncio.sleep(0.01)
+        reading = await _gathering_read(stream, timeout=5)
         reading.cancel()
         with pytest.raises(asyncio.CancelledError):
             await reading

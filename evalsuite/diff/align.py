@@ -10,7 +10,7 @@ the text character by character.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -97,7 +97,8 @@ _RUN = 256
 """Tokens compared a slice at a time (in C) before the one slice that differs is walked token by token."""
 
 
-def _first_mismatch_seq(a: list, b: list) -> int | None:
+def _first_mismatch_seq(a: Sequence[object], b: Sequence[object]) -> int | None:
+    """The first place two lists of tokens (strings or bytes) differ, or where the shorter ends; None if equal."""
     if a == b:
         return None
     n = min(len(a), len(b))

@@ -19,7 +19,7 @@ import numpy as np
 from isal import isal_zlib
 
 from evalsuite.records import piece_bytes
-from evalsuite.store.tokens import LEVEL, cut, raw_apart
+from evalsuite.store.tokens import LEVEL, cut, raw_apart, raw_back
 
 _HEADER = struct.Struct("<4I")  # the lengths of the parts: stream, piece lengths, bytes kept, bytes' lengths
 _CONTINUATION = 0x80  # UTF-8 bytes after a character's first are 10xxxxxx
@@ -121,14 +121,4 @@ class ChosenStrings:
         if self.count and len(marks) == self.count and not (marks != -2).any() and b"\x00" not in self.stream:
             return self._parted().split(b"\x00")  # type: ignore[return-value]  # every token's bytes its piece's
         bounds = np.concatenate([[0], self.ends]).tolist()
-        raw: list[bytes | None] = []
-        at = 0
-        for i, mark in enumerate(marks.tolist()):
-            if mark == -2:
-                raw.append(self.stream[bounds[i] : bounds[i + 1]])
-            elif mark < 0:
-                raw.append(None)
-            else:
-                raw.append(self._kept[at : at + mark])
-                at += mark
-        return raw
+        return raw_back(marks, lambda i: self.stream[bounds[i] : bounds[i + 1]], self._kept)

@@ -350,17 +350,23 @@ def _name_places(named: np.ndarray, top_ids: np.ndarray) -> np.ndarray:
 
 
 def _raw_back(pieces: list[str], blob: bytes, lens: np.ndarray) -> list[bytes | None]:
-    """`raw_apart` undone: each piece's UTF-8 where marked -2, None where -1, else the next bytes kept."""
+    """`raw_apart` undone for layout 2's pieces: each piece's UTF-8 where marked -2."""
     if len(lens) == len(pieces) and (lens == -2).all():
         return list(map(str.encode, pieces))
+    return raw_back(lens, lambda i: pieces[i].encode("utf-8"), blob)
+
+
+def raw_back(marks: np.ndarray, own: Callable[[int], bytes], kept: bytes) -> list[bytes | None]:
+    """`raw_apart` undone: token i's own bytes (`own(i)`) where marked -2, None where -1, else the next bytes
+    `kept`."""
     raw: list[bytes | None] = []
     at = 0
-    for i, length in enumerate(lens.tolist()):
-        if length == -2:
-            raw.append(pieces[i].encode("utf-8"))
-        elif length < 0:
+    for i, mark in enumerate(marks.tolist()):
+        if mark == -2:
+            raw.append(own(i))
+        elif mark < 0:
             raw.append(None)
         else:
-            raw.append(blob[at : at + length])
-            at += length
+            raw.append(kept[at : at + mark])
+            at += mark
     return raw

@@ -9,7 +9,7 @@ merged response still passes the same schema check as a non-streamed one.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterable
 from typing import Any
 
 from evalsuite.engines.body import loads
@@ -114,7 +114,7 @@ async def read_events(lines: AsyncIterator[str], on_first: Callable[[], None] | 
     return reader.finish()
 
 
-def read_generic(pieces: list[bytes]) -> dict[str, Any]:
+def read_generic(pieces: Iterable[bytes]) -> dict[str, Any]:
     """The merged response of a whole stream body read with the generic reader (every rule named as ever)."""
     reader, lines = EventReader(), Lines()
     if not any(take(reader, lines.feed(piece)) for piece in pieces):

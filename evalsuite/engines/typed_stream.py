@@ -24,6 +24,7 @@ from typing import Any
 from msgspec import DecodeError
 
 from evalsuite.collector import pausing_collections
+from evalsuite.engines.kept import KeptBody
 from evalsuite.engines.stream import LEGACY_KEYS, EventReader, Lines, incomplete, merge_chunks, read_generic, take
 from evalsuite.engines.typed import CHUNK, UNSET, Chunk, Entry, EntryColumns, Logprobs, TypedLists
 
@@ -38,19 +39,19 @@ async def read_stream(
 ) -> tuple[dict[str, Any], Generic | None]:
     """The merged response of a stream body, and how to read it generically when it came typed (else None).
 
-    The body's pieces are kept: the replay, and the generic reading of a typed answer the schema
-    refuses, need them.
+    The body's pieces are kept (mostly out of memory, `kept.KeptBody`): the replay, and the generic
+    reading of a typed answer the schema refuses, need them.
     """
-    seen: list[bytes] = []
+    seen = KeptBody()
     fast: TypedEvents | None = TypedEvents(on_first)
     generic = EventReader(on_first)
     lines = Lines()
     async for piece in pieces:
-        seen.append(piece)
         if fast is None:
             if take(generic, lines.feed(piece)):
                 break
             continue
+        seen.append(piece)
         try:
             if fast.feed(piece):
                 break

@@ -14,6 +14,7 @@ import gc
 import json
 from collections.abc import AsyncIterator
 from typing import Any
+from unittest import mock
 
 import numpy as np
 import pytest
@@ -22,6 +23,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_response_fuzz import ENGINES, JSON_VALUES, LEGACY, _mutate, _paths
 
+from evalsuite.engines import kept
 from evalsuite.engines.base import decoded
 from evalsuite.engines.body import loads
 from evalsuite.engines.columns import byte_lists_ok
@@ -143,10 +145,13 @@ def _generic_stream(pieces: list[bytes]) -> Any:
     crlf=st.booleans(),
     cuts=st.lists(st.integers(0, 10**6), max_size=6),
     done=st.booleans(),
+    in_memory=st.sampled_from([0, 40, kept.KEEP_IN_MEMORY]),
 )
 def test_mutated_streams_read_typed_as_generically(
-    data: st.DataObject, shape: str, crlf: bool, cuts: list[int], done: bool
+    data: st.DataObject, shape: str, crlf: bool, cuts: list[int], done: bool, in_memory: int
 ) -> None:
+    """`in_memory`: how much of the body stays in memory for a replay or a generic reading (the rest is read
+    back from a file)."""
     chat = shape == "chat"
     events: list[Any] = [e for e in stream_events(_body(chat, legacy=shape == "legacy")) if e != "[DONE]"]
     if data.draw(st.booleans()):
@@ -159,7 +164,8 @@ def test_mutated_streams_read_typed_as_generically(
         )
         events.insert(data.draw(st.integers(0, len(events))), extra)
     pieces = _pieces(_sse(events + (["[DONE]"] if done else []), crlf), cuts)
-    _same(_outcome(chat, _read_stream(pieces)), _outcome(chat, _generic_stream(pieces)))
+    with mock.patch.object(kept, "KEEP_IN_MEMORY", in_memory):
+        _same(_outcome(chat, _read_stream(pieces)), _outcome(chat, _generic_stream(pieces)))
 
 
 def test_a_stream_with_an_error_event_fails_with_the_servers_words() -> None:

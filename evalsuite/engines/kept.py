@@ -7,8 +7,9 @@ memory for that was about half of what a stream in flight held: some 700
 bytes a token with top-5 alternatives.  The first KEEP_IN_MEMORY bytes stay in
 memory, so a short answer makes no file; the rest is written to an unnamed
 temporary file, which the system removes however the process ends.  Where
-no file can be written (no temporary folder, a full disk), the rest stays in
-memory, as all of it did before.
+no file can be written (no temporary folder, a full disk, a quarter of the
+process's open files already held by bodies), the rest stays in memory, as
+all of it did before.
 """
 
 from __future__ import annotations
@@ -24,9 +25,28 @@ KEEP_IN_MEMORY = 2 << 20
 READ_BACK = 1 << 16
 
 
+def files_allowed() -> int:
+    """How many bodies may hold a file at once: a quarter of the process's limit on open files, so that
+    hundreds of streams in flight never take the room their connections need."""
+    try:
+        import resource
+    except ImportError:  # Windows
+        return 128
+    soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    return 1 << 16 if soft == resource.RLIM_INFINITY else soft // 4
+
+
+def _close(file: BinaryIO) -> None:
+    file.close()
+    KeptBody.files_open -= 1
+
+
 class KeptBody:
     """A body's pieces, appended in the order they came; iterating gives the same bytes, in other pieces
     past the first `in_memory` bytes (default KEEP_IN_MEMORY).  Its file is closed when the body is dropped."""
+
+    files_open = 0
+    """Bodies that hold a file now, in this process."""
 
     def __init__(self, in_memory: int | None = None):
         self._head: list[bytes] = []  # the pieces before any went to the file
@@ -53,11 +73,14 @@ class KeptBody:
         yield from self._tail or ()
 
     def _open(self) -> bool:
+        if KeptBody.files_open >= files_allowed():
+            return False
         try:
             file = tempfile.TemporaryFile("a+b", buffering=0)  # appended to wherever a reading left it
         except OSError:
             return False
-        weakref.finalize(self, file.close)
+        KeptBody.files_open += 1
+        weakref.finalize(self, _close, file)
         self._file = file
         return True
 

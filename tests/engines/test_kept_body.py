@@ -123,3 +123,23 @@ def test_no_temporary_folder_keeps_it_all_in_memory(monkeypatch: pytest.MonkeyPa
     for piece in pieces:
         body.append(piece)
     assert list(body) == pieces
+
+
+def test_bodies_hold_at_most_their_share_of_the_open_files(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past it a body keeps the rest in memory, so that streams in flight leave their connections room."""
+    held = KeptBody.files_open
+    monkeypatch.setattr(kept, "files_allowed", lambda: held + 1)
+    first, second = KeptBody(10), KeptBody(10)
+    first.append(b"a" * 100)
+    second.append(b"b" * 100)
+    assert KeptBody.files_open == held + 1
+    assert b"".join(first) == b"a" * 100 and b"".join(second) == b"b" * 100
+    del first
+    gc.collect()
+    assert KeptBody.files_open == held
+    third = KeptBody(10)
+    third.append(b"c" * 100)
+    assert KeptBody.files_open == held + 1 and b"".join(third) == b"c" * 100
+    del second, third
+    gc.collect()
+    assert KeptBody.files_open == held

@@ -14,9 +14,13 @@ measured in this run:
 - the floor: orjson parsing the same bodies and pulling out ids, logprobs and the top-5 pairs
   (`scale.floor_cpu`), per token.
 
-    .venv/bin/python bench/scale_cli.py              # 200 x 2,048 and 16 x 16,000 tokens
-    SCALE=full .venv/bin/python bench/scale_cli.py   # 200 x 2,048 and 200 x 16,000 (about 3 minutes)
-    SCALE_CLI=64x512,8x32000 .venv/bin/python bench/scale_cli.py   # any rows, RESPONSESxTOKENS
+    .venv/bin/python bench/scale_cli.py              # 200 x 2,048, 16 x 16,000, 16 x 16,000 streamed
+    SCALE=full .venv/bin/python bench/scale_cli.py   # 200 x 2,048 and 200 x 16,000, whole and streamed
+    SCALE_CLI=64x512,8x32000s .venv/bin/python bench/scale_cli.py  # any rows, RESPONSESxTOKENS[s]
+
+A row whose tokens end in "s" is streamed (the default's last row): there the client also keeps each
+body for a generic re-read, past its first 2 MiB in a temporary file (`engines/kept.py`), which its
+peak RSS shows.
 
 Target (the ingest's): at most 2x the floor a token and at least 100,000 tokens a CPU second, start-up
 included.
@@ -25,6 +29,7 @@ included.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -34,6 +39,7 @@ import scale
 from projects import make_project
 
 CONCURRENCY = 16
+ROW = re.compile(r"(\d+)x(\d+)(s?)")
 
 
 def command_cost(config: Path, tokens: int) -> tuple[float, int]:
@@ -46,7 +52,7 @@ def command_cost(config: Path, tokens: int) -> tuple[float, int]:
     return usage.ru_utime + usage.ru_stime, usage.ru_maxrss
 
 
-def row(responses: int, tokens: int) -> dict[str, float]:
+def row(responses: int, tokens: int, stream: bool) -> dict[str, float]:
     """One row: the start-up run, the measured run, then the floor over the same bodies."""
     from evalsuite.config import load_config
     from evalsuite.heap import keep_freed_memory
@@ -58,7 +64,7 @@ def row(responses: int, tokens: int) -> dict[str, float]:
         with tempfile.TemporaryDirectory(prefix="scale-cli-") as tmp:
 
             def project(name: str, n: int) -> Path:
-                extra = f"concurrency = {CONCURRENCY}"
+                extra = f"concurrency = {CONCURRENCY}\nstream = {str(stream).lower()}"
                 return make_project(Path(tmp) / name, url, n=n, target_extra=extra, defaults_extra="top_logprobs = 5")
 
             start_s, _ = command_cost(project("once", 1), 1)
@@ -67,7 +73,7 @@ def row(responses: int, tokens: int) -> dict[str, float]:
             cpu_s, peak_kib = command_cost(config, tokens)
             store = scale.store_bytes(config.parent / "runs")
             plan = plan_run(load_config(config), "base", "echo", max_tokens=tokens)
-            floor_s = scale.floor_cpu(plan, scale.Case(tokens, responses, CONCURRENCY))
+            floor_s = scale.floor_cpu(plan, scale.Case(tokens, responses, CONCURRENCY, stream=stream))
     finally:
         server.terminate()
         server.wait()
@@ -75,35 +81,39 @@ def row(responses: int, tokens: int) -> dict[str, float]:
     return {"start_s": start_s, "cpu_s": cpu_s, "floor_s": floor_s, "tokens": n, "store": store, "peak_kib": peak_kib}
 
 
-def rows_asked() -> list[tuple[int, int]]:
-    """(responses, tokens) of each row: SCALE_CLI's, else the default or full sizes."""
+def rows_asked() -> list[tuple[int, int, bool]]:
+    """(responses, tokens, streamed) of each row: SCALE_CLI's, else the default or full sizes."""
     spec = os.environ.get("SCALE_CLI", "")
     if not spec:
-        return [(200, 2048), (200 if os.environ.get("SCALE") == "full" else 16, 16_000)]
-    rows = [part.split("x") for part in spec.split(",")]
-    if not all(len(r) == 2 and all(n.isdigit() and int(n) > 0 for n in r) for r in rows):
-        raise SystemExit(f"SCALE_CLI={spec!r}: expected rows as RESPONSESxTOKENS, comma-separated")
-    return [(int(r[0]), int(r[1])) for r in rows]
+        long = 200 if os.environ.get("SCALE") == "full" else 16
+        return [(200, 2048, False), (long, 16_000, False), (long, 16_000, True)]
+    rows = [ROW.fullmatch(part) for part in spec.split(",")]
+    if not all(m and int(m[1]) > 0 and int(m[2]) > 0 for m in rows):
+        raise SystemExit(
+            f"SCALE_CLI={spec!r}: expected rows as RESPONSESxTOKENS (an s after: streamed), comma-separated"
+        )
+    return [(int(m[1]), int(m[2]), bool(m[3])) for m in rows if m]
 
 
 def main() -> None:
     rows = rows_asked()
     print(f"`evalsuite run` start to end, {CONCURRENCY} in flight, top-5 logprobs, against fixtures/fake_server.py")
     print(
-        f"{'responses':>9} {'tokens':>7}  {'CPU s':>6} {'start-up s':>10}  {'CPU us/token':>12} {'tokens/CPU s':>12}  "
+        f"{'route':>11} {'responses':>9} {'tokens':>7}  {'CPU s':>6} {'start-up s':>10}  {'CPU us/token':>12} {'tokens/CPU s':>12}  "
         f"{'floor us/token':>14} {'x floor':>7}  {'store B/token':>13} {'peak RSS MiB':>12}"
     )
     missed = []
-    for responses, tokens in rows:
-        got = row(responses, tokens)
+    for responses, tokens, stream in rows:
+        got = row(responses, tokens, stream)
+        route = "chat stream" if stream else "chat"
         per_token, floor = got["cpu_s"] / got["tokens"] * 1e6, got["floor_s"] / got["tokens"] * 1e6
         rate = got["tokens"] / got["cpu_s"]
         print(
-            f"{responses:>9} {tokens:>7}  {got['cpu_s']:>6.2f} {got['start_s']:>10.2f}  {per_token:>12.2f} {rate:>12,.0f}  "
+            f"{route:>11} {responses:>9} {tokens:>7}  {got['cpu_s']:>6.2f} {got['start_s']:>10.2f}  {per_token:>12.2f} {rate:>12,.0f}  "
             f"{floor:>14.2f} {per_token / floor:>6.2f}x  {got['store'] / got['tokens']:>13.1f} {got['peak_kib'] / 1024:>12.0f}"
         )
         if scale.short_of_target(got):
-            missed.append(f"{responses} x {tokens} ({per_token / floor:.2f}x, {rate:,.0f} tokens/CPU s)")
+            missed.append(f"{route}, {responses} x {tokens} ({per_token / floor:.2f}x, {rate:,.0f} tokens/CPU s)")
     print(scale.target_line(missed, len(rows)))
 
 

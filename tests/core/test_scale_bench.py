@@ -136,23 +136,25 @@ def test_a_bad_workload_is_refused_with_the_option_named() -> None:
 
 
 CLI_ROW = re.compile(
-    r"^\s+(\d+)\s+(\d+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d,]+)\s+([\d.]+)\s+([\d.]+)x\s+([\d.]+)\s+(\d+)$"
+    r"^\s*(chat|chat stream)\s+(\d+)\s+(\d+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d,]+)\s+([\d.]+)\s+([\d.]+)x"
+    r"\s+([\d.]+)\s+(\d+)$"
 )
 
 
 def test_the_command_bench_runs_the_rows_asked_for_start_to_end() -> None:
-    env = {**checkout_env("SCALE"), "SCALE_CLI": "3x24,2x40"}
+    env = {**checkout_env("SCALE"), "SCALE_CLI": "3x24,2x40s"}
     done = subprocess.run(
         [sys.executable, str(ROOT / "bench" / "scale_cli.py")], capture_output=True, text=True, timeout=600, env=env
     )
     assert done.returncode == 0, done.stdout + done.stderr
     rows = [CLI_ROW.match(line) for line in done.stdout.splitlines()[2:-1]]
-    assert all(rows) and [(int(m[1]), int(m[2])) for m in rows if m] == [(3, 24), (2, 40)], done.stdout
+    asked = [("chat", 3, 24), ("chat stream", 2, 40)]
+    assert all(rows) and [(m[1], int(m[2]), int(m[3])) for m in rows if m] == asked, done.stdout
     for m in filter(None, rows):
-        cpu_s, start_s, floor = float(m[3]), float(m[4]), float(m[7])
+        cpu_s, start_s, floor = float(m[4]), float(m[5]), float(m[8])
         # a few short answers cost about what start-up alone does: either may read higher
-        assert cpu_s > 0 and start_s > 0 and floor > 0 and float(m[9]) > 0, done.stdout
-    assert "met by 0 of 2 rows; not by 3 x 24" in done.stdout.splitlines()[-1], (
+        assert cpu_s > 0 and start_s > 0 and floor > 0 and float(m[10]) > 0, done.stdout
+    assert "met by 0 of 2 rows; not by chat, 3 x 24" in done.stdout.splitlines()[-1], (
         done.stdout
     )  # short answers: nearly all start-up
     bad = subprocess.run(
@@ -160,6 +162,6 @@ def test_the_command_bench_runs_the_rows_asked_for_start_to_end() -> None:
         capture_output=True,
         text=True,
         timeout=60,
-        env={**env, "SCALE_CLI": "3x"},
+        env={**env, "SCALE_CLI": "3x24,3x"},
     )
-    assert bad.returncode != 0 and "SCALE_CLI='3x'" in bad.stderr
+    assert bad.returncode != 0 and "SCALE_CLI='3x24,3x'" in bad.stderr

@@ -26,8 +26,7 @@ def test_a_kept_body_gives_back_its_bytes_in_order(pieces: list[bytes], in_memor
         body.append(piece)
         if i == read_between:
             assert b"".join(body) == b"".join(pieces[: i + 1])
-    assert b"".join(body) == b"".join(pieces)
-    assert b"".join(body) == b"".join(pieces)
+    assert [b"".join(body) for _ in range(2)] == [b"".join(pieces)] * 2  # a reading leaves it whole
 
 
 def test_past_its_share_a_body_is_held_out_of_memory() -> None:

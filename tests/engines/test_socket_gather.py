@@ -99,7 +99,7 @@ def test_a_read_that_found_its_data_after_a_gathering_wait_leaves_the_next_gathe
 
 
 @pytest.mark.asyncio
-async def test_a_server_slower_than_the_wait_is_read_as_it_sends(monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_a_server_slower_than_the_wait_is_read_as_it_sends() -> None:
     async with _pair() as (stream, theirs):
         _gathering(stream, since=100.0)  # a gathering wait of GATHER_MAX_S, and nothing comes within it
         loop = asyncio.get_running_loop()

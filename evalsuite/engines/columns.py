@@ -37,19 +37,23 @@ _STRS = {str, _NONE}
 _NUMBERS = {float, int, _NONE}
 _LISTS = {list, _NONE}
 
+Numeric = list[Any] | np.ndarray
+"""A column of ids or logprobs: the values (None where absent), or an array of them where every one is present
+(a stream's, packed while it was read: engines/packed.py)."""
+
 
 @dataclass
 class Columns:
     """Checked columns of one choice's entries (chosen tokens first, then every alternative in order)."""
 
-    ids: list[Any]  # chosen ids, None where absent
+    ids: Numeric  # chosen ids, None where absent
     tokens: list[Any]  # chosen token strings, None where absent
-    logprobs: list[Any]
+    logprobs: Numeric
     raw: list[bytes | None]  # chosen tokens' bytes
     counts: list[int]  # alternatives per chosen token
-    top_ids: list[Any]  # every alternative's id, flattened
+    top_ids: Numeric  # every alternative's id, flattened
     top_tokens: list[Any]
-    top_logprobs: list[Any]
+    top_logprobs: Numeric
     arrays: Numbers | None = None  # the same numbers as arrays, made while checking them (see Numbers)
     spelt: str | None = None  # the chosen tokens joined, when every one is present (else None)
     top_spelt: bool = False  # whether every alternative has its token string
@@ -199,9 +203,9 @@ class Numbers(NamedTuple):
 class Fields(NamedTuple):
     """One field per token of some entries (the chosen tokens, or every alternative in order); None where absent."""
 
-    ids: list[Any]
+    ids: Numeric
     tokens: list[Any]
-    logprobs: list[Any]
+    logprobs: Numeric
 
 
 def gather(entries: list[Any], id_limit: int) -> Columns | None:
@@ -366,8 +370,10 @@ def ranked_alternatives(tops: list[dict[str, Any] | None]) -> list[list[tuple[st
     return [sorted(top.items(), key=_VALUE, reverse=True) if top else [] for top in tops]
 
 
-def _numbers(values: list[Any], dtype: type) -> np.ndarray | None:
+def _numbers(values: Numeric, dtype: type) -> np.ndarray | None:
     """Values of known number types (or None) as an array, in one pass in C; None where that cannot hold them."""
+    if isinstance(values, np.ndarray):  # packed already (packed.py), every value present
+        return values
     try:
         return np.fromiter(values, dtype, len(values))
     except (TypeError, OverflowError):
@@ -392,14 +398,16 @@ def _present(values: list[Any]) -> list[Any]:
     return [v for v in values if v is not None]
 
 
-def _ids_ok(ids: list[Any], array: np.ndarray | None, limit: int) -> bool:
+def _ids_ok(ids: Numeric, array: np.ndarray | None, limit: int) -> bool:
     """Token ids in [0, limit), or absent (`array`: the same ids, when none is absent)."""
-    if array is not None:
-        return not len(array) or (int(array.min()) >= 0 and int(array.max()) < limit)
-    if ids.count(None) == len(ids):  # no ids at all (the legacy lists): counted in C
-        return True
-    values = _present(ids)
-    return min(values, default=0) >= 0 and max(values, default=0) < limit
+    if isinstance(ids, np.ndarray):
+        array = ids
+    elif array is None:
+        if ids.count(None) == len(ids):  # no ids at all (the legacy lists): counted in C
+            return True
+        values = _present(ids)
+        return min(values, default=0) >= 0 and max(values, default=0) < limit
+    return not len(array) or (int(array.min()) >= 0 and int(array.max()) < limit)
 
 
 def _spelling(tokens: list[Any]) -> str | None:
@@ -410,9 +418,9 @@ def _spelling(tokens: list[Any]) -> str | None:
         return None
 
 
-def _unnamed(ids: list[Any], spelt: str | None) -> np.ndarray | None:
+def _unnamed(ids: Numeric, spelt: str | None) -> np.ndarray | None:
     """-1 for every token when no id is given and no token string renders one (`id_array`'s answer, made once)."""
-    if spelt is None or ids.count(None) != len(ids) or TOKEN_ID_PREFIX in spelt:
+    if isinstance(ids, np.ndarray) or spelt is None or ids.count(None) != len(ids) or TOKEN_ID_PREFIX in spelt:
         return None
     return np.full(len(ids), -1, np.int64)
 
@@ -430,7 +438,7 @@ def _tokens_ok(tokens: list[Any], limit: int, spelt: str | None) -> bool:
     return True
 
 
-def _logprobs_ok(logprobs: list[Any], array: np.ndarray | None) -> bool:
+def _logprobs_ok(logprobs: Numeric, array: np.ndarray | None) -> bool:
     """Finite and <= LOGPROB_SLACK, or absent (`array`: the same numbers, NaN where absent; None where one is
     an integer too large for a float, which is not finite)."""
     if array is None:
@@ -438,13 +446,16 @@ def _logprobs_ok(logprobs: list[Any], array: np.ndarray | None) -> bool:
     finite = np.isfinite(array)
     if finite.all():
         return not len(array) or float(array.max()) <= LOGPROB_SLACK
-    if int(np.count_nonzero(~finite)) != logprobs.count(None):  # NaN or infinite beyond the absent ones
+    absent = 0 if isinstance(logprobs, np.ndarray) else logprobs.count(None)
+    if int(np.count_nonzero(~finite)) != absent:  # NaN or infinite beyond the absent ones
         return False
     return not finite.any() or float(array[finite].max()) <= LOGPROB_SLACK
 
 
-def id_array(values: list[Any], tokens: list[Any]) -> np.ndarray:
+def id_array(values: Numeric, tokens: list[Any]) -> np.ndarray:
     """Token ids; where an entry had none, vLLM's "token_id:N" rendering of the token, else -1."""
+    if isinstance(values, np.ndarray):
+        return values.astype(np.int64, copy=False)
     if values.count(None) == len(values):  # no ids at all (the legacy columns)
         if _no_rendered_ids(tokens):
             return np.full(len(values), -1, np.int64)
@@ -478,7 +489,7 @@ def logprob_array(values: list[Any]) -> np.ndarray:
     return _float32(_float64(values))
 
 
-def _float64(values: list[Any]) -> np.ndarray:
+def _float64(values: Numeric) -> np.ndarray:
     return np.array(values, np.float64)  # None as NaN
 
 

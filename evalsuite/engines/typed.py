@@ -24,9 +24,11 @@ from itertools import chain
 from typing import Annotated, Any
 
 import msgspec
+import numpy as np
 from msgspec import UNSET, Raw, UnsetType
 
-from evalsuite.engines.columns import Columns, Fields, alternative_counts, checked
+from evalsuite.engines.columns import Columns, Fields, alternative_counts, byte_lists_ok, checked
+from evalsuite.engines.packed import PackedNumbers, PackedStrings
 
 Byte = Annotated[int, msgspec.Meta(ge=0, le=255)]
 NULL = Raw(b"null")
@@ -115,6 +117,11 @@ class Chunk(msgspec.Struct, gc=False):
     error: Any = UNSET
 
 
+TOP_BYTES_CHECKED_AT = 1 << 18
+"""Bytes of a stream's alternatives' byte lists (raw JSON) at which they are checked and dropped: a check costs
+about 17 us apart from its bytes (too much for every fold of a few hundred events), and makes arrays a few
+times their size while it runs; kept to the end, a 32k-token stream's at top-20 were some 14 MB."""
+
 _BODY = msgspec.json.Decoder(Body)
 CHUNK = msgspec.json.Decoder(Chunk)
 """Decodes one stream event (typed_stream.py), raising msgspec.DecodeError where it is not the usual shape."""
@@ -193,40 +200,56 @@ def _fields(structs: Sequence[Entry | Alternative]) -> Fields:
 
 
 class EntryColumns(TypedEntries):
-    """A stream's entries, taken into columns event by event so that the decoded events need not be kept."""
+    """A stream's entries, taken into columns event by event so that the decoded events need not be kept.
+
+    Ids, logprobs and token strings are packed a fold at a time (packed.py): a stream in flight holds
+    about a quarter of what its columns as lists of Python objects took."""
 
     def __init__(self) -> None:
-        self.ids: list[Any] = []
-        self.tokens: list[Any] = []
-        self.logprobs: list[Any] = []
+        self.ids = PackedNumbers(np.int64)
+        self.tokens = PackedStrings()
+        self.logprobs = PackedNumbers(np.float64)
         self.raws: list[bytes | None] = []
         self.counts: list[int] = []
-        self.top_ids: list[Any] = []
-        self.top_tokens: list[Any] = []
-        self.top_logprobs: list[Any] = []
-        self.top_bytes: list[bytes] = []  # the alternatives' raw `bytes` of each event, NUL-joined
+        self.top_ids = PackedNumbers(np.int64)
+        self.top_tokens = PackedStrings()
+        self.top_logprobs = PackedNumbers(np.float64)
+        self.top_bytes: list[bytes] = []  # the alternatives' raw `bytes` of each fold, NUL-joined: not yet checked
+        self._top_bytes_size = 0
+        self._top_bytes_ok = True
 
     def add(self, entries: Sequence[Entry]) -> None:
         """Take entries (of one event or of many) into the columns, a field at a time."""
         counts, alts = _alternatives(entries)
         chosen, top = _fields(entries), _fields(alts)
-        self.ids += chosen.ids
-        self.tokens += chosen.tokens
-        self.logprobs += chosen.logprobs
+        self.ids.extend(chosen.ids)
+        self.tokens.extend(chosen.tokens)
+        self.logprobs.extend(chosen.logprobs)
         raws: list[Any] = [entry.bytes for entry in entries]
         self.raws += [None if b is None else bytes(b) for b in raws] if None in raws else map(bytes, raws)
         self.counts += counts
-        self.top_ids += top.ids
-        self.top_tokens += top.tokens
-        self.top_logprobs += top.logprobs
+        self.top_ids.extend(top.ids)
+        self.top_tokens.extend(top.tokens)
+        self.top_logprobs.extend(top.logprobs)
         if alts:
             self.top_bytes.append(b"\0".join([alt.bytes for alt in alts]))
+            self._top_bytes_size += len(self.top_bytes[-1])
+            if self._top_bytes_size >= TOP_BYTES_CHECKED_AT:
+                self._check_top_bytes()
+
+    def _check_top_bytes(self) -> None:
+        """Check the alternatives' byte lists read so far, and drop them: nothing keeps them."""
+        self._top_bytes_ok = self._top_bytes_ok and byte_lists_ok(b"\0".join(self.top_bytes))
+        self.top_bytes.clear()
+        self._top_bytes_size = 0
 
     def __len__(self) -> int:
-        return len(self.ids)
+        return len(self.counts)
 
     def columns(self, id_limit: int) -> Columns | None:
-        chosen = Fields(self.ids, self.tokens, self.logprobs)
-        alts = Fields(self.top_ids, self.top_tokens, self.top_logprobs)
-        alt_raws = b"\0".join(self.top_bytes)
-        return checked(self.counts, chosen, self.raws, alts, id_limit, alt_raws=alt_raws, typed=True)
+        self._check_top_bytes()
+        if not self._top_bytes_ok:
+            return None
+        chosen = Fields(self.ids.values(), self.tokens.values(), self.logprobs.values())
+        alts = Fields(self.top_ids.values(), self.top_tokens.values(), self.top_logprobs.values())
+        return checked(self.counts, chosen, self.raws, alts, id_limit, alt_raws=None, typed=True)

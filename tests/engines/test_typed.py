@@ -23,7 +23,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_response_fuzz import ENGINES, JSON_VALUES, LEGACY, _mutate, _paths
 
-from evalsuite.engines import kept
+from evalsuite.engines import kept, typed, typed_stream
 from evalsuite.engines.base import decoded
 from evalsuite.engines.body import loads
 from evalsuite.engines.columns import byte_lists_ok
@@ -146,12 +146,23 @@ def _generic_stream(pieces: list[bytes]) -> Any:
     cuts=st.lists(st.integers(0, 10**6), max_size=6),
     done=st.booleans(),
     in_memory=st.sampled_from([0, 40, kept.KEEP_IN_MEMORY]),
+    fold_at=st.sampled_from([1, 3, typed_stream._FOLD_AT]),
+    checked_at=st.sampled_from([1, 100, typed.TOP_BYTES_CHECKED_AT]),
 )
 def test_mutated_streams_read_typed_as_generically(
-    data: st.DataObject, shape: str, crlf: bool, cuts: list[int], done: bool, in_memory: int
+    data: st.DataObject,
+    shape: str,
+    crlf: bool,
+    cuts: list[int],
+    done: bool,
+    in_memory: int,
+    fold_at: int,
+    checked_at: int,
 ) -> None:
     """`in_memory`: how much of the body stays in memory for a replay or a generic reading (the rest is read
-    back from a file)."""
+    back from a file).  `fold_at`, `checked_at`: how many events are taken into the columns at a time, and how
+    many bytes of alternatives' byte lists are checked at a time: a stream of many folds (a mutated value in
+    one of them) and of many checks."""
     chat = shape == "chat"
     events: list[Any] = [e for e in stream_events(_body(chat, legacy=shape == "legacy")) if e != "[DONE]"]
     if data.draw(st.booleans()):
@@ -164,7 +175,11 @@ def test_mutated_streams_read_typed_as_generically(
         )
         events.insert(data.draw(st.integers(0, len(events))), extra)
     pieces = _pieces(_sse(events + (["[DONE]"] if done else []), crlf), cuts)
-    with mock.patch.object(kept, "KEEP_IN_MEMORY", in_memory):
+    with (
+        mock.patch.object(kept, "KEEP_IN_MEMORY", in_memory),
+        mock.patch.object(typed_stream, "_FOLD_AT", fold_at),
+        mock.patch.object(typed, "TOP_BYTES_CHECKED_AT", checked_at),
+    ):
         _same(_outcome(chat, _read_stream(pieces)), _outcome(chat, _generic_stream(pieces)))
 
 

@@ -86,8 +86,10 @@ class TypedEvents:
         self._buffer = bytearray()
         self._data: list[bytes] = []
         self._event = b""
-        self._text: list[str] = []
+        self._text: list[str] = []  # the pieces since the last fold (earlier ones: joined, a fold each, below)
         self._reasoning: list[str] = []
+        self._text_folds: list[str] = []
+        self._reasoning_folds: list[str] = []
         self._entries = EntryColumns()
         self._content: list[tuple[Entry, ...]] = []  # the entries of the events read since the last fold
         self._lists: list[Logprobs] = []  # the events' legacy lists read since the last fold
@@ -183,6 +185,8 @@ class TypedEvents:
         if self._content:
             self._entries.add(list(chain.from_iterable(self._content)))
             self._content.clear()
+        _fold_pieces(self._text, self._text_folds)
+        _fold_pieces(self._reasoning, self._reasoning_folds)
         if self._lists:
             lists, legacy = self._lists, self._legacy
             legacy["tokens"] += _joined([lp.tokens for lp in lists])
@@ -274,12 +278,13 @@ class TypedEvents:
 
     def _result(self) -> dict[str, Any]:
         choice: dict[str, Any] = {"index": 0, "finish_reason": self._finish}
+        text, reasoning = "".join(self._text_folds), "".join(self._reasoning_folds)  # `finish` folded every piece
         if self._completions:
-            choice["text"] = "".join(self._text)
+            choice["text"] = text
         else:
-            message: dict[str, Any] = {"role": "assistant", "content": "".join(self._text)}
-            if any(self._reasoning):
-                message["reasoning_content"] = "".join(self._reasoning)
+            message: dict[str, Any] = {"role": "assistant", "content": text}
+            if reasoning:
+                message["reasoning_content"] = reasoning
             choice["message"] = message
         if len(self._entries):
             choice["logprobs"] = {"content": self._entries}
@@ -288,6 +293,13 @@ class TypedEvents:
         if self._token_ids:
             choice["token_ids"] = self._token_ids
         return {**self._merged, "choices": [choice]}
+
+
+def _fold_pieces(pieces: list[str], folds: list[str]) -> None:
+    """The pieces of text read since the last fold, joined into one (each piece is an object of ~55 bytes)."""
+    if pieces:
+        folds.append("".join(pieces))
+        pieces.clear()
 
 
 def _joined(lists: list[Any]) -> Iterator[Any]:

@@ -358,8 +358,9 @@ def _ranked_already(values: list[Any], sizes: list[int]) -> np.ndarray | None:
         return None
     k = sizes[0] if sizes else 0
     if k and sizes.count(k) == len(sizes):  # runs of one size, as servers send them: a row each
-        return array if (np.diff(array.reshape(-1, k), axis=1) <= 0).all() else None
-    falls = np.diff(array) <= 0
+        rows = array.reshape(-1, k)
+        return array if (rows[:, 1:] <= rows[:, :-1]).all() else None
+    falls = array[1:] <= array[:-1]  # compared, not subtracted: -inf after -inf is a tie, not NaN
     starts = np.cumsum(np.asarray(sizes, np.int64))[:-1] - 1  # the step from one run's last value to the next's first
     falls[starts[starts < len(falls)]] = True
     return array if falls.all() else None

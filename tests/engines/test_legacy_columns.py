@@ -8,11 +8,14 @@ mutated answer.
 
 from __future__ import annotations
 
+import copy
 import math
+import warnings
 from typing import Any
 from unittest import mock
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_response_fuzz import ENGINES, JSON_VALUES, LEGACY, _mutate, _paths
@@ -152,3 +155,17 @@ def test_alternatives_of_one_count_per_token_are_ranked_row_by_row() -> None:
             got = columns.legacy_columns(unranked, 2**31)
         assert ranking.called  # not taken as sent
         assert (got and got.top_tokens) == expected  # a NaN logprob is refused, as anywhere
+
+
+def test_alternatives_at_minus_infinity_are_refused_without_numpy_warnings() -> None:
+    """-inf is not a log-probability the suite stores; two in a row used to be subtracted while the order was
+    checked (NaN, and numpy's RuntimeWarning on the user's terminal before the refusal)."""
+    body = copy.deepcopy(LEGACY)
+    body["choices"][0]["logprobs"]["top_logprobs"] = [
+        {"a": -0.1, "x": -math.inf, "y": -math.inf},
+        {" b": -0.2, "u": -1.0, "v": -2.0},
+    ]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(RequestFailed, match=r"top_logprobs\[0\]\['x'\] is -inf"):
+            ENGINES[False].accept(body, GenerationParams(), latency_s=0.0, ttft_s=None)

@@ -329,14 +329,23 @@ def legacy_columns(logprobs: dict[str, Any], id_limit: int, *, typed: bool = Fal
     values = list(chain.from_iterable(map(dict.values, given)))
     if not (typed or _legacy_types_ok(tokens, lps, values)):
         return None
-    ranked = _ranked_already(values, counts if given is tops else [c for c in counts if c])
+    return flat_legacy_columns(tokens, lps, counts, list(chain.from_iterable(given)), values, id_limit)
+
+
+def flat_legacy_columns(
+    tokens: list[Any], logprobs: Numeric, counts: list[int], top_tokens: list[Any], top_logprobs: Numeric, id_limit: int
+) -> Columns | None:
+    """`legacy_columns` of lists of known types, each token's alternatives given flat: how many it has, and
+    their tokens and logprobs (the objects' keys and values) one after another, all tokens' in order."""
+    n = len(tokens)
+    ranked = _ranked_already(top_logprobs, [c for c in counts if c] if 0 in counts else counts)
     if ranked is not None:  # as servers send them: no pair is made or sorted
-        others = Fields([None] * len(values), list(chain.from_iterable(given)), values)
+        others = Fields([None] * len(top_tokens), top_tokens, top_logprobs)
     else:
-        alts = list(chain.from_iterable(ranked_alternatives(tops)))
+        alts = ranked_runs(top_tokens, top_logprobs, counts)
         others = Fields([None] * len(alts), list(map(_KEY, alts)), list(map(_VALUE, alts)))
     return checked(
-        counts, Fields([None] * n, tokens, lps), [None] * n, others, id_limit, typed=True, alt_logprobs=ranked
+        counts, Fields([None] * n, tokens, logprobs), [None] * n, others, id_limit, typed=True, alt_logprobs=ranked
     )
 
 
@@ -350,7 +359,7 @@ def _legacy_types_ok(tokens: list[Any], logprobs: list[Any], values: list[Any]) 
     )
 
 
-def _ranked_already(values: list[Any], sizes: list[int]) -> np.ndarray | None:
+def _ranked_already(values: Numeric, sizes: list[int]) -> np.ndarray | None:
     """`values` as an array when each run of `sizes` of them is in non-increasing order (NaN never is),
     checked in one pass; None when some run is not."""
     array = _numbers(values, np.float64)
@@ -364,6 +373,15 @@ def _ranked_already(values: list[Any], sizes: list[int]) -> np.ndarray | None:
     starts = np.cumsum(np.asarray(sizes, np.int64))[:-1] - 1  # the step from one run's last value to the next's first
     falls[starts[starts < len(falls)]] = True
     return array if falls.all() else None
+
+
+def ranked_runs(tokens: list[Any], logprobs: Numeric, counts: list[int]) -> list[tuple[str, Any]]:
+    """The (token, logprob) pairs of each token's alternatives (`counts[i]` of them, in order), most likely
+    first within each; ties keep their order."""
+    values = logprobs.tolist() if isinstance(logprobs, np.ndarray) else logprobs
+    pairs = list(zip(tokens, values))
+    ends = accumulate(counts)
+    return list(chain.from_iterable(sorted(pairs[e - c : e], key=_VALUE, reverse=True) for c, e in zip(counts, ends)))
 
 
 def ranked_alternatives(tops: list[dict[str, Any] | None]) -> list[list[tuple[str, Any]]]:

@@ -27,7 +27,14 @@ import msgspec
 import numpy as np
 from msgspec import UNSET, Raw, UnsetType
 
-from evalsuite.engines.columns import Columns, Fields, alternative_counts, byte_lists_ok, checked
+from evalsuite.engines.columns import (
+    Columns,
+    Fields,
+    alternative_counts,
+    byte_lists_ok,
+    checked,
+    flat_legacy_columns,
+)
 from evalsuite.engines.packed import PackedNumbers, PackedStrings
 
 Byte = Annotated[int, msgspec.Meta(ge=0, le=255)]
@@ -253,3 +260,46 @@ class EntryColumns(TypedEntries):
         chosen = Fields(self.ids.values(), self.tokens.values(), self.logprobs.values())
         alts = Fields(self.top_ids.values(), self.top_tokens.values(), self.top_logprobs.values())
         return checked(self.counts, chosen, self.raws, alts, id_limit, alt_raws=None, typed=True)
+
+
+class ListColumns(TypedEntries):
+    """A stream's legacy lists (vLLM's completions route), taken in a fold at a time and packed.
+
+    Each token's alternatives, an object of token -> logprob (about 400 bytes with five), become how many
+    it has and its share of two flat packed columns; the lists keep how many values each was given, so
+    that lists of unequal length are refused as the generic merge's would be.
+    """
+
+    def __init__(self) -> None:
+        self.tokens = PackedStrings()
+        self.logprobs = PackedNumbers(np.float64)
+        self.counts: list[int] = []
+        self.top_tokens = PackedStrings()
+        self.top_logprobs = PackedNumbers(np.float64)
+        self.sizes = [0, 0, 0]  # values given to tokens, token_logprobs, top_logprobs
+
+    def add(self, tokens: list[str], logprobs: list[float | None], tops: list[dict[str, float] | None]) -> None:
+        """The values of the lists of some events, each list's in order."""
+        self.tokens.extend(tokens)
+        self.logprobs.extend(logprobs)
+        counts = alternative_counts(tops)
+        given: list[Any] = list(filter(None, tops)) if 0 in counts else tops
+        self.counts += counts
+        self.top_tokens.extend(list(chain.from_iterable(given)))
+        self.top_logprobs.extend(list(chain.from_iterable(map(dict.values, given))))
+        sizes = self.sizes
+        sizes[0] += len(tokens)
+        sizes[1] += len(logprobs)
+        sizes[2] += len(tops)
+
+    def __len__(self) -> int:
+        return self.sizes[0]
+
+    def columns(self, id_limit: int) -> Columns | None:
+        n, given_logprobs, given_tops = self.sizes
+        if given_logprobs not in (0, n) or given_tops not in (0, n):
+            return None
+        logprobs = self.logprobs.values() if given_logprobs else [None] * n
+        counts = self.counts if given_tops else [0] * n
+        top_tokens, top_logprobs = self.top_tokens.values(), self.top_logprobs.values()
+        return flat_legacy_columns(self.tokens.values(), logprobs, counts, top_tokens, top_logprobs, id_limit)

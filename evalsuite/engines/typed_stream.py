@@ -25,8 +25,8 @@ from msgspec import DecodeError
 
 from evalsuite.collector import pausing_collections
 from evalsuite.engines.kept import KeptBody
-from evalsuite.engines.stream import LEGACY_KEYS, EventReader, Lines, incomplete, merge_chunks, read_generic, take
-from evalsuite.engines.typed import CHUNK, UNSET, Chunk, Entry, EntryColumns, Logprobs, TypedLists
+from evalsuite.engines.stream import EventReader, Lines, incomplete, merge_chunks, read_generic, take
+from evalsuite.engines.typed import CHUNK, UNSET, Chunk, Entry, EntryColumns, ListColumns, Logprobs
 
 Generic = Callable[[], dict[str, Any]]
 _FOLD_AT = 256
@@ -95,7 +95,7 @@ class TypedEvents:
         self._lists: list[Logprobs] = []  # the events' legacy lists read since the last fold
         self._head: tuple[Any, ...] = ()  # id, model and system_fingerprint of the last event
         self._token_ids: list[Any] = []
-        self._legacy: dict[str, list[Any]] = {key: [] for key in LEGACY_KEYS}
+        self._legacy = ListColumns()
         self._completions = False
         self._finish: Any = None
         self._merged: dict[str, Any] = {}
@@ -188,10 +188,12 @@ class TypedEvents:
         _fold_pieces(self._text, self._text_folds)
         _fold_pieces(self._reasoning, self._reasoning_folds)
         if self._lists:
-            lists, legacy = self._lists, self._legacy
-            legacy["tokens"] += _joined([lp.tokens for lp in lists])
-            legacy["token_logprobs"] += _joined([lp.token_logprobs for lp in lists])
-            legacy["top_logprobs"] += _joined([lp.top_logprobs for lp in lists])
+            lists = self._lists
+            self._legacy.add(
+                list(_joined([lp.tokens for lp in lists])),
+                list(_joined([lp.token_logprobs for lp in lists])),
+                list(_joined([lp.top_logprobs for lp in lists])),
+            )
             lists.clear()
 
     def _payload(self) -> bytes:
@@ -288,8 +290,8 @@ class TypedEvents:
             choice["message"] = message
         if len(self._entries):
             choice["logprobs"] = {"content": self._entries}
-        elif self._legacy["tokens"]:
-            choice["logprobs"] = TypedLists({key: values for key, values in self._legacy.items() if values})
+        elif len(self._legacy):
+            choice["logprobs"] = self._legacy
         if self._token_ids:
             choice["token_ids"] = self._token_ids
         return {**self._merged, "choices": [choice]}

@@ -121,7 +121,9 @@ class ResponseSchema:
         logprobs = choice.get("logprobs")
         n_entries = None
         columns = None
-        if logprobs is not None:
+        if isinstance(logprobs, TypedEntries):  # a stream's legacy lists, read typed (typed_stream.py)
+            n_entries, columns = self._typed(logprobs, f"{path}.logprobs")
+        elif logprobs is not None:
             if not isinstance(logprobs, dict):
                 raise _fail(f"{path}.logprobs", logprobs, "an object")
             n_entries, columns = self._logprobs(logprobs, f"{path}.logprobs")
@@ -138,11 +140,8 @@ class ResponseSchema:
 
     def _logprobs(self, logprobs: dict[str, Any], path: str) -> tuple[int | None, Columns | None]:
         content = logprobs.get("content")
-        if isinstance(content, TypedEntries):  # typed.py: their types were checked while decoding
-            columns = content.columns(self.id_limit)
-            if columns is None:
-                raise Malformed(f"{path}.content breaks a rule; read generically, the body names it")
-            return len(content), columns
+        if isinstance(content, TypedEntries):
+            return self._typed(content, f"{path}.content")
         if content is not None:
             if not isinstance(content, list):
                 raise _fail(f"{path}.content", content, "a list of token entries")
@@ -176,6 +175,14 @@ class ResponseSchema:
                     raise _fail(f"{path}.top_logprobs[{i}][{token!r}]", lp, "a log-probability")
                 self._logprob(lp, f"{path}.top_logprobs[{i}][{token!r}]")
         return len(tokens), None
+
+    def _typed(self, entries: TypedEntries, path: str) -> tuple[int, Columns]:
+        """Token data read typed (typed.py: their types were checked while decoding): its columns, or Malformed,
+        so that the body is read again generically, which names the rule it breaks."""
+        columns = entries.columns(self.id_limit)
+        if columns is None:
+            raise Malformed(f"{path} breaks a rule; read generically, the body names it")
+        return len(entries), columns
 
     def _entry(self, entry: Any, path: str, *, chosen: bool) -> None:
         if not isinstance(entry, dict):

@@ -129,7 +129,7 @@ def test_alternatives_already_ranked_are_taken_as_sent_and_others_ranked() -> No
         "token_logprobs": [-0.1, -0.2, -0.3],
         "top_logprobs": [{"a": -1.0}, {"b": -0.5, "x": -0.5, "y": -0.7}, {"c": -0.2}],  # rises only between objects
     }
-    with mock.patch.object(columns, "ranked_alternatives", side_effect=AssertionError("sorted what was ranked")):
+    with mock.patch.object(columns, "ranked_runs", side_effect=AssertionError("sorted what was ranked")):
         got = columns.legacy_columns(sent, 2**31)
     assert got is not None and got.top_tokens == ["a", "b", "x", "y", "c"] and got.counts == [1, 3, 1]
     unranked = {**sent, "top_logprobs": [{"a": -1.0}, {"y": -0.7, "b": -0.5, "x": -0.5}, {"c": -0.2}]}
@@ -146,12 +146,12 @@ def test_alternatives_of_one_count_per_token_are_ranked_row_by_row() -> None:
         "token_logprobs": [-0.1, -0.2, -0.3],
         "top_logprobs": [{"a": -1.0, "z": -2.0}, {"b": -0.5, "x": -0.5}, {"c": -0.2, "w": -9.0}],
     }
-    with mock.patch.object(columns, "ranked_alternatives", side_effect=AssertionError("sorted what was ranked")):
+    with mock.patch.object(columns, "ranked_runs", side_effect=AssertionError("sorted what was ranked")):
         got = columns.legacy_columns(sent, 2**31)
     assert got is not None and got.top_tokens == ["a", "z", "b", "x", "c", "w"] and got.counts == [2, 2, 2]
     for top, expected in (({"w": -9.0, "c": -0.2}, ["a", "z", "b", "x", "c", "w"]), ({"c": math.nan, "w": -9.0}, None)):
         unranked = {**sent, "top_logprobs": [*sent["top_logprobs"][:2], top]}
-        with mock.patch.object(columns, "ranked_alternatives", wraps=columns.ranked_alternatives) as ranking:
+        with mock.patch.object(columns, "ranked_runs", wraps=columns.ranked_runs) as ranking:
             got = columns.legacy_columns(unranked, 2**31)
         assert ranking.called  # not taken as sent
         assert (got and got.top_tokens) == expected  # a NaN logprob is refused, as anywhere

@@ -26,10 +26,18 @@ from test_response_fuzz import ENGINES, JSON_VALUES, LEGACY, _mutate, _paths
 from evalsuite.engines import kept, typed, typed_stream
 from evalsuite.engines.base import decoded
 from evalsuite.engines.body import loads
-from evalsuite.engines.columns import byte_lists_ok
+from evalsuite.engines.columns import Columns, byte_lists_ok, legacy_columns
 from evalsuite.engines.retry import RequestFailed
 from evalsuite.engines.stream import Lines, merge_chunks, read_events
-from evalsuite.engines.typed import Alternative, Entry, EntryColumns, EntryTuple, TypedLists, decode_body
+from evalsuite.engines.typed import (
+    Alternative,
+    Entry,
+    EntryColumns,
+    EntryTuple,
+    ListColumns,
+    TypedLists,
+    decode_body,
+)
 from evalsuite.engines.typed_stream import read_stream
 from evalsuite.records import Completion, GenerationParams
 
@@ -203,8 +211,8 @@ def test_streamed_legacy_lists_are_read_typed() -> None:
     pieces = _pieces(_sse(stream_events(_body(False, tokens=50, k=5, legacy=True)), crlf=False), [7, 500, 4000])
     data, generic = asyncio.run(read_stream(_aiter(pieces)))
     lists = data["choices"][0]["logprobs"]
-    assert generic is not None and isinstance(lists, TypedLists)
-    assert len(lists["tokens"]) == len(lists["top_logprobs"]) == 50
+    assert generic is not None and isinstance(lists, ListColumns)
+    assert len(lists) == len(lists.counts) == 50
     read = _outcome(False, _read_stream(pieces))
     assert isinstance(read, Completion) and read.tokens is not None and read.tokens.top_logprobs.shape == (50, 5)
     _same(read, _outcome(False, _generic_stream(pieces)))
@@ -481,8 +489,23 @@ def _same_merge(pieces: list[bytes]) -> None:
 
     def view(merged: dict[str, Any]) -> str:
         choice = dict(merged["choices"][0])
-        if "content" in choice.get("logprobs", {}):
+        logprobs = choice.get("logprobs")
+        if isinstance(logprobs, ListColumns):  # packed: its columns against those of the generic merge's lists
+            choice["logprobs"] = _columns_view(logprobs.columns(2**31))
+        elif isinstance(logprobs, dict) and "tokens" in logprobs:
+            choice["logprobs"] = _columns_view(legacy_columns(logprobs, 2**31))
+        elif "content" in (logprobs or {}):
             choice["logprobs"] = {"content": len(choice["logprobs"]["content"])}
         return json.dumps({**merged, "choices": [choice]}, sort_keys=True, default=str)
 
     assert view(data) == view(generic())
+
+
+def _columns_view(columns: Columns | None) -> list[Any] | None:
+    """Every field of some columns as plain values (arrays as lists), to compare two readings' columns."""
+    if columns is None:
+        return None
+    fields = ("ids", "tokens", "logprobs", "raw", "counts", "top_ids", "top_tokens", "top_logprobs", "spelt")
+    values = [getattr(columns, name) for name in fields] + [columns.top_spelt]
+    values += [None if a is None else a.tolist() for a in columns.arrays or ()]
+    return [v.tolist() if isinstance(v, np.ndarray) else v for v in values]

@@ -29,7 +29,7 @@ from projects import copy_project, vllm_target
 from evalsuite.compare import Comparison
 from evalsuite.config import Config, load_config
 from evalsuite.engines import base
-from evalsuite.engines.typed import TypedLists
+from evalsuite.engines.typed import ListColumns, TypedLists
 from evalsuite.report import write_reports
 from evalsuite.rig.launcher import RunningServer, serve
 from evalsuite.rig.vllm.env import VLLM_VERSION
@@ -140,7 +140,7 @@ def test_completions_lists_are_read_typed_whole_and_streamed(project: Config, mo
         outcomes = run_target(project, name, ["gsm8k"], RunOptions(data="fixture", limit=2, max_tokens=16))
         assert sum(o.recorded for o in outcomes.values()) == 2
     assert len(seen) == 4 and all(data is not None for data in seen)
-    assert all(isinstance(data["choices"][0]["logprobs"], TypedLists) for data in seen)
+    assert all(isinstance(data["choices"][0]["logprobs"], (TypedLists, ListColumns)) for data in seen)
 
 
 def test_completions_streamed_give_what_the_whole_answer_gives(project: Config) -> None:

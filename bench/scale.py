@@ -17,7 +17,10 @@ alternatives an object), whose floor pulls out those lists and the (token, logpr
 "paced" row is a server generating slower than its client reads, as a real one streaming tokens
 as it makes them: the events come 0.5 ms apart, so a read that looked at once would bring one, and
 what the client does per read (the event loop's wait, the HTTP layers, a cold cache) is paid every
-few tokens (the client's reads gather what comes within a short wait, engines/sockets.py).  The
+few tokens (the client's reads gather what comes within a short wait, engines/sockets.py).  A line
+under it gives a second reference measured in the same process: `bare_reader.py`, the least a Python
+client does to read the same server (asyncio streams and orjson, each event read as it comes,
+nothing checked or stored).  The
 short row, 256-token answers 16 at a time, shows what a response costs apart from its tokens (the
 request and response through the HTTP layers, the checks' and the store's fixed costs).  The
 "(recorded)" rows answer with a real llama-server's tokens (`fake_server.py --recorded`, the H200
@@ -260,19 +263,36 @@ def child(spec: dict[str, Any]) -> None:
     del outcome
     floor = floor_cpu(plan, case)
     tokens = case.responses * case.tokens
-    print(
-        json.dumps(
-            {
-                "cpu_s": cpu,
-                "wall_s": wall,
-                "replayed": replays,
-                "floor_s": floor,
-                "tokens": tokens,
-                "store": stored,
-                "peak_kib": peak_kib,
-            }
-        )
-    )
+    got = {
+        "cpu_s": cpu,
+        "wall_s": wall,
+        "replayed": replays,
+        "floor_s": floor,
+        "tokens": tokens,
+        "store": stored,
+        "peak_kib": peak_kib,
+    }
+    if case.pace_s:
+        got["bare_s"] = bare_cpu(spec["url"], plan, case)
+    print(json.dumps(got))
+
+
+def bare_cpu(url: str, plan: Any, case: Case) -> float:
+    """CPU seconds `bare_reader` takes to read the run's answers again from the same server, as many at once."""
+    from bare_reader import read_all
+    from fake_server import FakeState
+
+    from evalsuite.engines import make_engine
+
+    engine = make_engine(plan.target)
+    engine.model = FakeState(tokens=case.tokens).model
+    bodies = [engine.request_body(sample, plan.params) for sample in plan.samples]
+    route = "/chat/completions" if case.api == "chat" else "/completions"
+    start = time.process_time()
+    tokens = read_all(url, bodies, case.concurrency, route)
+    spent = time.process_time() - start
+    assert tokens == case.responses * case.tokens, f"the bare reader read {tokens} tokens"
+    return spent
 
 
 def _replays(url: str) -> int:
@@ -380,6 +400,13 @@ def ingest(full: bool, repeat: int = 3, load: Workload = Workload()) -> None:
             + (f"  {_ratio(runs[0]):>11.2f}-{_ratio(runs[-1]):.2f}x" if repeat > 1 else ""),
             flush=True,
         )
+        if "bare_s" in got:
+            bare = got["bare_s"] / got["tokens"] * 1e6
+            print(
+                f"{'':>31} a bare reader of the same server, each event as it comes (bench/bare_reader.py): "
+                f"{bare:.2f} us/token; the suite {got['cpu_s'] / got['bare_s']:.2f}x that",
+                flush=True,
+            )
         if judged and short_of_target(got):
             missed.append(f"{case.label}, {case.tokens} tokens ({_ratio(got):.2f}x, {rate:,.0f} tokens/CPU s)")
     if left_out:

@@ -10,6 +10,7 @@ import sys
 from types import ModuleType
 
 import httpx
+import pytest
 from fake_server import FakeServer, FakeState
 from projects import ROOT, checkout_env
 
@@ -165,3 +166,24 @@ def test_the_command_bench_runs_the_rows_asked_for_start_to_end() -> None:
         env={**env, "SCALE_CLI": "3x24,3x"},
     )
     assert bad.returncode != 0 and "SCALE_CLI='3x24,3x'" in bad.stderr
+
+
+@pytest.mark.parametrize(("pace_s", "legacy"), [(0.0, False), (0.0005, False), (0.0005, True)])
+def test_the_bare_reader_reads_every_token_of_every_stream(
+    fake_server: FakeServer, pace_s: float, legacy: bool
+) -> None:
+    """The paced row's second reference reads every answer to its end, several on one connection: all at
+    once or paced, llama.cpp's entries or vLLM's lists."""
+    fake_server.state.pace_s, fake_server.state.legacy = pace_s, legacy
+    spec = importlib.util.spec_from_file_location("bare_reader", ROOT / "bench" / "bare_reader.py")
+    assert spec is not None and spec.loader is not None
+    bare = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bare)
+    model = fake_server.state.model
+    if legacy:
+        bodies = [{"model": model, "prompt": f"q{i}", "max_tokens": 12, "logprobs": 3} for i in range(5)]
+    else:
+        ask = {"model": model, "max_tokens": 12, "logprobs": True, "top_logprobs": 3}
+        bodies = [{**ask, "messages": [{"role": "user", "content": f"q{i}"}]} for i in range(5)]
+    route = "/completions" if legacy else "/chat/completions"
+    assert bare.read_all(fake_server.base_url, bodies, 2, route) == 5 * 12

@@ -3,8 +3,8 @@
 A token of a stream in flight with top-5 alternatives was six ids, six logprobs and six strings as
 Python objects in lists: about 900 bytes, held until the stream ends, times every stream in flight.
 Packed, the numbers are arrays (8 bytes each) and a fold's strings one string (their characters and
-a separator): a quarter of that.  Where a fold's values do not pack (one absent, an id beyond
-int64, a string holding the separator, a NaN), that fold is kept as it came, and the column comes back as
+a separator): a quarter of that.  Where a fold's values do not pack (one absent, an id beyond int64,
+a NaN, a string holding the separator), that fold is kept as it came, and the column comes back as
 the same list it would have been: the checks then see exactly what they saw unpacked.
 """
 

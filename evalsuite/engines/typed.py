@@ -276,7 +276,7 @@ class ListColumns(TypedEntries):
         self.counts: list[int] = []
         self.top_tokens = PackedStrings()
         self.top_logprobs = PackedNumbers(np.float64)
-        self.sizes = [0, 0, 0]  # values given to tokens, token_logprobs, top_logprobs
+        self._sizes = [0, 0, 0]  # values given to tokens, token_logprobs, top_logprobs
 
     def add(self, tokens: list[str], logprobs: list[float | None], tops: list[dict[str, float] | None]) -> None:
         """The values of the lists of some events, each list's in order."""
@@ -287,16 +287,16 @@ class ListColumns(TypedEntries):
         self.counts += counts
         self.top_tokens.extend(list(chain.from_iterable(given)))
         self.top_logprobs.extend(list(chain.from_iterable(map(dict.values, given))))
-        sizes = self.sizes
+        sizes = self._sizes
         sizes[0] += len(tokens)
         sizes[1] += len(logprobs)
         sizes[2] += len(tops)
 
     def __len__(self) -> int:
-        return self.sizes[0]
+        return self._sizes[0]
 
     def columns(self, id_limit: int) -> Columns | None:
-        n, given_logprobs, given_tops = self.sizes
+        n, given_logprobs, given_tops = self._sizes
         if given_logprobs not in (0, n) or given_tops not in (0, n):
             return None
         logprobs = self.logprobs.values() if given_logprobs else [None] * n

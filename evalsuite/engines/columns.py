@@ -324,12 +324,18 @@ def legacy_columns(logprobs: dict[str, Any], id_limit: int, *, typed: bool = Fal
     tops = logprobs.get("top_logprobs") or [None] * n
     if not len(lps) == len(tops) == n or not (typed or set(map(type, tops)) <= {dict, _NONE}):
         return None
-    counts = alternative_counts(tops)  # None or {}: no alternatives
-    given = list(filter(None, tops)) if 0 in counts else tops
-    values = list(chain.from_iterable(map(dict.values, given)))
+    counts, keys, values = flat_alternatives(tops)
     if not (typed or _legacy_types_ok(tokens, lps, values)):
         return None
-    return flat_legacy_columns(tokens, lps, counts, list(chain.from_iterable(given)), values, id_limit)
+    return flat_legacy_columns(tokens, lps, counts, keys, values, id_limit)
+
+
+def flat_alternatives(tops: list[dict[str, Any] | None]) -> tuple[list[int], list[Any], list[Any]]:
+    """The legacy `top_logprobs` objects (None or {}: no alternatives) as how many each has, then all their
+    tokens and all their logprobs in order."""
+    counts = alternative_counts(tops)
+    given: list[Any] = list(filter(None, tops)) if 0 in counts else tops
+    return counts, list(chain.from_iterable(given)), list(chain.from_iterable(map(dict.values, given)))
 
 
 def flat_legacy_columns(

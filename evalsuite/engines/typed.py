@@ -33,6 +33,7 @@ from evalsuite.engines.columns import (
     alternative_counts,
     byte_lists_ok,
     checked,
+    flat_alternatives,
     flat_legacy_columns,
 )
 from evalsuite.engines.packed import PackedNumbers, PackedStrings
@@ -282,11 +283,10 @@ class ListColumns(TypedEntries):
         """The values of the lists of some events, each list's in order."""
         self.tokens.extend(tokens)
         self.logprobs.extend(logprobs)
-        counts = alternative_counts(tops)
-        given: list[Any] = list(filter(None, tops)) if 0 in counts else tops
+        counts, top_tokens, top_logprobs = flat_alternatives(tops)
         self.counts += counts
-        self.top_tokens.extend(list(chain.from_iterable(given)))
-        self.top_logprobs.extend(list(chain.from_iterable(map(dict.values, given))))
+        self.top_tokens.extend(top_tokens)
+        self.top_logprobs.extend(top_logprobs)
         sizes = self._sizes
         sizes[0] += len(tokens)
         sizes[1] += len(logprobs)

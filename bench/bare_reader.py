@@ -4,29 +4,34 @@ The parse floor (bench/scale.py) times orjson over bodies already in memory.  A 
 stream's events as it makes them brings them a network read or two at a time, and any client pays
 for each read: the event loop's wait, the system call, a cold cache.  This reader pays only that and
 the parse: asyncio streams, one connection a worker kept for its requests, each `data:` line parsed
-by orjson and its ids, logprobs and top-k pairs pulled out.  It reads each event as it comes (no
+by orjson and its ids, logprobs and top-k pairs pulled out by the floor's own `extract`.  It reads each event as it comes (no
 gathering), skips the chunked framing's lines instead of decoding them, and checks and stores
 nothing, so it does less than a client must.
 
-    read_all(url, bodies, concurrency, route) -> tokens read  (time it with time.process_time)
+    read_all(url, bodies, concurrency, route, scale.extract) -> tokens read  (time it with time.process_time)
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable, Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
 import orjson
 
-
-def read_all(url: str, bodies: list[dict[str, Any]], concurrency: int, route: str) -> int:
-    """Send each body to `url` + `route` as a stream, `concurrency` at a time, reading every event; the tokens
-    whose entries were read."""
-    return asyncio.run(_read_all(url, [orjson.dumps({**b, "stream": True}) for b in bodies], concurrency, route))
+Extract = Callable[[dict[str, Any]], Sequence[list[Any]]]
+"""Pulls an event's columns out of it, its ids (or tokens) first."""
 
 
-async def _read_all(url: str, bodies: list[bytes], concurrency: int, route: str) -> int:
+def read_all(url: str, bodies: list[dict[str, Any]], concurrency: int, route: str, extract: Extract) -> int:
+    """Send each body to `url` + `route` as a stream, `concurrency` at a time, reading every event and pulling
+    its columns out with `extract`; the tokens whose entries were read."""
+    streams = [orjson.dumps({**b, "stream": True}) for b in bodies]
+    return asyncio.run(_read_all(url, streams, concurrency, route, extract))
+
+
+async def _read_all(url: str, bodies: list[bytes], concurrency: int, route: str, extract: Extract) -> int:
     parts = urlsplit(url)
     host, port = parts.hostname or "127.0.0.1", parts.port or 80
     path = (parts.path.rstrip("/") + route).encode()
@@ -40,7 +45,7 @@ async def _read_all(url: str, bodies: list[bytes], concurrency: int, route: str)
                 body = todo.pop()
                 head = b"POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n"
                 writer.write(head % (path, host.encode(), len(body)) + body)
-                tokens += await _read_stream(reader)
+                tokens += await _read_stream(reader, extract)
         finally:
             writer.close()
         return tokens
@@ -48,7 +53,7 @@ async def _read_all(url: str, bodies: list[bytes], concurrency: int, route: str)
     return sum(await asyncio.gather(*(worker() for _ in range(min(concurrency, len(bodies))))))
 
 
-async def _read_stream(reader: asyncio.StreamReader) -> int:
+async def _read_stream(reader: asyncio.StreamReader, extract: Extract) -> int:
     """One response's events, read as they come, to its last chunk; the tokens its entries carried."""
     rest, tokens, last = b"", 0, False
     while True:
@@ -59,22 +64,8 @@ async def _read_stream(reader: asyncio.StreamReader) -> int:
         rest = lines.pop()
         for line in lines:
             if line.startswith(b"data: {"):
-                tokens += len(_extract(orjson.loads(line[6:]))[0])
+                tokens += len(extract(orjson.loads(line[6:]))[0])
             elif line == b"0\r":  # the last chunk's size line (every other line is data, blank or a size)
                 last = True
             elif last and line == b"\r":  # and the blank line after it: the body has ended
                 return tokens
-
-
-def _extract(event: dict[str, Any]) -> tuple[list[Any], list[Any], list[Any]]:
-    """Ids, logprobs and (id, logprob) of every alternative of one event (chat's entries or vLLM's lists)."""
-    choices = event.get("choices")
-    if not choices:
-        return [], [], []
-    lists = choices[0].get("logprobs") or {}
-    if "tokens" in lists:
-        pairs = [pair for top in lists.get("top_logprobs") or () if top for pair in top.items()]
-        return lists["tokens"], lists.get("token_logprobs") or [], pairs
-    content = lists.get("content") or []
-    top = [(a["id"], a["logprob"]) for e in content for a in e.get("top_logprobs") or ()]
-    return [e["id"] for e in content], [e["logprob"] for e in content], top

@@ -65,7 +65,7 @@ import sys
 import tempfile
 import time
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -282,17 +282,22 @@ def bare_cpu(url: str, plan: Any, case: Case) -> float:
     from bare_reader import read_all
     from fake_server import FakeState
 
-    from evalsuite.engines import make_engine
-
-    engine = make_engine(plan.target)
-    engine.model = FakeState(tokens=case.tokens).model
-    bodies = [engine.request_body(sample, plan.params) for sample in plan.samples]
+    bodies = list(requests(plan, FakeState(tokens=case.tokens).model))
     route = "/chat/completions" if case.api == "chat" else "/completions"
     start = time.process_time()
-    tokens = read_all(url, bodies, case.concurrency, route)
+    tokens = read_all(url, bodies, case.concurrency, route, extract)
     spent = time.process_time() - start
     assert tokens == case.responses * case.tokens, f"the bare reader read {tokens} tokens"
     return spent
+
+
+def requests(plan: Any, model: str) -> Iterator[dict[str, Any]]:
+    """The body the engine sends for each sample of the run, to a server that serves `model`."""
+    from evalsuite.engines import make_engine
+
+    engine = make_engine(plan.target)
+    engine.model = model
+    return (engine.request_body(sample, plan.params) for sample in plan.samples)
 
 
 def _replays(url: str) -> int:
@@ -312,16 +317,12 @@ def floor_cpu(plan: Any, case: Case) -> float:
     from fake_faults import _sse, stream_events
     from fake_server import FakeState, completion_body, load_recording
 
-    from evalsuite.engines import make_engine
-
     state = FakeState(tokens=case.tokens, legacy=case.legacy)
     if case.recorded:
         state.recorded, state.n_vocab, state.model = load_recording(RECORDINGS / case.recorded)
-    engine = make_engine(plan.target)
-    engine.model = state.model
     total = 0.0
-    for sample in plan.samples:
-        answer = completion_body(state, engine.request_body(sample, plan.params))
+    for request in requests(plan, state.model):
+        answer = completion_body(state, request)
         body = _sse(stream_events(answer)) if case.stream else json.dumps(answer).encode()
         del answer
         gc.disable()
@@ -330,14 +331,14 @@ def floor_cpu(plan: Any, case: Case) -> float:
             if case.stream:
                 _extract_events(body)
             else:
-                _extract(orjson.loads(body))
+                extract(orjson.loads(body))
             total += time.process_time() - start
         finally:
             gc.enable()
     return total
 
 
-def _extract(data: dict[str, Any]) -> tuple[list[Any], ...]:
+def extract(data: dict[str, Any]) -> tuple[list[Any], ...]:
     """Ids, logprobs and (id, logprob) of every alternative: the least any client reads from a body."""
     choices = data["choices"]
     if not choices:
@@ -353,13 +354,13 @@ def _extract(data: dict[str, Any]) -> tuple[list[Any], ...]:
 
 
 def _extract_events(body: bytes) -> tuple[list[Any], ...]:
-    """`_extract` over a stream body: each `data:` line parsed, its columns appended."""
+    """`extract` over a stream body: each `data:` line parsed, its columns appended."""
     ids: list[Any] = []
     logprobs: list[Any] = []
     top: list[Any] = []
     for line in body.split(b"\n"):
         if line.startswith(b"data: ") and line != b"data: [DONE]":
-            got = _extract(orjson.loads(line[6:]))
+            got = extract(orjson.loads(line[6:]))
             ids += got[0]
             logprobs += got[1]
             top += got[2]

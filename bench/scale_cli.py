@@ -25,7 +25,7 @@ peak RSS shows.
 Every command runs with the interpreter's bytecode cache, as an installed package has it (pip compiles
 it when it installs): under a temporary PYTHONPYCACHEPREFIX, written by a start-up run that is not
 counted.  A machine that sets PYTHONDONTWRITEBYTECODE would otherwise compile every module of the suite
-and its libraries on every start, about a quarter of the start-up, which no user's install pays.
+and its libraries on every start, about a sixth of the start-up here, which no user's install pays.
 
 Target (the ingest's): at most 2x the floor a token and at least 100,000 tokens a CPU second, start-up
 included.

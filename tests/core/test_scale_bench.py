@@ -77,7 +77,12 @@ def test_the_waiting_client_is_measured_on_request() -> None:
 
 
 def _scale() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("scale_bench", ROOT / "bench" / "scale.py")
+    return _bench_module("scale")
+
+
+def _bench_module(name: str) -> ModuleType:
+    """bench/NAME.py, loaded as a module."""
+    spec = importlib.util.spec_from_file_location(f"{name}_bench", ROOT / "bench" / f"{name}.py")
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # its dataclasses look their module up
@@ -175,10 +180,7 @@ def test_the_bare_reader_reads_every_token_of_every_stream(
     """The paced row's second reference reads every answer to its end, several on one connection: all at
     once or paced, llama.cpp's entries or vLLM's lists."""
     fake_server.state.pace_s, fake_server.state.legacy = pace_s, legacy
-    spec = importlib.util.spec_from_file_location("bare_reader", ROOT / "bench" / "bare_reader.py")
-    assert spec is not None and spec.loader is not None
-    bare = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bare)
+    bare = _bench_module("bare_reader")
     model = fake_server.state.model
     if legacy:
         bodies = [{"model": model, "prompt": f"q{i}", "max_tokens": 12, "logprobs": 3} for i in range(5)]
@@ -186,4 +188,4 @@ def test_the_bare_reader_reads_every_token_of_every_stream(
         ask = {"model": model, "max_tokens": 12, "logprobs": True, "top_logprobs": 3}
         bodies = [{**ask, "messages": [{"role": "user", "content": f"q{i}"}]} for i in range(5)]
     route = "/completions" if legacy else "/chat/completions"
-    assert bare.read_all(fake_server.base_url, bodies, 2, route) == 5 * 12
+    assert bare.read_all(fake_server.base_url, bodies, 2, route, _scale().extract) == 5 * 12

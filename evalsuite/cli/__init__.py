@@ -234,6 +234,13 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _without_httpx_cli() -> None:
+    """Keep httpx from importing its own command-line client with it: where rich, click and pygments are
+    installed, that was about a tenth of a command's start-up.  httpx then defines `httpx.main` as a stub
+    that names what is missing; this program never calls it."""
+    sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]  # None: "not importable"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """The `evalsuite` command; called with ARGV, it leaves the caller's process settings alone."""
     program = argv is None
@@ -249,6 +256,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     if program:
         one_blas_thread()  # before the commands import numpy
+        _without_httpx_cli()
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(message)s")
     from evalsuite.cli import commands
 

@@ -62,6 +62,19 @@ def test_the_program_loads_numpy_without_blas_threads(tmp_path: Path) -> None:
     assert int(unguarded.stdout) > 1  # what the setting saves: without it numpy's OpenBLAS starts its threads
 
 
+def test_the_program_leaves_httpx_its_command_line_client_unloaded(tmp_path: Path) -> None:
+    probe = (
+        "import sys\n"
+        "from evalsuite.cli import main\n"
+        "sys.argv = ['evalsuite', 'runs']\n"
+        "code = main()\n"
+        "import httpx\n"
+        "print(code, 'httpx' in sys.modules, sys.modules['httpx._main'], httpx.main.__module__)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=tmp_path)
+    assert out.stdout.split() == ["2", "True", "None", "httpx"], out.stderr  # httpx's stub, not httpx._main's
+
+
 def test_a_caller_of_main_keeps_its_own_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(blas.VARIABLE, raising=False)
     monkeypatch.chdir(tmp_path)

@@ -236,7 +236,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _without_httpx_cli() -> None:
     """Keep httpx from importing its own command-line client with it: where rich, click and pygments are
-    installed, that was about a tenth of a command's start-up.  httpx then defines `httpx.main` as a stub
+    installed, that was about an eighth of a command's start-up.  httpx then defines `httpx.main` as a stub
     that names what is missing; this program never calls it."""
     sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]  # None: "not importable"
 

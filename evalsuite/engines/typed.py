@@ -277,7 +277,7 @@ class ListColumns(TypedEntries):
         self.counts: list[int] = []
         self.top_tokens = PackedStrings()
         self.top_logprobs = PackedNumbers(np.float64)
-        self._sizes = [0, 0, 0]  # values given to tokens, token_logprobs, top_logprobs
+        self._given = [0, 0]  # values given to tokens and to token_logprobs (to top_logprobs: len(counts))
 
     def add(self, tokens: list[str], logprobs: list[float | None], tops: list[dict[str, float] | None]) -> None:
         """The values of the lists of some events, each list's in order."""
@@ -287,16 +287,14 @@ class ListColumns(TypedEntries):
         self.counts += counts
         self.top_tokens.extend(top_tokens)
         self.top_logprobs.extend(top_logprobs)
-        sizes = self._sizes
-        sizes[0] += len(tokens)
-        sizes[1] += len(logprobs)
-        sizes[2] += len(tops)
+        self._given[0] += len(tokens)
+        self._given[1] += len(logprobs)
 
     def __len__(self) -> int:
-        return self._sizes[0]
+        return self._given[0]
 
     def columns(self, id_limit: int) -> Columns | None:
-        n, given_logprobs, given_tops = self._sizes
+        (n, given_logprobs), given_tops = self._given, len(self.counts)
         if given_logprobs not in (0, n) or given_tops not in (0, n):
             return None
         logprobs = self.logprobs.values() if given_logprobs else [None] * n

@@ -79,7 +79,7 @@ def _packed(stream: bytes, lengths: list[int], kept: bytes, marks: list[int], he
 
 @pytest.mark.parametrize(
     ("parts", "says"),
-    [  # the blob is packed in the test: a compressor's bytes may differ between processes, and test ids must not
+    [  # packed in the test: a compressor's bytes may differ between processes, and a test's id must not
         ((b"ab", [1, 1], b"", [-2, -2], [3, 8, 0, 8]), "do not match their header"),
         ((b"ab", [1, 2], b"", [-2, -2]), "do not add up to their stream"),
         ((b"ab", [3, -1], b"", [-2, -2]), "do not add up to their stream"),

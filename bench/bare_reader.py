@@ -4,9 +4,9 @@ The parse floor (bench/scale.py) times orjson over bodies already in memory.  A 
 stream's events as it makes them brings them a network read or two at a time, and any client pays
 for each read: the event loop's wait, the system call, a cold cache.  This reader pays only that and
 the parse: asyncio streams, one connection a worker kept for its requests, each `data:` line parsed
-by orjson and its ids, logprobs and top-k pairs pulled out by the floor's own `extract`.  It reads each event as it comes (no
-gathering), skips the chunked framing's lines instead of decoding them, and checks and stores
-nothing, so it does less than a client must.
+by orjson and its ids, logprobs and top-k pairs pulled out by the floor's own `extract`.  It reads
+each event as it comes (no gathering), skips the chunked framing's lines instead of decoding them,
+and checks and stores nothing, so it does less than a client must.
 
     read_all(url, bodies, concurrency, route, scale.extract) -> tokens read  (time it with time.process_time)
 """
@@ -36,6 +36,7 @@ async def _read_all(url: str, bodies: list[bytes], concurrency: int, route: str,
     host, port = parts.hostname or "127.0.0.1", parts.port or 80
     path = (parts.path.rstrip("/") + route).encode()
     todo = list(reversed(bodies))
+    head = b"POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: " % (path, host.encode())
 
     async def worker() -> int:
         reader, writer = await asyncio.open_connection(host, port)
@@ -43,8 +44,7 @@ async def _read_all(url: str, bodies: list[bytes], concurrency: int, route: str,
         try:
             while todo:
                 body = todo.pop()
-                head = b"POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n"
-                writer.write(head % (path, host.encode(), len(body)) + body)
+                writer.write(b"%s%d\r\n\r\n%s" % (head, len(body), body))
                 tokens += await _read_stream(reader, extract)
         finally:
             writer.close()

@@ -20,9 +20,9 @@ what the client does per read (the event loop's wait, the HTTP layers, a cold ca
 few tokens (the client's reads gather what comes within a short wait, engines/sockets.py).  A line
 under it gives a second reference measured in the same process: `bare_reader.py`, the least a Python
 client does to read the same server (asyncio streams and orjson, each event read as it comes,
-nothing checked or stored).  The
-short row, 256-token answers 16 at a time, shows what a response costs apart from its tokens (the
-request and response through the HTTP layers, the checks' and the store's fixed costs).  The
+nothing checked or stored).  The short row, 256-token answers 16 at a time, shows what a response
+costs apart from its tokens (the request and response through the HTTP layers, the checks' and the
+store's fixed costs).  The
 "(recorded)" rows answer with a real llama-server's tokens (`fake_server.py --recorded`, the H200
 recording in shared/data: a 32,000-token vocabulary's strings, full-precision logprobs, 650 bytes of
 JSON a token against the scripted words' 431); the "(recorded, drafted)" rows with the same server's

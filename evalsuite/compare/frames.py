@@ -25,9 +25,12 @@ DIFF_FIELDS = (
     "baseline_length",
     "candidate_length",
     "char_offset",
+    "gap",
+    "gap_bound",
+    "gap_source",
     "margin",
     "margin_source",
-    "margin_step",
+    "grid_step",
     "baseline_logprob",
     "candidate_rank",
     "candidate_logprob",
@@ -39,7 +42,7 @@ DIFF_FIELDS = (
 
 
 def diff_record(d: SampleDiff) -> dict[str, Any]:
-    """One sample's diff: identity, divergence, margin, classification, answer and correctness flips."""
+    """One sample's diff: identity, divergence, gap and margin, classification, answer and correctness flips."""
     return {name: getattr(d, name) for name in DIFF_FIELDS}
 
 

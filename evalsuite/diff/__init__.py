@@ -2,10 +2,12 @@
 
 from evalsuite.diff.align import SampleDiff, diff_completions, diff_runs
 from evalsuite.diff.classify import (
+    ALPHA,
     DEFAULT_CONTROL_SLACK,
     DEFAULT_NEAR_TIE_NATS,
     ControlKind,
     ControlProfile,
+    Evidence,
     Thresholds,
     calibrate,
     classify,
@@ -14,10 +16,12 @@ from evalsuite.diff.classify import (
 from evalsuite.diff.resolution import LogitResolution, logit_resolution
 
 __all__ = [
+    "ALPHA",
     "DEFAULT_CONTROL_SLACK",
     "DEFAULT_NEAR_TIE_NATS",
     "ControlKind",
     "ControlProfile",
+    "Evidence",
     "LogitResolution",
     "SampleDiff",
     "Thresholds",

@@ -33,11 +33,23 @@ class SampleDiff:
     """How one candidate output differs from the baseline's.
 
     Positions are token indices at the `ids` and `strings` levels and
-    character indices at the `text` level.  `margin` is the baseline's top-1
-    minus top-2 logprob at the divergence (nats); `margin_source` says whether
-    it came from the baseline or, lacking that, the candidate, and
-    `margin_step` the grid step that trace's logits showed there (0 for none,
-    NaN when it cannot be judged).  `kind` is set by `evalsuite.diff.classify`.
+    character indices at the `text` level.
+
+    `gap` is the evidence a divergence is judged on: the baseline's logprob of
+    its own token minus its logprob of the candidate's token (nats), so a
+    candidate that picks a token the baseline put far below its own is caught
+    even where the baseline's top two were close.  When the candidate's token
+    is not among the baseline's listed alternatives the gap is a lower bound
+    (`gap_bound`): the baseline's token minus its last listed alternative.
+    `gap_source` says whose logprobs gave it: the baseline's, or, where the
+    baseline lists nothing at that token, the candidate's own (its token
+    against the baseline's).  `grid_step` is the grid step that trace's
+    logits showed there, read from its other alternatives, never from the gap
+    being judged (0 for none, NaN when it cannot be judged).
+
+    `margin` is the baseline's top-1 minus top-2 logprob at the divergence,
+    shown beside the gap (`margin_source` as for the gap).  `kind` is set by
+    `evalsuite.diff.classify`.
     """
 
     sample_id: str
@@ -55,7 +67,10 @@ class SampleDiff:
     candidate_token_id: int | None = None
     margin: float = math.nan
     margin_source: str | None = None
-    margin_step: float = math.nan
+    gap: float = math.nan
+    gap_bound: bool = False
+    gap_source: str | None = None
+    grid_step: float = math.nan
     baseline_logprob: float = math.nan
     candidate_rank: int | None = None
     candidate_logprob: float = math.nan
@@ -154,20 +169,49 @@ def _margin_at(trace: TokenTrace, i: int) -> float:
     return float(row[0] - row[1]) if len(row) >= 2 else math.nan
 
 
-def _rank_in_alternatives(base: TokenTrace, cand: TokenTrace, i: int, level: TokenLevel) -> tuple[int | None, float]:
-    if i >= len(base) or i >= len(cand) or not base.has_top[i]:
-        return None, math.nan
-    if level == "ids" and (base.top_ids[i] >= 0).any():
-        hits = np.flatnonzero(base.top_ids[i] == cand.ids[i])
-    else:  # alternatives named by text only (vLLM gives ids for the chosen tokens alone)
-        names = base.top_pieces[i] if i < len(base.top_pieces) else []
-        piece = cand.text_of(i, i + 1) if cand.has_pieces else None
-        hits = np.array([j for j, p in enumerate(names) if piece is not None and p == piece], dtype=np.int64)
-    if not len(hits):
-        return None, math.nan
-    j = int(hits[0])
-    order = np.argsort(-np.nan_to_num(base.top_logprobs[i], nan=-np.inf), kind="stable")
-    return int(np.flatnonzero(order == j)[0]) + 1, float(base.top_logprobs[i, j])
+def _column(owner: TokenTrace, other: TokenTrace, i: int, level: TokenLevel) -> tuple[int | None, bool]:
+    """Where `other`'s token at `i` stands among `owner`'s alternatives there (None: not listed), and whether they
+    could be searched at all: by id where the alternatives carry ids, else by string (vLLM gives ids for the
+    chosen tokens alone, and a comparison reads the strings of one divergence's alternatives only)."""
+    if level == "ids" and (owner.top_ids[i] >= 0).any():
+        hits = np.flatnonzero(owner.top_ids[i] == other.ids[i])
+        return (int(hits[0]) if len(hits) else None), True
+    names = owner.top_pieces[i] if i < len(owner.top_pieces) else []
+    if not names or not other.has_pieces:
+        return None, False
+    piece = other.text_of(i, i + 1)
+    return next((j for j, name in enumerate(names) if name == piece), None), True
+
+
+def _rank(trace: TokenTrace, i: int, column: int) -> int:
+    order = np.argsort(-np.nan_to_num(trace.top_logprobs[i], nan=-np.inf), kind="stable")
+    return int(np.flatnonzero(order == column)[0]) + 1
+
+
+def _chosen_gap(owner: TokenTrace, other: TokenTrace, i: int, level: TokenLevel) -> tuple[float, bool, float]:
+    """On `owner`'s side of a divergence at `i`: its logprob of its own token minus its logprob of `other`'s token
+    there, whether that is only a lower bound, and the grid step its other alternatives show (see `step_at`).
+
+    A token not listed among the alternatives lies at or below the last of them; where `other` ended at `i`
+    its end is one of the alternatives below `owner`'s token, or none of them.  NaN where nothing tells.
+    """
+    if i >= len(owner) or not owner.has_top[i]:
+        return math.nan, False, math.nan
+    row = owner.top_logprobs[i].astype(np.float64)
+    own = float(owner.logprobs[i])
+    mine, _ = _column(owner, owner, i, level)
+    rest = [j for j in np.flatnonzero(np.isfinite(row)).tolist() if j != mine]
+    if i < len(other):
+        theirs, searched = _column(owner, other, i, level)
+        if theirs is not None:
+            return own - float(row[theirs]), False, step_at(owner, i, judged=theirs)
+        if not searched or not rest:
+            return math.nan, False, math.nan
+        return own - float(row[rest].min()), True, step_at(owner, i)
+    if not rest:
+        return math.nan, False, math.nan
+    nearest = max(rest, key=lambda j: row[j])
+    return own - float(row[nearest]), True, step_at(owner, i, judged=nearest)
 
 
 def _grade_flags(cand: Grade | None, base: Grade | None) -> tuple[bool | None, bool | None]:
@@ -202,10 +246,13 @@ def diff_completions(
         return SampleDiff(
             sample_id, level, True, None, len(bt), len(bt), len(ct), answer_changed=changed, correctness_flipped=flipped
         )
-    margin, source, step = _margin_at(bt, i), "baseline", step_at(bt, i)
+    margin, source = _margin_at(bt, i), "baseline"
     if math.isnan(margin):
-        margin, source, step = _margin_at(ct, i), "candidate", step_at(ct, i)
-    rank, cand_lp = _rank_in_alternatives(bt, ct, i, level)
+        margin, source = _margin_at(ct, i), "candidate"
+    (gap, bound, step), gap_source = _chosen_gap(bt, ct, i, level), "baseline"
+    if math.isnan(gap):
+        (gap, bound, step), gap_source = _chosen_gap(ct, bt, i, level), "candidate"
+    column = _column(bt, ct, i, level)[0] if i < len(bt) and i < len(ct) and bt.has_top[i] else None
     ended: Ended | None = "baseline" if i >= len(bt) else "candidate" if i >= len(ct) else None
     return SampleDiff(
         sample_id=sample_id,
@@ -223,10 +270,13 @@ def diff_completions(
         candidate_token_id=int(ct.ids[i]) if level == "ids" and i < len(ct) else None,
         margin=margin,
         margin_source=None if math.isnan(margin) else source,
-        margin_step=step,
+        gap=gap,
+        gap_bound=bound,
+        gap_source=None if math.isnan(gap) else gap_source,
+        grid_step=step,
         baseline_logprob=float(bt.logprobs[i]) if i < len(bt) and bt.has_top[i] else math.nan,
-        candidate_rank=rank,
-        candidate_logprob=cand_lp,
+        candidate_rank=None if column is None else _rank(bt, i, column),
+        candidate_logprob=math.nan if column is None else float(bt.top_logprobs[i, column]),
         ended=ended,
         answer_changed=changed,
         correctness_flipped=flipped,

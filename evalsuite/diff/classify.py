@@ -1,26 +1,31 @@
 """Tell engine numerics from real losses at each divergence.
 
-A divergence is `numerical` when the baseline's top-1 minus top-2 margin there
-was small enough that numerics can flip the argmax, or when a control run
-(the baseline run twice, or the speculative server with the target as its own
-drafter) diverged at the same place; `confident` when the margin was larger;
-`unknown` when there are no logprobs at the divergence.
+A divergence is judged on the gap between the two tokens chosen there: the
+baseline's logprob of its own token minus its logprob of the candidate's
+(`SampleDiff.gap`).  Numerics flip an argmax only between near-tied tokens,
+so a divergence is `numerical` when that gap is small enough, when the
+baseline's logits lie on a coarse grid and the gap is a few grid steps (see
+`evalsuite.diff.resolution`), or when a control run (the baseline run
+twice, or the speculative server with the target as its own drafter)
+diverged at the same place; `confident` when the gap is larger; `unknown`
+when no logprobs tell the gap.  The top-1 minus top-2 margin is not the
+evidence: a lossy verifier can emit a token far below the baseline's top at
+a place where the top two were close.
 
 Default threshold, 0.1 nats, from the reference rig's llama.cpp recordings on
-an H200 (F16 target): the perfect-drafter control diverged at margins 0.002 to
-0.037 nats; fake acceptance diverged at margins from 0.34 to 14.8 nats; 1.6 %
-of baseline tokens have a margin under 0.1.  Quantized or BF16 targets flip
-at larger margins (a Q4_0 self-drafted control reached 2.5 nats), which is
-why a control run raises the threshold to `slack` times its largest margin.
-Without a control, a baseline whose logits lie on a coarse grid (bf16) makes
-a margin within `RESOLUTION_STEPS` grid steps a tie as well (see
-`evalsuite.diff.resolution`): the logprobs themselves are the evidence.
+an H200 (F16 target): the perfect-drafter control diverged at gaps 0.002 to
+0.037 nats; fake acceptance diverged at gaps from 0.34 to 14.8 nats.
+Quantized or BF16 targets flip at larger gaps (a Q4_0 self-drafted control
+reached 2.5 nats), which is why control runs raise the threshold: to `slack`
+times the largest gap at which a control flipped, and, where a control
+flipped only a few times, to the gap a further numerics flip exceeds with
+probability `ALPHA` (`evalsuite.stats.tails`).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
 
@@ -28,35 +33,74 @@ import numpy as np
 
 from evalsuite.diff.align import SampleDiff
 from evalsuite.diff.resolution import LogitResolution
+from evalsuite.stats.tails import exceedance_bound
 
 DEFAULT_NEAR_TIE_NATS = 0.1
 DEFAULT_CONTROL_SLACK = 2.0
+ALPHA = 0.01
+"""The chance a further numerics flip lands above a control's bound (`evalsuite.stats.tails`)."""
 
 ControlKind = Literal["repeat", "control"]
 """A control run's role in its comparison: the baseline run again, or the target drafting for itself."""
 
 
 @dataclass(frozen=True)
+class Evidence:
+    """Where a control's engine flipped tokens on stored runs beside a comparison's own: the gaps at those
+    flips, how many samples were compared, and the tasks they came from (`evalsuite.compare.evidence`)."""
+
+    gaps: tuple[float, ...] = ()
+    samples: int = 0
+    tasks: tuple[str, ...] = ()
+
+    def __json__(self) -> dict[str, object]:
+        return {"flips": len(self.gaps), "samples": self.samples, "tasks": list(self.tasks)}
+
+
+NO_EVIDENCE = Evidence()
+
+
+@dataclass(frozen=True)
 class ControlProfile:
-    """How a control run diverged from the baseline: the noise floor of the engine."""
+    """How a control run diverged from the baseline: the noise floor of the engine.
+
+    `elsewhere` holds the same engine's flips on other stored runs; `gaps` counts them with the run's own.
+    """
 
     name: str
     kind: ControlKind
     n: int
     divergent: dict[str, SampleDiff]
+    elsewhere: Evidence = NO_EVIDENCE
 
     @staticmethod
-    def from_diffs(name: str, kind: ControlKind, diffs: Sequence[SampleDiff]) -> ControlProfile:
-        return ControlProfile(name, kind, len(diffs), {d.sample_id: d for d in diffs if not d.identical})
+    def from_diffs(
+        name: str, kind: ControlKind, diffs: Sequence[SampleDiff], elsewhere: Evidence = NO_EVIDENCE
+    ) -> ControlProfile:
+        return ControlProfile(name, kind, len(diffs), {d.sample_id: d for d in diffs if not d.identical}, elsewhere)
 
     @property
     def rate(self) -> float:
         return len(self.divergent) / self.n if self.n else math.nan
 
     @property
-    def margins(self) -> np.ndarray:
-        m = np.array([d.margin for d in self.divergent.values()], dtype=np.float64)
-        return m[np.isfinite(m)]
+    def own_gaps(self) -> np.ndarray:
+        """The chosen tokens' gaps at this run's own divergences (where logprobs told them)."""
+        g = np.array([d.gap for d in self.divergent.values()], dtype=np.float64)
+        return g[np.isfinite(g)]
+
+    @property
+    def gaps(self) -> np.ndarray:
+        """Every gap at which this engine flipped: this run's and the stored runs' beside it."""
+        return np.concatenate([self.own_gaps, np.array(self.elsewhere.gaps, dtype=np.float64)])
+
+    def bound(self, slack: float) -> float:
+        """The largest gap this control's flips make numerics: `slack` x the largest, or, with few flips, the gap
+        a further flip exceeds with probability `ALPHA`; NaN without flips."""
+        g = self.gaps
+        if not len(g):
+            return math.nan
+        return max(slack * float(g.max()), exceedance_bound(g.tolist(), ALPHA))
 
     def explains(self, diff: SampleDiff) -> bool:
         """Did this control diverge on the same sample at the same position (and to the same token, when known)?"""
@@ -68,26 +112,31 @@ class ControlProfile:
         return ref.candidate_next[:1] == diff.candidate_next[:1]
 
     def __json__(self) -> dict[str, object]:
-        m = self.margins
+        own, every = self.own_gaps, self.gaps
         return {
             "name": self.name,
             "kind": self.kind,
             "n": self.n,
             "divergent": len(self.divergent),
             "rate": self.rate,
-            "max_margin": float(m.max()) if len(m) else None,
-            "median_margin": float(np.median(m)) if len(m) else None,
+            "max_gap": float(own.max()) if len(own) else None,
+            "median_gap": float(np.median(own)) if len(own) else None,
+            "elsewhere": self.elsewhere,
+            "flips": len(every),
+            "max_gap_all": float(every.max()) if len(every) else None,
         }
 
 
 @dataclass(frozen=True)
 class Thresholds:
-    """The margin threshold in force and where it came from.
+    """The gap threshold in force and where it came from.
 
     `effective` applies everywhere; `resolution`, when the baseline's logits
-    lie on a grid, also makes a margin within a few grid steps at the
+    lie on a grid, also makes a gap within a few grid steps at the
     divergence a tie (the step varies with the logits' magnitude, so that
-    limit is per divergence).
+    limit is per divergence).  `thin` is set when a control's flips were too
+    few for its largest gap alone to set the threshold, and the bound their
+    number allows set it instead.
     """
 
     near_tie: float
@@ -95,10 +144,24 @@ class Thresholds:
     effective: float
     source: str
     resolution: LogitResolution | None = None
+    thin: bool = False
+    alpha: float = ALPHA
 
     def tie_limit(self, diff: SampleDiff) -> float:
-        """The largest margin at this divergence that numerics explain (the threshold itself excluded)."""
-        return self.resolution.tie_limit(diff.margin_step) if self.resolution is not None else 0.0
+        """The largest gap at this divergence that numerics explain (the threshold itself excluded)."""
+        return self.resolution.tie_limit(diff.grid_step) if self.resolution is not None else 0.0
+
+
+def _evidence_note(ctl: ControlProfile) -> str:
+    """Where a control's flips came from: this run alone, or with the stored runs of other tasks."""
+    own = len(ctl.own_gaps)
+    if not ctl.elsewhere.gaps and not ctl.elsewhere.samples:
+        return f"{own} flip{'s' if own != 1 else ''} in {ctl.n} samples"
+    tasks = ", ".join(ctl.elsewhere.tasks)
+    return (
+        f"{len(ctl.gaps)} flips in {ctl.n + ctl.elsewhere.samples} samples, "
+        f"{len(ctl.elsewhere.gaps)} of them on stored runs of {tasks}"
+    )
 
 
 def calibrate(
@@ -107,33 +170,37 @@ def calibrate(
     near_tie: float = DEFAULT_NEAR_TIE_NATS,
     slack: float = DEFAULT_CONTROL_SLACK,
     resolution: LogitResolution | None = None,
-    elsewhere: Mapping[str, tuple[float, str]] | None = None,
 ) -> Thresholds:
-    """The threshold: the near-tie default, raised to `slack` x the largest control margin when that is larger;
-    with `resolution` (the baseline's logit grid), ties within a few grid steps count as numerics too.
-
-    `elsewhere` gives, by control name, the largest margin the same control diverged at on another task
-    of the same comparisons, and that task's name (`evalsuite.compare.pooled`): it counts as the
-    control's own.
+    """The threshold: the near-tie default, raised to the largest control bound (`ControlProfile.bound`) when that
+    is larger; with `resolution` (the baseline's logit grid), ties within a few grid steps count as numerics too.
     """
-    best: tuple[float, str, str] | None = None
+    best: tuple[float, ControlProfile] | None = None
     for ctl in controls:
-        m = ctl.margins
-        if len(m) and (best is None or m.max() > best[0]):
-            best = (float(m.max()), ctl.name, "")
-        seen = (elsewhere or {}).get(ctl.name)
-        if seen is not None and (best is None or seen[0] > best[0]):
-            best = (seen[0], ctl.name, f", on {seen[1]}")
-    if best is None or slack * best[0] <= near_tie:
+        b = ctl.bound(slack)
+        if math.isfinite(b) and (best is None or b > best[0]):
+            best = (b, ctl)
+    thin = False
+    if best is None:
         eff, note = near_tie, f"near-tie default {near_tie:g} nats"
-        if best is not None:
-            note += f" (control '{best[1]}' diverged at margins up to {best[0]:.3g} nats{best[2]})"
     else:
-        eff = slack * best[0]
-        note = f"{slack:g} x the largest margin at a divergence of control '{best[1]}' ({best[0]:.3g} nats{best[2]})"
-    if resolution is not None and resolution.positions:
+        bound, ctl = best
+        largest = float(ctl.gaps.max())
+        seen = f"control '{ctl.name}' flipped at gaps up to {largest:.3g} nats ({_evidence_note(ctl)})"
+        if bound <= near_tie:
+            eff, note = near_tie, f"near-tie default {near_tie:g} nats ({seen})"
+        elif bound > slack * largest:
+            eff, thin = bound, True
+            note = (
+                f"{bound:.3g} nats, the gap a further numerics flip exceeds with probability {ALPHA:.0%} given "
+                f"the {len(ctl.gaps)} flips of control '{ctl.name}' (up to {largest:.3g} nats; "
+                f"{_evidence_note(ctl)}), above {slack:g} x the largest: so few flips allow no less"
+            )
+        else:
+            eff = bound
+            note = f"{slack:g} x the largest gap at which {seen}"
+    if resolution is not None and (resolution.positions or resolution.unreadable):
         note += f"; {resolution.description}"
-    return Thresholds(near_tie, slack, eff, note, resolution)
+    return Thresholds(near_tie, slack, eff, note, resolution, thin)
 
 
 def classify(diff: SampleDiff, thresholds: Thresholds, controls: Sequence[ControlProfile] = ()) -> SampleDiff:
@@ -143,11 +210,11 @@ def classify(diff: SampleDiff, thresholds: Thresholds, controls: Sequence[Contro
     for ctl in controls:
         if ctl.explains(diff):
             return replace(diff, kind="numerical", explained_by=f"control:{ctl.name}")
-    if math.isnan(diff.margin):
+    if math.isnan(diff.gap):
         return replace(diff, kind="unknown", explained_by=None)
-    if diff.margin < thresholds.effective:
-        return replace(diff, kind="numerical", explained_by="margin")
-    if diff.margin <= thresholds.tie_limit(diff):
+    if diff.gap < thresholds.effective:
+        return replace(diff, kind="numerical", explained_by="near-tie")
+    if diff.gap <= thresholds.tie_limit(diff):
         return replace(diff, kind="numerical", explained_by="resolution")
     return replace(diff, kind="confident", explained_by=None)
 

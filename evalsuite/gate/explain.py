@@ -15,6 +15,7 @@ from evalsuite.diff.align import SampleDiff
 from evalsuite.diff.classify import Thresholds
 from evalsuite.gate.policy import Policy
 from evalsuite.records import Completion, Grade, TokenTrace
+from evalsuite.verdict.token import gap_text
 
 BEFORE = 5
 AFTER = 4
@@ -68,10 +69,13 @@ def _token_table(base: TokenTrace, cand: TokenTrace, pos: int) -> list[str]:
 
 
 def _verdict_line(diff: SampleDiff, thresholds: Thresholds, policy: Policy) -> str:
+    gap = gap_text(diff) if math.isfinite(diff.gap) else "unknown"
+    margin = f"{diff.margin:.3g} nats" if math.isfinite(diff.margin) else "unknown"
     if diff.kind == "confident":
         return (
-            f"confident divergence: the baseline's top-1 minus top-2 margin there was {diff.margin:.3g} nats, "
-            f"above the {thresholds.effective:.3g}-nat threshold ({thresholds.source})."
+            f"confident divergence: the candidate chose a token {gap} below the baseline's own "
+            f"(the baseline's top two were {margin} apart), above the {thresholds.effective:.3g}-nat threshold "
+            f"({thresholds.source})."
         )
     if diff.kind == "unknown":
         return (
@@ -80,7 +84,7 @@ def _verdict_line(diff: SampleDiff, thresholds: Thresholds, policy: Policy) -> s
         )
     how = f"explained by {diff.explained_by}" if diff.explained_by else "numerical"
     return (
-        f"numerical divergence ({how}; margin {diff.margin:.3g} nats, threshold {thresholds.effective:.3g}), "
+        f"numerical divergence ({how}; the tokens chosen {gap} apart, threshold {thresholds.effective:.3g}), "
         f"which the {policy} policy does not allow; use --evalsuite-policy numerical to let near-ties pass."
     )
 

@@ -107,7 +107,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         type=float,
         default=None,
         metavar="NATS",
-        help="baseline margin below which a divergence counts as numerical (default: evalsuite's near-tie "
+        help="gap between the tokens chosen below which a divergence counts as numerical (default: evalsuite's near-tie "
         "threshold; a control run can raise it)",
     )
 

@@ -41,6 +41,14 @@ def num(x: Any, digits: int = 3) -> str:
     return f"{float(x):.{digits}g}" if ok(x) else DASH
 
 
+def gap(value: Any, bound: bool = False, source: str | None = None) -> str:
+    """A divergence's gap between the tokens chosen: "≥ 2.3" for a lower bound, "(candidate)" where the
+    candidate's logprobs gave it."""
+    if not ok(value):
+        return DASH
+    return f"{'≥ ' if bound else ''}{num(value)}{' (candidate)' if source == 'candidate' else ''}"
+
+
 def fixed(x: Any, digits: int = 1) -> str:
     return f"{float(x):,.{digits}f}" if ok(x) else DASH
 

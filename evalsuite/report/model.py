@@ -19,6 +19,7 @@ from typing import Any
 from evalsuite.compare import Comparison, ComparisonSpeed
 from evalsuite.compare.accuracy import OVERALL
 from evalsuite.compare.roles import SHOWN_ORDER
+from evalsuite.diff.classify import ControlProfile
 from evalsuite.graders.cache import saved_sentence
 from evalsuite.records import Grade, SampleResult
 from evalsuite.report import fmt
@@ -158,6 +159,14 @@ def accuracy_table(c: Comparison) -> list[dict[str, Any]]:
     return rows
 
 
+def _elsewhere(p: ControlProfile) -> str:
+    """The stored runs a control's evidence also came from, in a few words ("" when none)."""
+    e = p.elsewhere
+    if not e.samples:
+        return ""
+    return f"+{len(e.gaps)} flips in {e.samples} samples of {', '.join(e.tasks)}"
+
+
 def token_section(c: Comparison) -> dict[str, Any]:
     t = c.token
     return {
@@ -171,7 +180,8 @@ def token_section(c: Comparison) -> dict[str, Any]:
         "kinds": t.kinds,
         "threshold": fmt.num(t.thresholds.effective),
         "threshold_source": t.thresholds.source,
-        "max_margin": fmt.num(t.max_margin),
+        "max_gap": fmt.num(t.max_gap),
+        "thin": t.thresholds.thin,
         "explained_by_control": t.explained_by_control,
         "controls": [
             {
@@ -180,7 +190,8 @@ def token_section(c: Comparison) -> dict[str, Any]:
                 "divergent": len(p.divergent),
                 "n": p.n,
                 "rate": fmt.pct(p.rate),
-                "max_margin": fmt.num(float(p.margins.max()) if len(p.margins) else math.nan),
+                "max_gap": fmt.num(float(p.own_gaps.max()) if len(p.own_gaps) else math.nan),
+                "elsewhere": _elsewhere(p),
             }
             for p in c.controls
         ],

@@ -1,4 +1,4 @@
-"""The report's plots as inline SVG: forest plot, accuracy per stratum, divergence positions, margins, speed.
+"""The report's plots as inline SVG: forest plot, accuracy per stratum, divergence positions, gaps, speed.
 
 Each function takes plain numbers (no comparison objects) and returns SVG
 markup, or None when there is nothing to draw, so the template can say so.
@@ -138,8 +138,8 @@ def divergence_positions(positions: dict[str, list[int]], title: str, unit: str)
     return _stacked_histogram(values, edges, title, "positions", f"first divergence ({unit} from the start)")
 
 
-def margins(values: dict[str, list[float]], threshold: float, title: str) -> Markup | None:
-    """Histogram of the baseline's top-1 minus top-2 margin at each divergence (log scale), with the threshold."""
+def gaps(values: dict[str, list[float]], threshold: float, title: str) -> Markup | None:
+    """Histogram of the gap between the two tokens chosen at each divergence (log scale), with the threshold."""
     logs = {k: [math.log10(max(m, 1e-4)) for m in values.get(k, []) if math.isfinite(m)] for k in KINDS}
     flat = [v for vs in logs.values() for v in vs]
     if not flat:
@@ -153,8 +153,8 @@ def margins(values: dict[str, list[float]], threshold: float, title: str) -> Mar
         logs,
         edges,
         title,
-        "margins",
-        "baseline margin at the divergence (nats, log scale)",
+        "gaps",
+        "the baseline's own token minus the candidate's (nats, log scale)",
         tick_fmt=lambda v: f"{10**v:.3g}",
         marker=(math.log10(threshold), f"threshold {threshold:.3g}"),
     )

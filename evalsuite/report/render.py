@@ -66,6 +66,7 @@ def _env(kind: str) -> Environment:
         pct=fmt.pct,
         pts=fmt.pts,
         num=fmt.num,
+        gap=lambda d: fmt.gap(d.gap, d.gap_bound, d.gap_source),
         fixed=fmt.fixed,
     )
     return env
@@ -111,7 +112,7 @@ def task_plots(t: TaskReport) -> dict[str, Markup | None]:
     positions = {
         k: [d.first_divergence for d in div if d.kind == k and d.first_divergence is not None] for k in plots.KINDS
     }
-    margins = {k: [d.margin for d in div if d.kind == k] for k in plots.KINDS}
+    gaps = {k: [d.gap for d in div if d.kind == k] for k in plots.KINDS}
     arms = [(f"{s.target} ({role})", role, s.median_tokens_per_s) for role, s in t.speeds.items()]
     acceptance = [
         (f"{s.target} ({role})", s.acceptance_rate, s.mean_accepted_length)
@@ -126,7 +127,7 @@ def task_plots(t: TaskReport) -> dict[str, Markup | None]:
         "positions": plots.divergence_positions(
             positions, f"{t.task}: where outputs first diverge", t.divergence["unit"]
         ),
-        "margins": plots.margins(margins, c.thresholds.effective, f"{t.task}: baseline margin at the divergence"),
+        "gaps": plots.gaps(gaps, c.thresholds.effective, f"{t.task}: gap between the tokens chosen at the divergence"),
         "speed": plots.speed(arms, acceptance, f"{t.task}: decode speed") if arms else None,
     }
 

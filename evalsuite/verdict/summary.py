@@ -26,8 +26,8 @@ def _token_part(t: TokenVerdict) -> str:
         conf = t.kinds.get("confident", 0)
         if conf:
             return (
-                f"LOSSY: {head}, {conf} divergence{'s' if conf != 1 else ''} where the baseline was confident "
-                f"(margin up to {t.max_margin:.3g} nats)"
+                f"LOSSY: {head}, {conf} divergence{'s' if conf != 1 else ''} to a token the baseline held well "
+                f"below its own (gap up to {t.max_gap:.3g} nats)"
             )
         return f"LOSSY: {head}, diverging more often than the control"
     return f"UNDETERMINED: {head}, {t.kinds.get('unknown', 0)} divergences without logprobs"

@@ -1,7 +1,8 @@
 """The token-level verdict: IDENTICAL, NUMERICAL-ONLY, LOSSY, or UNDETERMINED.
 
-NUMERICAL-ONLY means every divergence is explained by numerics: at a near-tie
-(below the threshold, which control runs may raise) or at the very place a
+NUMERICAL-ONLY means every divergence is explained by numerics: the candidate
+chose a token the baseline held nearly as likely as its own (a gap below the
+threshold, which control runs may raise), or diverged at the very place a
 control run also diverged, and the candidate diverges no more often than the
 control (exact one-sided sign test on the items where exactly one of
 the two diverged).  UNDETERMINED is the honest answer when divergences carry
@@ -54,7 +55,7 @@ class TokenVerdict:
     kinds: dict[str, int]
     level: str
     thresholds: Thresholds
-    max_margin: float
+    max_gap: float
     explained_by_control: int = 0
     rate_checks: list[RateCheck] = field(default_factory=list)
 
@@ -72,7 +73,7 @@ class TokenVerdict:
             "kinds": self.kinds,
             "level": self.level,
             "thresholds": self.thresholds,
-            "max_margin": self.max_margin,
+            "max_gap": self.max_gap,
             "explained_by_control": self.explained_by_control,
             "rate_checks": self.rate_checks,
         }
@@ -100,14 +101,14 @@ def token_verdict(
     if any(d.kind is None for d in diffs):
         raise ValueError("token_verdict needs classified diffs; call evalsuite.diff.classify_all first")
     n, same = len(diffs), kinds["identical"]
-    margins = np.array([d.margin for d in diffs if not d.identical and math.isfinite(d.margin)])
-    max_margin = float(margins.max()) if len(margins) else math.nan
+    gaps = np.array([d.gap for d in diffs if not d.identical and math.isfinite(d.gap)])
+    max_gap = float(gaps.max()) if len(gaps) else math.nan
     checks = [rate_check(diffs, c) for c in controls if c.kind == "control"]
     by_control = sum(1 for d in diffs if (d.explained_by or "").startswith("control:"))
     level = _levels(diffs)
 
     def verdict(label: TokenLabel, reason: str) -> TokenVerdict:
-        return TokenVerdict(label, reason, n, same, kinds, level, thresholds, max_margin, by_control, checks)
+        return TokenVerdict(label, reason, n, same, kinds, level, thresholds, max_gap, by_control, checks)
 
     if n == 0:
         return verdict("UNDETERMINED", "No sample was answered by both runs.")
@@ -118,14 +119,15 @@ def token_verdict(
     div = n - same
     confident = [d for d in diffs if d.kind == "confident"]
     if confident:
-        worst = max(d.margin for d in confident)
+        worst = max(confident, key=lambda d: d.gap)
         grid = ""
         if thresholds.resolution is not None and thresholds.resolution.quantized:
             grid = f" and beyond {thresholds.resolution.steps:g} steps of the logits' grid"
         return verdict(
             "LOSSY",
-            f"{len(confident)} of {div} divergences happened where the baseline was confident "
-            f"(margin up to {worst:.3g} nats, above the {thresholds.effective:.3g}-nat threshold{grid}: "
+            f"{len(confident)} of {div} divergences are confident: the candidate chose a token the baseline held "
+            "well below its own "
+            f"(gap {gap_text(worst)}, above the {thresholds.effective:.3g}-nat threshold{grid}: "
             f"{thresholds.source}).",
         )
     frequent = [c for c in checks if c.more_frequent]
@@ -144,9 +146,9 @@ def token_verdict(
             f"{unknown} of {div} divergences have no logprobs at the divergence and no control diverged there, "
             "so numerics cannot be told from a lossy drafter; request logprobs or add a control run.",
         )
-    near = [d.margin for d in diffs if d.explained_by in ("margin", "resolution")]
+    near = [d.gap for d in diffs if d.explained_by in ("near-tie", "resolution")]
     near_max = max(near) if near else math.nan
-    how = f"all at near-ties (baseline margin at most {near_max:.3g} nats, threshold {thresholds.effective:.3g}"
+    how = f"all at near-ties (the tokens chosen at most {near_max:.3g} nats apart, threshold {thresholds.effective:.3g}"
     rounded = sum(1 for d in diffs if d.explained_by == "resolution")
     if rounded and thresholds.resolution is not None:
         how += f"; {rounded} within {thresholds.resolution.steps:g} steps of the logits' bf16-like grid"
@@ -159,3 +161,10 @@ def token_verdict(
         c = checks[0]
         how += f"; no more often than the control '{c.control}' ({c.control_divergent}/{c.n})"
     return verdict("NUMERICAL-ONLY", f"{div} of {n} outputs diverge, {how}.")
+
+
+def gap_text(diff: SampleDiff) -> str:
+    """A divergence's gap as reports write it: "at least 2.3 nats" for a bound, with the side it came from when
+    that is the candidate's."""
+    text = f"{'at least ' if diff.gap_bound else ''}{diff.gap:.3g} nats"
+    return text + (" by the candidate's logprobs" if diff.gap_source == "candidate" else "")

@@ -17,7 +17,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from evalsuite.diff import (
+    ALPHA,
     ControlProfile,
+    Evidence,
     LogitResolution,
     SampleDiff,
     calibrate,
@@ -27,9 +29,12 @@ from evalsuite.diff import (
     logit_resolution,
 )
 from evalsuite.diff.align import _first_mismatch_joined, _first_mismatch_seq
+from evalsuite.diff.classify import NO_EVIDENCE
 from evalsuite.diff.resolution import GAP_TOLERANCE, step_at
 from evalsuite.engines.parse import trace_from_entries
 from evalsuite.records import Completion, Grade, TokenTrace, joined_bytes, joined_pieces
+from evalsuite.serialize import to_jsonable
+from evalsuite.stats.tails import exceedance_bound
 
 
 def entry(tid: int | None, text: str, alts: list[tuple[int | None, str, float]] | None, raw: bool = True) -> dict:
@@ -207,26 +212,31 @@ def test_a_text_level_control_explains_the_same_first_character_only() -> None:
 
 
 def test_a_control_profile_states_itself_in_json() -> None:
-    diffs = [SampleDiff("a", "ids", False, 3, 3, 9, 9, margin=m) for m in (0.5,)] + [
-        SampleDiff("b", "ids", False, 2, 2, 9, 9, margin=0.1),
-        SampleDiff("c", "ids", False, 2, 2, 9, 9),
+    diffs = [SampleDiff("a", "ids", False, 3, 3, 9, 9, gap=m, margin=0.01) for m in (0.5,)] + [
+        SampleDiff("b", "ids", False, 2, 2, 9, 9, gap=0.1),
+        SampleDiff("c", "ids", False, 2, 2, 9, 9, margin=0.7),  # a margin but no gap: no evidence of a flip's size
         SampleDiff("d", "ids", True, None, 9, 9, 9),
     ]
-    p = ControlProfile.from_diffs("control:self", "control", diffs)
-    assert p.__json__() == {
+    elsewhere = Evidence((0.2, 0.9), 30, ("gsm8k",))
+    p = ControlProfile.from_diffs("control:self", "control", diffs, elsewhere)
+    assert to_jsonable(p) == {
         "name": "control:self",
         "kind": "control",
         "n": 4,
         "divergent": 3,
         "rate": 0.75,
-        "max_margin": 0.5,
-        "median_margin": pytest.approx(0.3),
+        "max_gap": 0.5,
+        "median_gap": pytest.approx(0.3),
+        "elsewhere": {"flips": 2, "samples": 30, "tasks": ["gsm8k"]},
+        "flips": 4,
+        "max_gap_all": 0.9,
     }
     silent = ControlProfile.from_diffs("repeat:base", "repeat", [SampleDiff("c", "ids", False, 2, 2, 9, 9)])
-    assert silent.__json__()["max_margin"] is None and silent.__json__()["median_margin"] is None
+    assert silent.__json__()["max_gap"] is None and silent.__json__()["median_gap"] is None
+    assert silent.__json__()["flips"] == 0 and math.isnan(silent.bound(2.0))
 
 
-GRID = LogitResolution(positions=100, share=1.0, quantized=True, step=0.125, cap=0.25, low=0.125, high=0.25)
+GRID = LogitResolution(positions=100, share=1.0, quantized=True, step=0.125, low=0.0625, high=0.25)
 
 
 @pytest.mark.parametrize(
@@ -235,14 +245,13 @@ GRID = LogitResolution(positions=100, share=1.0, quantized=True, step=0.125, cap
         (math.nan, 0.5),  # the position could not be judged: the run's step, 4 x 0.125
         (0.0, 0.5),  # the position lies on no grid: the run's step
         (0.0625, 0.25),  # a finer position: its own step
-        (0.25, 1.0),  # a coarser one: its own step, up to the cap
-        (0.5, 1.0),  # coarser than the cap: capped at 0.25
-        (2.0, 1.0),
+        (0.25, 0.5),  # a coarser one: never more than the run's common step
+        (2.0, 0.5),
     ],
 )
-def test_the_tie_limit_uses_the_positions_step_capped_else_the_runs(position_step: float, limit: float) -> None:
-    assert GRID.tie_limit(position_step) == pytest.approx(limit + GAP_TOLERANCE)  # a grid margin read from float32
-    off = LogitResolution(positions=100, share=0.1, quantized=False, step=0.125, cap=0.25, low=0.125, high=0.25)
+def test_the_tie_limit_uses_the_positions_step_never_coarser_than_the_runs(position_step: float, limit: float) -> None:
+    assert GRID.tie_limit(position_step) == pytest.approx(limit + GAP_TOLERANCE)  # a grid gap read from float32
+    off = LogitResolution(positions=100, share=0.1, quantized=False, step=0.125, low=0.125, high=0.25)
     assert off.tie_limit(position_step) == 0.0
 
 
@@ -262,35 +271,68 @@ def test_step_at_cannot_judge_what_is_not_there() -> None:
         top_pieces=[[], []],
     )
     assert math.isnan(step_at(flat, 0))
-    grid = trace_from_entries([entry(1, "a", [(1, "a", -0.25), (2, "b", -0.75), (3, "c", -1.25)])])
-    assert step_at(grid, 0) == 0.25  # gaps of 0.5 and 1: bf16's coarsest step below 64 logits is the most read
+    grid = trace_from_entries([entry(1, "a", [(1, "a", -0.25), (2, "b", -0.75), (3, "c", -1.375)])])
+    assert step_at(grid, 0) == 0.125  # gaps of 0.5 and 1.125
+    assert step_at(grid, 0, judged=2) == 0.25  # without the 1.125 gap, only 0.5 is left: a coarser grid reads
+    assert step_at(grid, 0, judged=1) == 0.125  # without the 0.5 gap: 1.125 alone
+    assert math.isnan(step_at(trace_from_entries([A]), 0, judged=1))  # the judged gap was the only one
+
+
+def _profile(name: str, gaps: list[float], elsewhere: Evidence = NO_EVIDENCE) -> ControlProfile:
+    diffs = [SampleDiff(f"s{i}", "ids", False, 1, 1, 5, 5, gap=g) for i, g in enumerate(gaps)]
+    return ControlProfile.from_diffs(name, "control", diffs, elsewhere)
+
+
+# Thirty flips spread as numerics spread them (an exponential's quantiles, largest 0.051): enough for twice the
+# largest to stand, with a few flips the bound their number allows stands instead.
+SPREAD = [round(-0.0125 * math.log(1 - (i + 0.5) / 30), 5) for i in range(30)]
 
 
 def test_calibrate_names_the_control_that_set_the_threshold_and_keeps_its_inputs() -> None:
-    def profile(name: str, margins: list[float]) -> ControlProfile:
-        return ControlProfile.from_diffs(
-            name, "control", [SampleDiff(f"s{i}", "ids", False, 1, 1, 5, 5, margin=m) for i, m in enumerate(margins)]
-        )
-
-    low = calibrate([profile("control:a", [0.05])])  # 2 x 0.05 is exactly the default: the default stands
-    assert (low.near_tie, low.slack, low.effective) == (0.1, 2.0, 0.1)
-    assert low.source == "near-tie default 0.1 nats (control 'control:a' diverged at margins up to 0.05 nats)"
-    tie = calibrate([profile("control:a", [0.3]), profile("repeat:b", [0.3, 0.1])], slack=3.0)
-    assert tie.effective == pytest.approx(0.9) and tie.slack == 3.0
-    assert tie.source == "3 x the largest margin at a divergence of control 'control:a' (0.3 nats)"
-    high = calibrate([profile("control:a", [0.3]), profile("repeat:b", [0.7])])
-    assert high.source == "2 x the largest margin at a divergence of control 'repeat:b' (0.7 nats)"
+    low = calibrate([_profile("control:a", [x / 2 for x in SPREAD])])  # its bound is below the default
+    assert (low.near_tie, low.slack, low.effective, low.thin) == (0.1, 2.0, 0.1, False)
+    assert low.source == (
+        "near-tie default 0.1 nats (control 'control:a' flipped at gaps up to 0.0256 nats (30 flips in 30 samples))"
+    )
+    many = [x * 6 for x in SPREAD]  # largest 0.31: twice that is 0.61, above what 30 flips' spread allows
+    assert exceedance_bound(many, ALPHA) < 2 * max(many)
+    tie = calibrate([_profile("control:a", many), _profile("repeat:b", [0.01, 0.005])], slack=3.0)
+    assert tie.effective == pytest.approx(3 * max(many)) and tie.slack == 3.0 and not tie.thin
+    assert tie.source == (
+        "3 x the largest gap at which control 'control:a' flipped at gaps up to 0.307 nats (30 flips in 30 samples)"
+    )
     grid = calibrate([], resolution=GRID)
     assert grid.source == "near-tie default 0.1 nats; " + GRID.description
 
 
+@pytest.mark.parametrize("flips", [[0.03], [0.03, 0.01], [0.047, 0.02, 0.01]])
+def test_a_few_flips_widen_the_threshold_to_what_their_number_allows(flips: list[float]) -> None:
+    th = calibrate([_profile("control:a", flips)])
+    assert th.thin and th.effective == pytest.approx(exceedance_bound(flips, ALPHA))
+    assert th.effective > 2 * max(flips)
+    assert th.effective == pytest.approx(sum(flips) * (ALPHA ** (-1 / len(flips)) - 1))
+    assert f"given the {len(flips)} flips of control 'control:a'" in th.source
+    assert th.source.endswith("above 2 x the largest: so few flips allow no less")
+    wider = calibrate([_profile("control:a", flips[:1])])
+    assert wider.effective >= th.effective  # fewer flips, no narrower
+
+
+def test_flips_on_stored_runs_of_the_same_engine_count_with_the_runs_own() -> None:
+    alone = calibrate([_profile("control:a", [0.03])])
+    stored = Evidence(tuple(4 * x for x in SPREAD[:-1]), 60, ("gsm8k", "livecodebench"))
+    pooled = calibrate([_profile("control:a", [0.03], stored)])
+    assert pooled.effective < alone.effective and not pooled.thin
+    assert pooled.effective == pytest.approx(2 * 4 * max(SPREAD[:-1]))
+    assert "30 flips in 61 samples, 29 of them on stored runs of gsm8k, livecodebench" in pooled.source
+
+
 def test_classify_clears_an_earlier_explanation() -> None:
     th = calibrate([])
-    stale = {"explained_by": "margin", "kind": "numerical"}
+    stale = {"explained_by": "near-tie", "kind": "numerical"}
     for diff, kind in (
         (SampleDiff("s", "ids", True, None, 3, 3, 3), "identical"),
-        (SampleDiff("s", "ids", False, 1, 1, 3, 3), "unknown"),
-        (SampleDiff("s", "ids", False, 1, 1, 3, 3, margin=2.0), "confident"),
+        (SampleDiff("s", "ids", False, 1, 1, 3, 3, margin=2.0), "unknown"),  # a margin is no gap
+        (SampleDiff("s", "ids", False, 1, 1, 3, 3, gap=2.0), "confident"),
     ):
         got = classify(replace(diff, **stale), th)
         assert (got.kind, got.explained_by) == (kind, None)
@@ -317,7 +359,9 @@ def test_an_ids_level_divergence_is_a_complete_record() -> None:
         candidate_token_id=4,
         margin=pytest.approx(0.5, abs=1e-6),
         margin_source="baseline",
-        margin_step=0.25,  # -0.3 and -0.8: a gap of exactly 0.5 nats in float32, read at the coarsest step
+        gap=pytest.approx(0.5, abs=1e-6),
+        gap_source="baseline",
+        grid_step=pytest.approx(math.nan, nan_ok=True),  # the judged gap was the position's only one
         baseline_logprob=pytest.approx(-0.3),
         candidate_rank=2,
         candidate_logprob=pytest.approx(-0.8),
@@ -349,15 +393,17 @@ def test_a_baseline_ungraded_leaves_correctness_unknown() -> None:
     assert d.answer_changed is True and d.correctness_flipped is None
 
 
-def test_the_candidates_margin_comes_with_the_candidates_grid_step() -> None:
+def test_the_candidates_gap_comes_with_the_candidates_grid_step() -> None:
     base = [A, entry(3, " answer", None)]
-    cand = [A, entry(4, " result", [(4, " result", -0.25), (3, " answer", -0.75)])]
+    cand = [A, entry(4, " result", [(4, " result", -0.25), (3, " answer", -0.75), (5, " sum", -1.25)])]
     d = diff_completions("s", completion(cand), completion(base))
-    assert d.margin_source == "candidate" and d.margin == 0.5 and d.margin_step == 0.25
+    assert d.margin_source == "candidate" and d.margin == 0.5
+    assert (d.gap_source, d.gap, d.gap_bound) == ("candidate", 0.5, False)
+    assert d.grid_step == 0.25  # from its other gap, 1.0 (0.25 is the coarsest step tried), not the judged 0.5
 
 
-def test_the_step_cap_is_an_observed_step_not_an_interpolation() -> None:
-    rows = [[-0.125, -0.25, -1.125]] * 36 + [[-0.25, -0.5, -1.25]] * 4  # 90th percentile between 0.125 and 0.25
+def test_the_runs_step_is_its_most_common_one() -> None:
+    rows = [[-0.125, -0.25, -1.125]] * 36 + [[-0.25, -0.5, -1.25]] * 4  # 36 positions at 0.125, 4 at 0.25
     trace = trace_from_entries(
         [
             {
@@ -370,7 +416,7 @@ def test_the_step_cap_is_an_observed_step_not_an_interpolation() -> None:
         ]
     )
     res = logit_resolution([trace], steps=2.0)
-    assert res.cap == 0.125 and res.high == 0.125 and res.steps == 2.0
+    assert res.step == 0.125 and (res.low, res.high) == (0.125, 0.25) and res.steps == 2.0
     assert logit_resolution([], steps=2.0).steps == 2.0
 
 

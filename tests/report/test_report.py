@@ -15,7 +15,7 @@ from evalsuite.compare import compare_runs
 from evalsuite.records import Completion, Grade, Sample, SampleResult
 from evalsuite.report import report_folder, write_reports
 from evalsuite.report.model import rule_counts
-from evalsuite.report.plots import IntervalRow, forest, margins
+from evalsuite.report.plots import IntervalRow, forest, gaps
 
 PLAN = Plan(
     n=60, tokens=80, numerical={2, 5, 11, 20}, confident={7, 30}, flips={7}, control_diverges={2}, truncated={9}
@@ -149,7 +149,7 @@ def test_model_output_cannot_break_out_of_html_or_markdown(tmp_path: Path) -> No
 
     divergence = next(line for line in md.splitlines() if line.startswith("| s\\|1 |"))
     stratum = next(line for line in md.splitlines() if line.startswith("| subject = A\\|B |"))
-    assert len(cells(divergence)) == 6 and len(cells(stratum)) == 13
+    assert len(cells(divergence)) == 7 and len(cells(stratum)) == 13
 
 
 def test_identical_runs_without_stores_still_report(tmp_path: Path) -> None:
@@ -187,7 +187,7 @@ def test_plots_draw_what_they_are_given() -> None:
     assert forest([], 0.02, "t") is None
     svg = str(forest([IntervalRow("overall", 0.01, -0.02, 0.04)], 0.02, "t"))
     assert svg.count("<circle") == 1 and svg.count('stroke-dasharray="4 3"') == 2
-    hist = str(margins({"numerical": [0.01, 0.03], "confident": [2.0, np.nan]}, 0.1, "m"))
+    hist = str(gaps({"numerical": [0.01, 0.03], "confident": [2.0, np.nan]}, 0.1, "m"))
     assert "threshold 0.1" in hist and hist.count("<rect") >= 2 + 2  # bars plus legend swatches
 
 

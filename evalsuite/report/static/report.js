@@ -17,6 +17,10 @@
     return node;
   }
   function fmt(x, digits) { return x === null || x === undefined ? "–" : Number(x).toPrecision(digits || 3); }
+  function gapText(s) {
+    if (s.gap === null || s.gap === undefined) return "–";
+    return (s.gap_bound ? "≥ " : "") + fmt(s.gap) + (s.gap_source === "candidate" ? " (candidate)" : "");
+  }
 
   function fillSelect(select, values) {
     values.forEach(function (v) { select.appendChild(el("option", { value: v, text: v })); });
@@ -45,6 +49,7 @@
         el("td", { text: s.key }),
         el("td", {}, [el("span", { cls: "kind " + s.kind, text: s.kind })]),
         el("td", { text: String(s.pos) }),
+        el("td", { text: gapText(s) }),
         el("td", { text: fmt(s.margin) }),
         el("td", { text: s.flipped ? "flipped" : (s.answer_changed ? "answer changed" : "") })
       ]);
@@ -103,7 +108,8 @@
     view.appendChild(el("h3", { text: s.key }));
     view.appendChild(el("p", {}, [el("span", { cls: "kind " + s.kind, text: s.kind }),
       el("span", { text: " first divergence at " + (s.level === "text" ? "character " : "token ") + s.pos + why +
-        "; baseline margin " + fmt(s.margin) + " nats (threshold " + fmt(data.thresholds[s.task]) + ")" +
+        "; the tokens chosen are " + gapText(s) + " nats apart (threshold " + fmt(data.thresholds[s.task]) +
+        "; the baseline's top two " + fmt(s.margin) + " nats apart)" +
         (s.candidate_rank ? "; the candidate's token was the baseline's choice #" + s.candidate_rank : "") +
         (s.ended ? "; the " + s.ended + " output ended there" : "") + (strata ? " · " + strata : "") })]));
     if (s.prompt) view.appendChild(el("details", {}, [el("summary", { text: "prompt" }), el("pre", { text: s.prompt })]));

@@ -102,8 +102,8 @@ def test_too_few_positions_are_no_evidence() -> None:
     assert not few.quantized and few.share > 0.95
 
 
-def _diff(margin: float, step: float) -> SampleDiff:
-    return SampleDiff("s", "ids", False, 3, 3, 10, 10, margin=margin, margin_step=step, candidate_token_id=5)
+def _diff(gap: float, step: float) -> SampleDiff:
+    return SampleDiff("s", "ids", False, 3, 3, 10, 10, gap=gap, grid_step=step, candidate_token_id=5)
 
 
 @pytest.mark.parametrize(
@@ -139,7 +139,7 @@ def test_a_position_that_looks_coarse_by_chance_is_capped_at_the_runs_common_ste
     res = logit_resolution([completion(logit_rows(300, 4, bf16=True)).tokens])
     th = calibrate([], resolution=res)
     # A position whose five gaps happened to be multiples of 1 nat would allow 4 nats; the cap keeps 4 x 0.125.
-    assert res.cap == 0.125
+    assert res.step == 0.125
     assert th.tie_limit(_diff(1.5, 1.0)) == pytest.approx(0.5, abs=1e-3)
     assert classify(_diff(1.5, 1.0), th).kind == "confident"
 
@@ -155,8 +155,8 @@ def test_diff_records_the_grid_step_at_the_divergence() -> None:
     cand_trace = trace_from_entries(cand_entries)
     cand = Completion(text="".join(cand_trace.pieces), finish_reason="stop", tokens=cand_trace)
     d = diff_completions("s", cand, base)
-    assert d.first_divergence == 4 and d.margin == pytest.approx(0.25, abs=1e-5)
-    assert d.margin_step == pytest.approx(0.125) or d.margin_step == pytest.approx(0.25)
+    assert d.first_divergence == 4 and d.margin == pytest.approx(0.25, abs=1e-5) and d.gap == d.margin
+    assert d.grid_step == pytest.approx(0.125) or d.grid_step == pytest.approx(0.25)
 
 
 FIELDS = {
@@ -243,7 +243,7 @@ def test_a_grid_coarser_than_bf16_makes_is_read_as_its_coarsest_step() -> None:
             )
         ]
     )
-    assert res.quantized and res.step == 0.25 and res.cap == 0.25
+    assert res.quantized and res.step == 0.25
     th = calibrate([], resolution=res)
     assert classify(_diff(1.0, 1.0), th).kind == "numerical"
     assert classify(_diff(3.0, 1.0), th).kind == "confident"
@@ -280,15 +280,17 @@ def test_the_grid_needs_32_positions_and_90_percent_of_them_inclusive(
     res = logit_resolution([_grid_trace(on_grid, off_grid)])
     assert res.positions == on_grid + off_grid and res.share == on_grid / (on_grid + off_grid)
     assert res.quantized is quantized
-    assert res.step == 0.125 and res.cap == 0.125 and (res.low, res.high) == (0.125, 0.125)
+    assert res.step == 0.125 and (res.low, res.high) == (0.125, 0.125)
 
 
 def test_no_evidence_gives_an_empty_resolution_and_off_grid_runs_say_so() -> None:
-    empty = LogitResolution(0, 0.0, False, 0.0, 0.0, 0.0, 0.0, 4.0)
+    empty = LogitResolution(0, 0.0, False, 0.0, 0.0, 0.0, 4.0)
     assert logit_resolution([]) == empty
     assert logit_resolution([None]) == empty
     assert logit_resolution([None, _grid_trace(40, 0)]).quantized
-    assert logit_resolution([_grid_trace(0, 40)]) == LogitResolution(40, 0.0, False, 0.0, 0.0, 0.0, 0.0, 4.0)
+    off = logit_resolution([_grid_trace(0, 40)])
+    assert (off.positions, off.share, off.quantized, off.step, off.alternatives) == (40, 0.0, False, 0.0, 3)
+    assert "lie on no coarse grid" in off.description
     assert logit_resolution([_grid_trace(0, 40)], steps=2.0).steps == 2.0
 
 
@@ -308,14 +310,14 @@ def test_position_steps_at_its_edges() -> None:
     assert len(position_steps(np.zeros((0, 5)))) == 0
 
 
-def _reference_resolution(traces: list[TokenTrace]) -> tuple[int, float, float, float, float, float]:
-    """The resolution's figures from every position's step at once, as numpy's median and quantile give them."""
+def _reference_resolution(traces: list[TokenTrace]) -> tuple[int, float, float, float, float]:
+    """The resolution's figures from every position's step at once: the most common step (the finer on a tie)."""
     found = np.concatenate([position_steps(t.top_logprobs[t.has_top]) for t in traces])
     judged = found[np.isfinite(found)]
     on_grid = judged[judged > 0]
-    cap = float(np.quantile(on_grid, 0.9, method="lower"))
-    common = on_grid[on_grid <= cap]
-    return len(judged), len(on_grid) / len(judged), float(np.median(on_grid)), cap, common.min(), common.max()
+    values, counts = np.unique(on_grid, return_counts=True)
+    common = float(values[np.flatnonzero(counts == counts.max())[0]])
+    return len(judged), len(on_grid) / len(judged), common, on_grid.min(), on_grid.max()
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -331,7 +333,7 @@ def test_the_resolution_tallied_trace_by_trace_equals_numpy_over_the_whole_run(s
         rows[rng.random(n) < 0.2, 1:] += rng.uniform(0.001, 0.002)  # some positions off every grid
         traces.append(_grid_trace_of(rows.astype(np.float32)))
     res = logit_resolution(traces)
-    assert (res.positions, res.share, res.step, res.cap, res.low, res.high) == _reference_resolution(traces)
+    assert (res.positions, res.share, res.step, res.low, res.high) == _reference_resolution(traces)
 
 
 def _grid_trace_of(top_logprobs: np.ndarray) -> TokenTrace:
@@ -342,23 +344,21 @@ def _grid_trace_of(top_logprobs: np.ndarray) -> TokenTrace:
 
 
 @pytest.mark.parametrize(
-    "steps",
+    ("steps", "common"),
     [
-        [0.125] * 2 + [0.25] * 3,  # odd count: the middle one
-        [0.125] * 3 + [0.25] * 2,
-        [0.125] * 2 + [0.25] * 2,  # even count: the mean of the two middle ones
-        [0.0625, 0.125, 0.25, 0.25, 0.25, 0.25, 0.25],
-        [0.03125, 0.0625, 0.125, 0.25],  # four distinct steps: the two middle ones, not their neighbours
+        ([0.125] * 2 + [0.25] * 3, 0.25),
+        ([0.125] * 3 + [0.25] * 2, 0.125),
+        ([0.125] * 2 + [0.25] * 2, 0.125),  # a tie goes to the finer step
+        ([0.0625, 0.125, 0.25, 0.25, 0.25, 0.25, 0.25], 0.25),
+        ([0.03125, 0.0625, 0.125, 0.25], 0.03125),
     ],
 )
-def test_the_tally_reads_the_same_median_and_cap_as_numpy(steps: list[float]) -> None:
-    """Each row's only gap is three steps (odd, so the step is exactly that power of two); the tally counts
-    steps per value, and its median and its 0.9 'lower' quantile are numpy's over the steps themselves."""
+def test_the_runs_step_is_the_most_common_one_and_a_tie_goes_to_the_finer(steps: list[float], common: float) -> None:
+    """Each row's only gap is three steps (odd, so the step is exactly that power of two)."""
     rows = np.array([[0.0, -3 * step] for step in steps], dtype=np.float32)
     np.testing.assert_array_equal(position_steps(rows), steps)
     got = logit_resolution([_grid_trace_of(rows)])
-    assert got.step == np.median(steps)
-    assert got.cap == np.quantile(steps, 0.9, method="lower")
+    assert got.step == common and (got.low, got.high) == (min(steps), max(steps))
 
 
 def _stepwise_steps(top_logprobs: np.ndarray) -> np.ndarray:

@@ -252,18 +252,16 @@ def compare_folders(
     """Compare runs (folders or opened stores) given by task and role, one `compare_roles` call per task.
 
     Each task is its own Holm family (`evalsuite.compare.accuracy`), so a
-    task's p-values here are the ones `evalsuite compare` prints for it.  A
-    control's divergences count on every task it ran on (`evalsuite.compare.pooled`).
+    task's p-values here are the ones `evalsuite compare` prints for it, and
+    its token verdict the one `compare` gives: a control's flips on every task
+    stored for its engine count in each (`evalsuite.compare.evidence`).
     """
     from evalsuite.compare import compare_roles
-    from evalsuite.compare.pooled import pooled_controls
 
-    return pooled_controls(
-        [
-            compare_roles(roles, delta=(margins or {}).get(task, 0.02), seed=seed, allow=list(allow))
-            for task, roles in folders.items()
-        ]
-    )
+    return [
+        compare_roles(roles, delta=(margins or {}).get(task, 0.02), seed=seed, allow=list(allow))
+        for task, roles in folders.items()
+    ]
 
 
 def folders_by_role(

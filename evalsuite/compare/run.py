@@ -21,6 +21,7 @@ import pandas as pd
 from evalsuite.compare.accuracy import OVERALL, AccuracyRow, HolmFamily, accuracy_rows, holm_family
 from evalsuite.compare.comparable import MUST_MATCH, FieldDifference, check_comparable
 from evalsuite.compare.distinct import check_distinct
+from evalsuite.compare.evidence import stored_evidence
 from evalsuite.compare.frames import accuracy_frame, diff_record, samples_frame
 from evalsuite.compare.outputs import Truncation, truncation
 from evalsuite.compare.roles import CONTROL_ROLES, SHOWN_ORDER, control_roles
@@ -30,6 +31,7 @@ from evalsuite.diff.align import SampleDiff
 from evalsuite.diff.classify import (
     DEFAULT_CONTROL_SLACK,
     DEFAULT_NEAR_TIE_NATS,
+    NO_EVIDENCE,
     ControlKind,
     ControlProfile,
     Thresholds,
@@ -45,10 +47,15 @@ from evalsuite.textfile import write_text
 from evalsuite.verdict.summary import summary_line
 from evalsuite.verdict.token import TokenVerdict, token_verdict
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 """2: control kinds named by their roles (`repeat`, `control`), `holm_family` and `speed` added.
 3: `token.thresholds.resolution` (the baseline's logit grid, its evidence in `source`) and each
-divergence's `margin_step` added."""
+divergence's `margin_step` added.
+4: divergences judged on the gap between the tokens chosen: each divergence's `gap`, `gap_bound`,
+`gap_source` and `grid_step` (for `margin_step`), `explained_by` "near-tie" (for "margin"), the token
+verdict's `max_gap` (for `max_margin`), the controls' `max_gap`, `median_gap`, `elsewhere` and flips,
+`thresholds.thin`; the resolution's `step` is its common step (no `cap`).  `evalsuite.compare.migrate`
+reads older files as this version."""
 
 
 RunLike = RunReader  # the one reader protocol: stored and in-memory runs alike
@@ -125,7 +132,7 @@ class Comparison:
         return text
 
     def samples_frame(self) -> pd.DataFrame:
-        """One row per sample: identity, divergence, margin, classification, answer and correctness flips."""
+        """One row per sample: identity, divergence, gap and margin, classification, answer and correctness flips."""
         return samples_frame(self.diffs)
 
     def accuracy_frame(self) -> pd.DataFrame:
@@ -147,6 +154,7 @@ def compare_runs(
     n_resamples: int = 10_000,
     must_match: Sequence[str] = MUST_MATCH,
     allow: Sequence[str] = (),
+    stored: bool = True,
 ) -> Comparison:
     """Compare stored runs.
 
@@ -154,7 +162,9 @@ def compare_runs(
     speculative server with the target as its own drafter) to runs.
     `grades` overrides stored grades: {"candidate": {...}, "baseline": {...}}.
     `delta` is the equivalence margin declared before the run (a proportion,
-    0.02 = 2 points), one for all tasks or one per task name.
+    0.02 = 2 points), one for all tasks or one per task name.  With `stored`,
+    each control's flips on the other stored runs of its engine count too
+    (`evalsuite.compare.evidence`).
     """
     cand_run, base_run = _open(candidate), _open(baseline)
     opened = {kind: _open(source) for kind, source in (controls or {}).items()}
@@ -183,7 +193,12 @@ def compare_runs(
         )
     walk = walk_runs(runs, ids, cand_grades, base_grades)
     profiles = [
-        ControlProfile.from_diffs(f"{kind}:{run.manifest.target}", kind, walk.control_diffs[kind])
+        ControlProfile.from_diffs(
+            f"{kind}:{run.manifest.target}",
+            kind,
+            walk.control_diffs[kind],
+            stored_evidence(base_run, run) if stored else NO_EVIDENCE,
+        )
         for kind, run in opened.items()
     ]
     results = walk.shells

@@ -82,35 +82,38 @@ def _walk_sample(
     for role, diffs in walk.control_diffs.items():
         other = loaded.get(role)
         if other is not None:
-            diffs.append(diff_completions(sid, other.completion, base.completion))
+            diffs.append(diff_against_baseline(sid, runs, role, other, base))
     cand = loaded.get("candidate")
     if cand is not None:
-        walk.diffs.append(_diff_candidate(sid, runs, cand, base, cand_grades, base_grades))
+        grades = {"candidate_grade": cand_grades.get(sid), "baseline_grade": base_grades.get(sid)}
+        walk.diffs.append(diff_against_baseline(sid, runs, "candidate", cand, base, **grades))
 
 
-def _diff_candidate(
+def diff_against_baseline(
     sid: str,
     runs: Mapping[str, RunReader],
-    cand: SampleResult,
+    role: str,
+    other: SampleResult,
     base: SampleResult,
-    cand_grades: Mapping[str, Grade],
-    base_grades: Mapping[str, Grade],
+    **grades: Grade | None,
 ) -> SampleDiff:
-    """The candidate's diff; at a divergence again with the token strings it reads there: at the id level both
-    outputs' pieces (its readable window), and wherever the baseline's alternatives there have no ids (no ids
-    at all, or ids for the chosen tokens alone) their strings, which rank the candidate's token by name."""
-    grades = {"candidate_grade": cand_grades.get(sid), "baseline_grade": base_grades.get(sid)}
-    diff = diff_completions(sid, cand.completion, base.completion, **grades)
+    """One run's diff against the baseline (the candidate's, or a control's: both judged alike); at a divergence
+    again with the token strings it reads there: at the id level both outputs' pieces (its readable window), and
+    wherever the baseline's alternatives there have no ids (no ids at all, or ids for the chosen tokens alone)
+    their strings, which find the other run's token among them by name."""
+    diff = diff_completions(sid, other.completion, base.completion, **grades)
     if diff.identical or diff.level == "text":
         return diff
     if diff.level == "strings":
         named = named_at(runs["baseline"], sid, base.completion, diff.first_divergence)
-        return diff_completions(sid, cand.completion, named, **grades)
-    cand_pieces = _with_pieces(runs["candidate"], cand)
+        return diff_completions(sid, other.completion, named, **grades)
+    other_pieces = _with_pieces(runs[role], other)
     base_pieces = _with_pieces(runs["baseline"], base)
     if _ranked_by_name(base_pieces, diff):
         base_pieces = named_at(runs["baseline"], sid, base_pieces, diff.first_divergence)
-    return diff_completions(sid, cand_pieces, base_pieces, **grades)
+    elif _ranked_by_name(other_pieces, diff):  # the baseline lists nothing there: the other run's own alternatives
+        other_pieces = named_at(runs[role], sid, other_pieces, diff.first_divergence)
+    return diff_completions(sid, other_pieces, base_pieces, **grades)
 
 
 def _with_pieces(run: RunReader, result: SampleResult) -> Completion:

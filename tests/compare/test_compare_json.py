@@ -15,11 +15,13 @@ from two_choices import token_entries
 
 from evalsuite.compare import compare_roles, compare_runs
 from evalsuite.compare.speed import REPEAT_LIMIT, comparison_speed, repeat_warnings
+from evalsuite.diff import ALPHA
 from evalsuite.engines.parse import trace_from_entries
 from evalsuite.errors import NotComparableError
 from evalsuite.records import Completion, Grade, SampleResult
 from evalsuite.serialize import dumps
 from evalsuite.speed import paired_speedup
+from evalsuite.stats.tails import exceedance_bound
 from evalsuite.store import MemoryRun
 
 FIELDS = {
@@ -69,7 +71,7 @@ def test_comparison_json_lists_every_part_a_report_reads(tmp_path: Path) -> None
     cmp = compare_runs(cand, base, controls={"repeat": repeat}, n_resamples=200, seed=4, delta=0.1)
     text = cmp.to_json(tmp_path / "comparison.json")
     assert (tmp_path / "comparison.json").read_text(encoding="utf-8") == text + "\n"
-    assert text.startswith('{\n  "schema_version": 3,\n  "summary": ')
+    assert text.startswith('{\n  "schema_version": 4,\n  "summary": ')
     assert '"target": "spéc"' in text  # written as UTF-8, not \u escapes
     doc = json.loads(text)
     assert list(doc) == [
@@ -293,16 +295,21 @@ def test_the_default_comparison_bootstraps_as_the_statistics_doc_says() -> None:
 
 
 def test_the_callers_near_tie_and_control_slack_set_the_threshold() -> None:
-    """The repeat diverges where the baseline's top two are 0.0137 x 4 nats apart: slack x that margin is the
-    threshold when it exceeds the near-tie default, and the near-tie default when that is larger."""
-    cand, base, rep = _run("spec", 8, diverge={3}), _run("base", 8), _run("again", 8, diverge={3})
-    margin = 0.0137 * 4
-    loose = compare_runs(cand, base, controls={"repeat": rep}, control_slack=3.0, n_resamples=50)
-    assert (loose.thresholds.slack, loose.thresholds.effective) == (3.0, pytest.approx(3 * margin, rel=1e-4))
-    wide = compare_runs(cand, base, controls={"repeat": rep}, near_tie=0.3, control_slack=3.0, n_resamples=50)
-    assert (wide.thresholds.near_tie, wide.thresholds.effective) == (0.3, 0.3)
+    """The repeat diverges on 30 samples, each to the baseline's runner-up 0.0137 x 4 nats below its token: slack
+    x that gap is the threshold when it exceeds both the near-tie default and what 30 flips allow (the gap a
+    31st exceeds with probability 1 %), the near-tie default when that is larger, else the bound."""
+    cand, base = _run("spec", 32, diverge={3}), _run("base", 32)
+    rep = _run("again", 32, diverge=set(range(30)))
+    gap = 0.0137 * 4
+    bound = exceedance_bound([gap] * 30, ALPHA)
+    loose = compare_runs(cand, base, controls={"repeat": rep}, control_slack=6.0, n_resamples=50)
+    assert (loose.thresholds.slack, loose.thresholds.effective) == (6.0, pytest.approx(6 * gap, rel=1e-4))
+    assert not loose.thresholds.thin
+    wide = compare_runs(cand, base, controls={"repeat": rep}, near_tie=0.5, control_slack=6.0, n_resamples=50)
+    assert (wide.thresholds.near_tie, wide.thresholds.effective) == (0.5, 0.5)
     tight = compare_runs(cand, base, controls={"repeat": rep}, control_slack=1.0, n_resamples=50)
-    assert tight.thresholds.effective == 0.1  # 1 x 0.0548 nats is below the near-tie default
+    assert tight.thresholds.effective == pytest.approx(bound, rel=1e-4) and tight.thresholds.thin
+    assert 0.1 < bound < 6 * gap
 
 
 def test_a_control_is_checked_for_comparability_under_the_callers_rules() -> None:

@@ -119,7 +119,7 @@ def test_json_is_versioned_and_null_safe() -> None:
     c[:] = True
     b[:] = True  # 40/40: BCa undefined, must be null in JSON
     doc = json.loads(compare_runs(_run(c, set(), "spec"), _run(b, set(), "base"), n_resamples=200).to_json())
-    assert doc["schema_version"] == 3
+    assert doc["schema_version"] == 4
     boot = doc["accuracy"][0]["stats"]["candidate"]["bootstrap"]
     assert boot["low"] is None and boot["degenerate"] is True
     assert doc["token"]["label"] == "IDENTICAL"

@@ -216,19 +216,9 @@ async def _execute(
         started = time.time()
         before = await engine.run_stats()
         status = "interrupted"
-        try:
-            await _generate_all(engine, plan, todo, store, outcome, progress)
-            status = "complete"
-        except EndpointError as exc:
-            status = f"failed: {exc}"
-            raise
-        except HostError as exc:
-            status = f"failed: {exc}"
-            raise HostError(
-                f"{exc} {outcome.saved} new samples were saved before it; re-run the same command to resume."
-            ) from None
-        finally:
-            after = await _safe_stats(engine)
+
+        def record_session(after: dict[str, float]) -> None:
+            """Record how this session ended; a store that cannot take it (the disk that stopped the run) warns."""
             info = {
                 "engine_stats_before": before,
                 "engine_stats_after": after,
@@ -241,6 +231,25 @@ async def _execute(
                 if status == "complete":
                     raise
                 log.warning("this session's summary was not recorded in the run store (the same failure)")
+
+        try:
+            await _generate_all(engine, plan, todo, store, outcome, progress)
+            status = "complete"
+        except EndpointError as exc:
+            status = f"failed: {exc}"
+            raise
+        except HostError as exc:
+            status = f"failed: {exc}"
+            raise HostError(
+                f"{exc} {outcome.saved} new samples were saved before it; re-run the same command to resume."
+            ) from None
+        finally:
+            try:
+                after = await _safe_stats(engine, STATS_S if status == "complete" else STOPPING_STATS_S)
+            except asyncio.CancelledError:  # stopped while the counters were read: the session is still recorded
+                record_session({})
+                raise
+            record_session(after)
         return outcome
     finally:
         await engine.aclose()
@@ -255,9 +264,15 @@ def _seed_identity(engine: Engine, store: RunStore) -> None:
             return
 
 
-async def _safe_stats(engine: Engine) -> dict[str, float]:
+STATS_S = 10.0
+"""How long the engine's counters may take to read after a session that finished."""
+STOPPING_STATS_S = 2.0
+"""The same after a session that was stopped: a user who pressed Ctrl-C, perhaps at a hung server, waits for it."""
+
+
+async def _safe_stats(engine: Engine, timeout: float) -> dict[str, float]:
     try:
-        return await asyncio.wait_for(engine.run_stats(), 10)
+        return await asyncio.wait_for(engine.run_stats(), timeout)
     except Exception:
         return {}
 
@@ -304,9 +319,11 @@ async def _generate_all(
         await asyncio.gather(*workers)
     finally:
         for task in workers:
-            task.cancel()
-        await asyncio.gather(*workers, return_exceptions=True)
+            task.cancel()  # none puts a result after this, whether or not it has ended when the writer closes
         try:
-            writer.close()
-        finally:
-            outcome.saved = writer.committed
+            await asyncio.gather(*workers, return_exceptions=True)
+        finally:  # a Ctrl-C arriving here, as the run ends, still commits what has arrived
+            try:
+                writer.close()
+            finally:
+                outcome.saved = writer.committed

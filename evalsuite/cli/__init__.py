@@ -254,15 +254,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return 2
-    if program:
-        one_blas_thread()  # before the commands import numpy
-        _without_httpx_cli()
-    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(message)s")
-    from evalsuite.cli import commands
-
     stopped: list[int] = []
-    previous = _stop_on_sigterm(stopped)
+    previous = _stop_on_signals(stopped)
     try:
+        if program:
+            one_blas_thread()  # before the commands import numpy
+            _without_httpx_cli()
+        logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(message)s")
+        from evalsuite.cli import commands
+
         handler = getattr(args, "handler", None) or getattr(commands, f"cmd_{args.command}")
         return handler(args)
     except KeyboardInterrupt:
@@ -281,18 +281,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {message}", file=sys.stderr)
         return code
     finally:
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
 
 
-def _stop_on_sigterm(stopped: list[int]) -> Any:
-    """Make SIGTERM (a job scheduler, `docker stop`, `kill`) take Ctrl-C's path: in-flight requests are
-    cancelled, every finished sample is committed, the session is recorded, and the exit code is 143.
+def _stop_on_signals(stopped: list[int]) -> dict[signal.Signals, Any]:
+    """Make Ctrl-C (SIGINT) and SIGTERM (a job scheduler, `docker stop`, `kill`) stop a command one way, whatever
+    this process inherited: in-flight requests are cancelled, every finished sample is committed, the session is
+    recorded, and the exit code is 130 or 143.
 
-    The signal is handed to whatever handles SIGINT at that moment: inside `asyncio.run` that cancels the
-    main task (so the run's own cleanup runs at an await, never in the middle of a commit), elsewhere it
-    raises KeyboardInterrupt.  Returns the handler it replaced (None off the main thread, where signals
-    cannot be handled).
+    SIGINT is given Python's own handler explicitly.  A process started with SIGINT ignored (what a shell does
+    to a job it starts with `&` without job control: a script, a CI step, `make test &`) would keep it ignored,
+    Python included, and `asyncio.run` then leaves it alone too: Ctrl-C and `kill -INT` would do nothing and
+    the run would go on to its end.  With the handler in place, inside `asyncio.run` the signal cancels the main
+    task (the run's own cleanup runs at an await, never in the middle of a commit), elsewhere it raises
+    KeyboardInterrupt.  SIGTERM is recorded in `stopped` and handed to whatever handles SIGINT at that moment,
+    so it takes the same path.  Returns the handlers replaced, to put back (none off the main thread, where
+    signals cannot be handled).
     """
 
     def on_sigterm(signum: int, frame: FrameType | None) -> None:
@@ -300,10 +305,13 @@ def _stop_on_sigterm(stopped: list[int]) -> Any:
         handler = signal.getsignal(signal.SIGINT)
         if callable(handler):
             handler(signal.SIGINT, frame)
-        else:  # SIGINT ignored or left to the system: SIGTERM still stops the run the same way
+        else:  # SIGINT set aside by the command itself: SIGTERM still stops it the same way
             raise KeyboardInterrupt
 
+    previous: dict[signal.Signals, Any] = {}
     try:
-        return signal.signal(signal.SIGTERM, on_sigterm)
+        previous[signal.SIGINT] = signal.signal(signal.SIGINT, signal.default_int_handler)
+        previous[signal.SIGTERM] = signal.signal(signal.SIGTERM, on_sigterm)
     except ValueError:  # not the main thread
-        return None
+        pass
+    return previous

@@ -159,7 +159,10 @@ class _Worker:
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join([p or os.getcwd() for p in sys.path])
         cmd = [sys.executable, "-m", "evalsuite.graders.pool", ref, ",".join(preload)]
-        proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
+        # A process group of its own: a terminal's Ctrl-C goes to the parent alone, which stops its workers, and
+        # never reaches a worker still importing its modules (before it ignores SIGINT), where it would print a
+        # traceback of its own.
+        proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, process_group=0)
         return _Worker(proc, deadline=time.monotonic() + _STARTUP_TIMEOUT_S)
 
     def send(self, index: int, item: Any, timeout_s: float) -> None:

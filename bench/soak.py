@@ -30,7 +30,6 @@ and prints, with the wall time of the same run with no faults measured in the sa
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import math
 import os
@@ -52,7 +51,7 @@ sys.path.insert(0, str(ROOT / "fixtures"))
 sys.path.insert(0, str(ROOT / "tests"))
 
 from fake_server import fake_answer  # noqa: E402
-from projects import make_project  # noqa: E402
+from projects import make_project, prompt_key  # noqa: E402
 from small_disk import fill, mount_namespace, mount_tmpfs  # noqa: E402
 
 TOKENS = 16
@@ -78,10 +77,6 @@ TARGET = (
 WARM_UP = 1_500
 """Samples after which a client's RSS stops growing at this concurrency (measured: 12,000-sample runs)."""
 INSIDE = "EVALSUITE_SOAK_NAMESPACE"
-
-
-def prompt_key(i: int) -> str:
-    return hashlib.sha256(f"You are terse.\nQuestion q{i:04d}: what is {i}+1?".encode()).hexdigest()[:16]
 
 
 class Server:

@@ -6,6 +6,7 @@ and `from conftest import ...` would pick whichever was imported last.)
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import tomllib
@@ -40,6 +41,11 @@ grader:
 generation:
   max_tokens: 64
 """
+
+
+def prompt_key(i: int) -> str:
+    """The scripted server's key (`FakeState.requests`) for the prompt of sample i of `make_project`'s task."""
+    return hashlib.sha256(f"You are terse.\nQuestion q{i:04d}: what is {i}+1?".encode()).hexdigest()[:16]
 
 
 def checkout_env(*without: str) -> dict[str, str]:

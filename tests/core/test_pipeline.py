@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -129,15 +131,32 @@ def test_records_load_into_pandas(project: Path) -> None:
 def test_concurrency_requests_each_sample_once(tmp_path: Path, fake_server: FakeServer) -> None:
     from projects import make_project
 
-    fake_server.state.delay_s = 0.02
+    state = fake_server.state
+    state.delay_s = 0.02
+    state.hold_after = 0  # every request waits until the client has 8 out at once: its concurrency, met
     config = make_project(tmp_path, fake_server.base_url, n=40, target_extra="concurrency = 8")
-    outcome = _run(config)
+    seen = threading.Event()
+
+    def release_at_eight() -> None:
+        deadline = time.monotonic() + 120
+        while state.hold_after is not None and state.held < 8 and time.monotonic() < deadline:
+            time.sleep(0.005)
+        if state.held >= 8:
+            seen.set()
+        state.hold_after = None
+
+    releaser = threading.Thread(target=release_at_eight)
+    releaser.start()
+    try:
+        outcome = _run(config)
+    finally:
+        state.hold_after = None
+        releaser.join()
+    assert seen.is_set(), "the client never had 8 requests out at once"
     assert len(open_run(outcome.folder)) == 40
-    assert fake_server.state.total == 40
-    assert max(fake_server.state.requests.values()) == 1
-    # the server saw requests overlap: 40 answers of 20 ms each, 8 allowed at once (at most 8, at least 2 even
-    # on a loaded machine); one at a time would leave the peak at 1
-    assert 2 <= fake_server.state.peak_in_flight <= 8
+    assert state.total == 40
+    assert max(state.requests.values()) == 1
+    assert state.peak_in_flight <= 8  # and never more than its concurrency
 
 
 def test_one_request_at_a_time_by_default(tmp_path: Path, fake_server: FakeServer) -> None:

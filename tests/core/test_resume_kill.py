@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import os
 import random
 import signal
@@ -12,14 +11,10 @@ import time
 from pathlib import Path
 
 from fake_server import FakeServer
-from projects import make_project
+from projects import make_project, prompt_key
+from small_disk import stored
 
 from evalsuite.store import open_run
-
-
-def _key(i: int) -> str:
-    prompt = f"You are terse.\nQuestion q{i:04d}: what is {i}+1?"
-    return hashlib.sha256(prompt.encode()).hexdigest()[:16]
 
 
 def _cli(config: Path, *extra: str) -> list[str]:
@@ -30,18 +25,24 @@ def test_sigkill_mid_run_then_resume_gives_exactly_200_records(tmp_path: Path, f
     config = make_project(tmp_path, fake_server.base_url, n=200, target_extra="concurrency = 4")
     fake_server.state.delay_s = 0.01
     rng = random.Random(os.environ.get("PYTEST_SEED", "7"))
-    proc = subprocess.Popen(_cli(config), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     target = rng.randint(20, 170)
-    deadline = time.time() + 60
-    while fake_server.state.total < target and time.time() < deadline and proc.poll() is None:
-        time.sleep(0.005)
+    fake_server.state.hold_after = target  # the run cannot end before it is killed, however loaded the machine
+    proc = subprocess.Popen(_cli(config), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    runs = tmp_path / "runs"
+    deadline = time.monotonic() + 120
+    while stored(runs) < target:
+        assert proc.poll() is None and time.monotonic() < deadline, "the run never stored what the server answered"
+        time.sleep(0.01)
+    fake_server.state.hold_after = target + 20  # let it run on for up to 20 answers: killed among them, or held
+    time.sleep(rng.uniform(0, 0.1))  # not on a commit boundary
     proc.send_signal(signal.SIGKILL)
     proc.wait()
-    assert proc.returncode == -signal.SIGKILL, "the run finished before it could be killed"
+    assert proc.returncode == -signal.SIGKILL
+    fake_server.state.hold_after = None
 
     folder = next((tmp_path / "runs" / "base" / "echo").iterdir())
     stored_before = open_run(folder).done_ids()
-    assert 0 < len(stored_before) < 200
+    assert target <= len(stored_before) <= target + 20
     asked_before = dict(fake_server.state.requests)
     fake_server.state.requests.clear()
 
@@ -50,7 +51,7 @@ def test_sigkill_mid_run_then_resume_gives_exactly_200_records(tmp_path: Path, f
     store = open_run(folder)
     assert len(store) == 200 and len(store.done_ids()) == 200
     asked_after = fake_server.state.requests
-    stored_keys = {_key(int(sid[1:])) for sid in stored_before}
+    stored_keys = {prompt_key(int(sid[1:])) for sid in stored_before}
     assert not stored_keys & set(asked_after), "a sample already stored was requested again"
     assert sum(asked_after.values()) == 200 - len(stored_before), "the re-run asked more than what was missing"
     assert all(asked_before.get(k, 0) >= 1 for k in stored_keys)

@@ -12,7 +12,7 @@ comma  := ,
 SPEED_ARGS ?=
 GATE_ARGS := --evalsuite-target $(TARGET) $(foreach t,$(subst $(comma), ,$(TASKS)),--evalsuite-task $(t)) $(if $(LIMIT),--evalsuite-limit $(LIMIT))
 
-.PHONY: setup browser lint typecheck test test-fast eval gate speed sample-test rig rig-vllm gold bench mutation clean help
+.PHONY: setup browser lint typecheck test test-fast test-stress eval gate speed sample-test rig rig-vllm gold bench mutation clean help
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -45,6 +45,12 @@ test: setup browser lint typecheck  ## lint, typecheck, then every test, the ref
 
 test-fast: setup  ## unit tests only (no rig build, no full-data gold checks)
 	$(BIN)/python -m pytest -q -m "not rig and not gold"
+
+STRESS_RUNS    ?= 5
+STRESS_BURNERS ?= 2
+STRESS_ARGS    ?= -n 2 -m "not rig"
+test-stress: setup  ## the non-rig tests STRESS_RUNS times beside STRESS_BURNERS CPU burners: failures per test [STRESS_ARGS=...]
+	$(BIN)/python tests/stress.py --runs $(STRESS_RUNS) --burners $(STRESS_BURNERS) -- $(STRESS_ARGS)
 
 eval: setup  ## baseline + TARGET on TASKS (comma list) [LIMIT=N], then compare
 	$(BIN)/evalsuite eval $(TARGET) $(EVAL_ARGS)

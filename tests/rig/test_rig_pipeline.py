@@ -1,19 +1,11 @@
-"""The whole pipeline against the real rig: verdicts for good and bad configurations, and resume."""
+"""The whole pipeline against the real rig: verdicts for good and bad configurations."""
 
 from __future__ import annotations
-
-import signal
-import sqlite3
-import subprocess
-import sys
-import time
-from pathlib import Path
 
 import pytest
 from projects import copy_project, rig_target
 
 from evalsuite.config import load_config
-from evalsuite.rig.launcher import serve
 from evalsuite.store import open_run
 from evalsuite.workflow import RunOptions, compare_eval, eval_target
 
@@ -56,49 +48,3 @@ def test_speculative_records_carry_draft_counts(verdicts: dict) -> None:
     timings = [r.completion.timings for r in open_run(verdicts["draft:folder"]).results(strings="none").values()]
     assert all(t["draft_n"] >= t["draft_n_accepted"] >= 0 for t in timings)
     assert sum(t["draft_n_accepted"] for t in timings) > 0
-
-
-def test_kill_and_resume_against_a_real_server(rig_assets, tmp_path: Path) -> None:
-    with serve(["baseline"]) as servers:
-        url = servers["baseline"].base_url
-        config = copy_project(tmp_path, f'[targets.real]\nbase_url = "{url}/v1"\nengine = "llamacpp"\n')
-        cmd = [
-            sys.executable,
-            "-m",
-            "evalsuite",
-            "run",
-            "real",
-            "--config",
-            str(config),
-            "--task",
-            "gsm8k",
-            "--max-tokens",
-            "192",
-            "--no-grade",
-            "-q",
-        ]
-        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        database = None
-        deadline = time.time() + 300
-        while time.time() < deadline and proc.poll() is None:
-            found = list((tmp_path / "runs").glob("real/gsm8k/*/records.sqlite"))
-            if found:
-                database = found[0]
-                try:
-                    with sqlite3.connect(database) as conn:
-                        if conn.execute("SELECT COUNT(*) FROM results").fetchone()[0] >= 8:
-                            break
-                except sqlite3.OperationalError:  # the run has made the file but not yet its tables
-                    pass
-            time.sleep(0.2)
-        proc.send_signal(signal.SIGKILL)
-        proc.wait()
-        assert database is not None
-        before = open_run(database.parent).done_ids()
-        assert 8 <= len(before) < 30, "the run ended before it could be killed"
-        done = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
-        assert done.returncode == 0, done.stderr
-    store = open_run(database.parent)
-    assert len(store) == 30
-    last = store.sessions()[-1]
-    assert last["requested"] == 30 - len(before) and last["outcome"] == "complete"

@@ -4,14 +4,12 @@ Lossless against vLLM's own baseline within bf16 numerics on two GSM8K
 prompts, with acceptance on `/metrics`; and, where torch is installed, the
 server's draft counts on one prompt equal to the torch replay of llama.cpp's
 draft/verify loop over the server's own tokens (the drafter drafts the same
-on both engines).  Its own module, so only the baseline and this server run
-at once (two to three minutes to start on two cores); without the drafter
-in the checkout the module skips.
+on both engines).  Its own module, so only the baseline (shared with
+test_vllm_rig.py) and this server run at once (two to three minutes to start
+on two cores); without the drafter in the checkout the module skips.
 """
 
 from __future__ import annotations
-
-from collections.abc import Iterator
 
 import httpx
 import pytest
@@ -20,29 +18,22 @@ from projects import copy_project, vllm_target
 from evalsuite.compare import Comparison
 from evalsuite.config import Config, load_config
 from evalsuite.engines.vllm import ACCEPTED, DRAFT_TOKENS, DRAFTS, parse_counters
-from evalsuite.rig.launcher import RunningServer, serve
+from evalsuite.rig.launcher import RunningServer
 from evalsuite.rig.smollm2 import SMOLLM2_DFLASH
 from evalsuite.serialize import dumps
 from evalsuite.workflow import RunOptions, compare_eval, eval_target
 
 pytestmark = [
     pytest.mark.rig,
+    pytest.mark.rig_servers("vllm-baseline", "vllm-dflash"),
     pytest.mark.skipif(not SMOLLM2_DFLASH.is_file(), reason=f"{SMOLLM2_DFLASH} is not in this checkout"),
 ]
 
 
 @pytest.fixture(scope="module")
-def vllm_servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, RunningServer]]:
-    log_dir = tmp_path_factory.mktemp("vllm-dflash-logs")
-    configs = ["vllm-baseline", "vllm-dflash"]
-    with serve(configs, log_dir=log_dir, progress=lambda m: print(f"[rig] {m}", flush=True)) as running:
-        yield running
-
-
-@pytest.fixture(scope="module")
-def project(vllm_servers: dict[str, RunningServer], tmp_path_factory: pytest.TempPathFactory) -> Config:
-    targets = vllm_target("vbase", vllm_servers["vllm-baseline"].base_url)
-    targets += vllm_target("vdflash", vllm_servers["vllm-dflash"].base_url, 'baseline = "vbase"')
+def project(rig_servers: dict[str, RunningServer], tmp_path_factory: pytest.TempPathFactory) -> Config:
+    targets = vllm_target("vbase", rig_servers["vllm-baseline"].base_url)
+    targets += vllm_target("vdflash", rig_servers["vllm-dflash"].base_url, 'baseline = "vbase"')
     return load_config(copy_project(tmp_path_factory.mktemp("vllm-dflash-project"), targets, tasks='["gsm8k"]'))
 
 
@@ -72,7 +63,7 @@ def test_the_llama_cpp_dflash_drafter_on_vllm_is_lossless_and_drafts(dflash_eval
     assert 0 < cand.accepted_tokens <= cand.drafted_tokens, dumps(speed)
 
 
-def test_vllm_drafts_what_the_llama_cpp_graph_predicts(vllm_servers: dict[str, RunningServer]) -> None:
+def test_vllm_drafts_what_the_llama_cpp_graph_predicts(rig_servers: dict[str, RunningServer]) -> None:
     """One GSM8K-style prompt, 128 tokens: the server's acceptance (`/metrics` deltas) is the replay's over
     the server's own tokens, features from the torch target in f32, within what bf16 numerics move.
 
@@ -90,7 +81,7 @@ def test_vllm_drafts_what_the_llama_cpp_graph_predicts(vllm_servers: dict[str, R
     from evalsuite.rig.smollm2_dflash import EOG_IDS
     from evalsuite.rig.vllm.dflash_export import read_drafter
 
-    base = vllm_servers["vllm-dflash"].base_url
+    base = rig_servers["vllm-dflash"].base_url
     body = {
         "model": "smollm2",
         "messages": [{"role": "user", "content": REPLAY_PROMPT}],

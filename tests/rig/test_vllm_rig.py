@@ -1,8 +1,8 @@
 """vLLM as a second real engine: its CPU build from PyPI serving SmolLM2 in bf16, through the whole suite.
 
-The servers are the rig's vLLM configurations, started once for the module
-(about two to four minutes on two cores: each loads torch and compiles its
-graph).  What is checked against the real server: token ids, logprobs and
+The servers are the rig's vLLM configurations, started once (about two to
+four minutes on two cores: each loads torch and compiles its graph); the
+baseline is the one test_vllm_dflash_rig.py started before.  What is checked against the real server: token ids, logprobs and
 top logprobs, text that matches its tokens, readable token text, provenance
 (version, model root, max length), time to first token when streaming, the
 `/metrics` drafting counters, chat and completions; then the verdicts: n-gram
@@ -12,13 +12,12 @@ and under sampling, n-gram is flagged (docs/engines.md has the reproduction)
 while the baseline against itself is not.
 
 The DFlash drafter on vLLM has its own module (test_vllm_dflash_rig.py), so
-its server never runs beside these four.
+its server never runs beside these four (it is stopped before they start).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +30,7 @@ from evalsuite.config import Config, load_config
 from evalsuite.engines import base
 from evalsuite.engines.typed import ListColumns, TypedLists
 from evalsuite.report import write_reports
-from evalsuite.rig.launcher import RunningServer, serve
+from evalsuite.rig.launcher import RunningServer
 from evalsuite.rig.vllm.env import VLLM_VERSION
 from evalsuite.sampling.plan import DrawSettings
 from evalsuite.sampling.run import SampleTest, draw_arm, judge_arms, load_arm
@@ -40,9 +39,8 @@ from evalsuite.serialize import dumps
 from evalsuite.store import open_run
 from evalsuite.workflow import EvalRuns, RunOptions, compare_eval, eval_target, run_target
 
-pytestmark = pytest.mark.rig
-
 CONFIGS = ("vllm-baseline", "vllm-ngram", "vllm-draft", "vllm-rtn4")
+pytestmark = [pytest.mark.rig, pytest.mark.rig_servers(*CONFIGS)]
 TASKS = ["gsm8k", "math500"]
 OPTIONS = RunOptions(data="fixture", limit=4, max_tokens=64)
 SAMPLING = DrawSettings(draws=100, prompts=1, max_tokens=4, temperature=1.0, top_p=1.0, top_k=0)
@@ -50,15 +48,8 @@ JUDGE = JudgeSettings(alpha=0.01, max_tv=0.5)
 
 
 @pytest.fixture(scope="module")
-def vllm_servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, RunningServer]]:
-    log_dir = tmp_path_factory.mktemp("vllm-logs")
-    with serve(list(CONFIGS), log_dir=log_dir, progress=lambda m: print(f"[rig] {m}", flush=True)) as running:
-        yield running
-
-
-@pytest.fixture(scope="module")
-def project(vllm_servers: dict[str, RunningServer], tmp_path_factory: pytest.TempPathFactory) -> Config:
-    s = vllm_servers
+def project(rig_servers: dict[str, RunningServer], tmp_path_factory: pytest.TempPathFactory) -> Config:
+    s = rig_servers
     targets = vllm_target("vbase", s["vllm-baseline"].base_url)
     targets += vllm_target("vngram", s["vllm-ngram"].base_url, 'baseline = "vbase"')
     targets += vllm_target("vdraft", s["vllm-draft"].base_url, 'baseline = "vbase"')

@@ -37,6 +37,7 @@ from evalsuite.graders import lenient
 from evalsuite.graders.forms import reduce_answer
 from evalsuite.graders.normal_form import form_defect
 from evalsuite.graders.numeric import numeric_equal_any
+from evalsuite.graders.plain_numbers import plain_integer, plain_rational
 
 # Timeouts are disabled on purpose (see the module docstring); its one-time
 # warning about that would only be noise in every worker.
@@ -92,47 +93,6 @@ def normalize(answer: str) -> str:
 
 def _compact(s: str) -> str:
     return re.sub(r"\s+", "", s)
-
-
-_INTEGER = re.compile(r"-?(?:\d{1,3}(?:,\d{3})+|\d+)")
-
-
-def _integer(s: str) -> int | None:
-    """The value of a plain integer answer ("1,000", "10{,}000", "-7"), else None.
-
-    Two integers need no sympy: most MATH-500 answers are integers, and this
-    keeps them off the slow path.
-    """
-    s = re.sub(r"\\!|\s", "", s).replace("{,}", ",")
-    return int(s.replace(",", "")) if _INTEGER.fullmatch(s) else None
-
-
-_FRACTION = re.compile(r"(-)?\\[dt]?frac\s*(?:\{\s*(\d+)\s*\}|(\d))\s*(?:\{\s*(\d+)\s*\}|(\d))|(-)?(\d+)\s*/\s*(\d+)")
-_DECIMAL = re.compile(r"-?\d*\.\d+")
-
-
-def _rational(s: str) -> tuple[Fraction, bool] | None:
-    """(value, written as a decimal) of a plain number: "-\\frac{3}{4}", "\\frac43", "3/4", "0.75", "12".
-
-    Like `_integer`, this keeps the common answer shapes away from the LaTeX
-    parser, which costs tens of milliseconds per answer.
-    """
-    s = re.sub(r"\s+", " ", s.strip())
-    whole = _integer(s)
-    if whole is not None:
-        return Fraction(whole), False
-    if _DECIMAL.fullmatch(s):
-        return Fraction(s), True
-    m = _FRACTION.fullmatch(s)
-    if m is None:
-        return None
-    if m.group(7) is not None:
-        num, den, neg = int(m.group(7)), int(m.group(8)), m.group(6)
-    else:
-        num, den, neg = int(m.group(2) or m.group(3)), int(m.group(4) or m.group(5)), m.group(1)
-    if den == 0:
-        return None
-    return (-Fraction(num, den) if neg else Fraction(num, den)), False
 
 
 _INTERVAL = re.compile(r"^(?:\\left)?\s*[(\[].*,.*(?:\\right)?\s*[)\]]$|\\cup")
@@ -283,10 +243,10 @@ def _compare(gold: str, pred: str, *, joined: str | None, approx: bool, precisio
     g, p = reduce_answer(g), reduce_answer(p)
     if _compact(g) == _compact(p):
         return Equivalence(True, "identical after removing words and units")
-    g_int, p_int = _integer(g), _integer(p)
+    g_int, p_int = plain_integer(g), plain_integer(p)
     if g_int is not None and p_int is not None:
         return Equivalence(g_int == p_int, f"integers {'equal' if g_int == p_int else 'differ'}: {g_int} vs {p_int}")
-    g_q, p_q = _rational(g), _rational(p)
+    g_q, p_q = plain_rational(g), plain_rational(p)
     if g_q is not None and p_q is not None:
         if g_q[0] == p_q[0]:
             return Equivalence(True, f"numbers equal: {g_q[0]}")

@@ -11,11 +11,11 @@ import pytest
 from evalsuite.graders import equiv
 from evalsuite.graders.equiv import (
     _has_text,
-    _rational,
     _show,
     check_equivalence,
     is_text,
 )
+from evalsuite.graders.plain_numbers import plain_rational
 
 logging.getLogger("math_verify").setLevel(logging.ERROR)
 
@@ -143,12 +143,12 @@ def test_grading_runs_off_the_main_thread() -> None:
 
 
 def test_plain_numbers_parse_without_latex() -> None:
-    assert _rational("3 / 4") == (Fraction(3, 4), False)
-    assert _rational("\\frac {3} {4}") == (Fraction(3, 4), False)
-    assert _rational("\\frac{6}{1}") == (Fraction(6), False)
-    assert _rational("12") == (Fraction(12), False)
-    assert _rational("0.75") == (Fraction(3, 4), True)
-    assert _rational("1/0") is None
+    assert plain_rational("3 / 4") == (Fraction(3, 4), False)
+    assert plain_rational("\\frac {3} {4}") == (Fraction(3, 4), False)
+    assert plain_rational("\\frac{6}{1}") == (Fraction(6), False)
+    assert plain_rational("12") == (Fraction(12), False)
+    assert plain_rational("0.75") == (Fraction(3, 4), True)
+    assert plain_rational("1/0") is None
 
 
 @pytest.mark.parametrize(

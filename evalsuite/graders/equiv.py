@@ -156,6 +156,11 @@ def _math(parsed: tuple[Any, ...]) -> Any | None:
     return next((p for p in parsed if isinstance(p, Basic) or hasattr(p, "shape")), None)
 
 
+def _parse_math(answer: str) -> Any | None:
+    """The math object of an answer (a sympy expression, relation, set or matrix), or None."""
+    return _math(parse_boxed(answer))
+
+
 def answer_count(obj: Any) -> int:
     """How many separate answers a parsed value stands for: a set's size, else 1."""
     if isinstance(obj, FiniteSet):
@@ -195,7 +200,7 @@ def check_equivalence(
         return equivalence
     used = joined if equivalence.details.get("used_joined") and joined else pred
     g, p = reduce_answer(normalize(gold)), reduce_answer(normalize(used))
-    defect = form_defect(g, p, _math(parse_boxed(g)), _math(parse_boxed(p)), forms)
+    defect = form_defect(g, p, _parse_math, forms)
     if defect is None:
         return equivalence
     return Equivalence(
@@ -279,7 +284,7 @@ def _compare(gold: str, pred: str, *, joined: str | None, approx: bool, precisio
             p, p_parsed, p_math, have = j, j_parsed, j_math, answer_count(j_math)
             details.update(pred_parsed=_show(p_math), used_joined=True)
     if p_math is None:
-        why = lenient.as_set(g_math, p, None, lambda s: _math(parse_boxed(s)))
+        why = lenient.as_set(g_math, p, None, _parse_math)
         if why is not None:
             return Equivalence(True, why, {**details, "rule": "as_set"})
         return Equivalence(False, "the prediction did not parse as math", details)
@@ -317,12 +322,9 @@ def _lenient(g: str, g_math: Any, p: str, p_math: Any, *, approx: bool, precisio
     def parts_equal(gold_part: str, pred_part: str) -> bool:
         return check_equivalence(gold_part, pred_part).equal
 
-    def parse_math(s: str) -> Any:
-        return _math(parse_boxed(s))
-
     rules = (
         lambda: lenient.approximation(g_math, p, cue=approx or precision, problem_precision=precision),
-        lambda: lenient.as_set(g_math, p, p_math, parse_math),
+        lambda: lenient.as_set(g_math, p, p_math, _parse_math),
         lambda: lenient.labelled_parts(g, p, parts_equal),
         lambda: lenient.equations(g_math, p_math),
         lambda: lenient.renamed(g_math, p_math),

@@ -103,7 +103,7 @@ class MathGrader:
         self.steps = tuple(resolve_steps(extraction, self.name))
         self.timeout_s = float(options.get("timeout_s", 10.0))
         self.version = (
-            f"math-3+{'.'.join(self.steps)}+math-verify-{_dist_version('math-verify')}+sympy-{_dist_version('sympy')}"
+            f"math-4+{'.'.join(self.steps)}+math-verify-{_dist_version('math-verify')}+sympy-{_dist_version('sympy')}"
         )
 
     def grade_batch(self, items: Sequence[GradeInput], *, workers: int | None = None) -> list[Grade]:

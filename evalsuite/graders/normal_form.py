@@ -15,9 +15,13 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 from typing import Any
 
 from sympy import Eq, Poly, expand
+
+from evalsuite.graders.prose import MATH_SPAN
+from evalsuite.graders.unevaluated import applied_functions, closed, unevaluated
 
 _INTEGER_COEFFICIENTS = re.compile(r"\\gcd|\bgcd\b|integer\s+coefficients|relatively\s+prime\s+integers", re.IGNORECASE)
 _POSITIVE_LEADING = re.compile(r"(?<![A-Za-z\\])[A-Za-z]\s*>\s*0\b")
@@ -25,10 +29,29 @@ _SIMPLEST = re.compile(
     r"\bsimplif(?:y|ied)\b|\bsimplest\b|lowest\s+terms|common\s+fraction|reduced\s+fraction|rationaliz",
     re.IGNORECASE,
 )
+_EVALUATE = re.compile(r"\b(?:comput|evaluat|calculat)(?:e|ing)\b|\bexact\s+value\b|\bvalue\s+of\b", re.IGNORECASE)
+_FIND_EXPRESSION = re.compile(r"\b(?:find|what\s+is|determine)\s*(?=\$|\\[(\[])", re.IGNORECASE)
+
+
+def _asks_value(problem: str) -> bool:
+    """Whether the problem asks to compute a value: "Compute ...", "Evaluate ...", "Find $\\sin 20^\\circ$"."""
+    if _EVALUATE.search(problem):
+        return True
+    for ask in _FIND_EXPRESSION.finditer(problem):
+        span = MATH_SPAN.match(problem, ask.end())
+        if span is not None and applied_functions(span.group(0)):
+            return True
+    return False
 
 
 def asked_forms(problem: str) -> frozenset[str]:
-    """The normal forms the problem asks for: `integer_coefficients`, `positive_leading`, `simplest`."""
+    """The normal forms the problem asks for: `integer_coefficients`, `positive_leading`, `simplest`, `evaluated`.
+
+    `evaluated`: the problem says "compute", "evaluate", "the value of", or
+    asks to find an expression that applies a function ("Find $\\sin 20^\\circ
+    \\sin 40^\\circ$"): it asks for the value, so an answer that still
+    applies a function restates the problem.
+    """
     forms = set()
     if _INTEGER_COEFFICIENTS.search(problem):
         forms.add("integer_coefficients")
@@ -36,6 +59,8 @@ def asked_forms(problem: str) -> frozenset[str]:
             forms.add("positive_leading")
     if _SIMPLEST.search(problem):
         forms.add("simplest")
+    if _asks_value(problem):
+        forms.add("evaluated")
     return frozenset(forms)
 
 
@@ -117,8 +142,8 @@ def _coefficient(term: str) -> int | None:
 
 
 def _defects(s: str) -> set[str]:
-    """What is left undone in `s`: unreduced fractions, reducible roots, roots below, pending arithmetic."""
-    found = set()
+    """What is left undone in `s`: unreduced fractions, reducible roots, roots below, pending arithmetic, functions."""
+    found = unevaluated(s)
     fractions = _fractions(s)
     for num, den, _, _ in fractions:
         coefficient = _coefficient(num)
@@ -150,14 +175,22 @@ def _defects(s: str) -> set[str]:
     return found
 
 
-def form_defect(gold: str, pred: str, gold_math: Any, pred_math: Any, forms: frozenset[str]) -> str | None:
-    """What keeps `pred` from the requested form that `gold` is in, or None when it is in that form."""
+def form_defect(gold: str, pred: str, parse: Callable[[str], Any], forms: frozenset[str]) -> str | None:
+    """What keeps `pred` from the requested form that `gold` is in, or None when it is in that form.
+
+    `parse` reads an answer as math; it is called only for the checks that
+    need it.  `evaluated` applies where the reference is a value without
+    variables, as "compute" asks for a number.
+    """
     if "integer_coefficients" in forms:
-        defect = _coefficient_defect(gold_math, pred_math, "positive_leading" in forms)
+        defect = _coefficient_defect(parse(gold), parse(pred), "positive_leading" in forms)
         if defect is not None:
             return defect
     if "simplest" in forms:
         extra = sorted(_defects(pred) - _defects(gold))
-        if extra:
-            return extra[0]
-    return None
+    elif "evaluated" in forms:
+        extra = sorted(unevaluated(pred) - unevaluated(gold))
+        extra = extra if extra and closed(parse(gold)) else []
+    else:
+        extra = []
+    return extra[0] if extra else None

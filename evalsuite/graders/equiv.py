@@ -15,6 +15,9 @@ so a grade explains itself:
   are compared as letters / words, not as products of symbols.
 - `°`, `\\varnothing`, Unicode minus and `\\textbf` are rewritten to forms
   math-verify parses.
+- an equality chain of values (`\\frac{34}{100} = \\frac{17}{50}`) is
+  compared, and judged for the asked form, by its last member
+  (`chains.chain_end`).
 
 math-verify's own SIGALRM timeouts are switched off: the caller runs this in
 a worker process under `pool.soft_deadline` and a hard deadline, so a
@@ -34,6 +37,7 @@ from math_verify import LatexExtractionConfig, parse, verify
 from sympy import Basic, Eq, FiniteSet
 
 from evalsuite.graders import lenient
+from evalsuite.graders.chains import chain_end
 from evalsuite.graders.forms import reduce_answer
 from evalsuite.graders.normal_form import form_defect
 from evalsuite.graders.numeric import numeric_equal_any
@@ -195,7 +199,11 @@ def check_equivalence(
     (`normal_form.asked_forms`): an equal value that is not in that form is
     not accepted.
     """
-    equivalence = _compare(gold, pred, joined=joined, approx=approx, precision=precision)
+    last = chain_end(reduce_answer(normalize(pred)), _parse_math)
+    equivalence = _compare(gold, last or pred, joined=joined, approx=approx, precision=precision)
+    if last is not None:
+        equivalence.details["last_member"] = last
+        pred = last
     if not (equivalence.equal and forms):
         return equivalence
     used = joined if equivalence.details.get("used_joined") and joined else pred

@@ -43,6 +43,11 @@ def _close(a: complex, b: complex, rel: float) -> bool:
     return abs(a - b) <= rel * max(1.0, abs(a), abs(b))
 
 
+def same_value(a: complex, b: complex) -> bool:
+    """Whether two evaluated values agree to the precision that counts as equal (1e-12, relative)."""
+    return _close(a, b, _EQUAL_REL)
+
+
 def plain_expression(obj: Any) -> bool:
     """A scalar sympy expression (not a relation, set, tuple or matrix)."""
     return isinstance(obj, Expr) and not getattr(obj, "is_Matrix", False)

@@ -19,6 +19,7 @@ from decimal import Decimal, InvalidOperation
 from evalsuite.errors import ConfigError
 from evalsuite.graders.boxes import boxed_spans
 from evalsuite.graders.prose import clean_response, mark_currency, reduce_clause, word_answer
+from evalsuite.graders.restate import restate
 from evalsuite.graders.sentence import stated_answer, unbox
 
 
@@ -93,7 +94,7 @@ def final_answer_is(text: str) -> Extraction | None:
     if rest.startswith(("\\boxed", "\\fbox")) and boxed_spans(rest):
         answer = boxed_spans(rest)[0][2]
     else:
-        answer = unbox(reduce_clause(rest))
+        answer = unbox(reduce_clause(restate(rest)))
     answer = _strip_answer(answer)
     if not re.search(r"\w", answer):  # nothing, or a lone "$" where the response was cut
         return _word_extraction(rest)

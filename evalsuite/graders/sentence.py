@@ -22,6 +22,7 @@ from evalsuite.graders.prose import (
     strip_filler,
     strip_markers,
 )
+from evalsuite.graders.restate import restate
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=\S)|\n\s*\n?|(?<=[.!?])\*\*\s+|(?<=\x01)\s*(?=[A-Z])")
 
@@ -72,7 +73,7 @@ def stated_answer(text: str) -> str | None:
     response cut by max_tokens: there the last number is noise, which is why
     `run_pipeline` skips it for truncated responses.
     """
-    body = mark_currency(strip_markers(_ASY.sub("", text))).strip()
+    body = restate(mark_currency(strip_markers(_ASY.sub("", text)))).strip()
     if not body or _cut_inside_math(body) or not _ENDS_SENTENCE.search(body):
         return None
     sentences = split_sentences(body)

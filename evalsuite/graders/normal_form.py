@@ -21,7 +21,7 @@ from typing import Any
 from sympy import Eq, Poly, expand
 
 from evalsuite.graders.prose import MATH_SPAN
-from evalsuite.graders.unevaluated import applied_functions, closed, unevaluated
+from evalsuite.graders.unevaluated import ROOT, applied_functions, closed, unevaluated
 
 _INTEGER_COEFFICIENTS = re.compile(r"\\gcd|\bgcd\b|integer\s+coefficients|relatively\s+prime\s+integers", re.IGNORECASE)
 _POSITIVE_LEADING = re.compile(r"(?<![A-Za-z\\])[A-Za-z]\s*>\s*0\b")
@@ -98,7 +98,6 @@ def _coefficient_defect(gold_math: Any, pred_math: Any, positive: bool) -> str |
 
 _FRAC = re.compile(r"\\[dt]?frac\s*")
 _SLASH = re.compile(r"(?<![\w.}^_])(\d+)\s*/\s*(\d+)(?![\d.])")
-_ROOT = re.compile(r"\\sqrt\s*(?:\[\s*(\d+)\s*\])?\s*(?:\{\s*(\d+)\s*\}|(\d))")
 _NUMBER = r"(?:\d+(?:\.\d+)?|\x01)"
 _ARITHMETIC = re.compile(
     rf"(?<![\w^_.{{}}\\)\]]){_NUMBER}\s*(?:[-+*]|\\cdot|\\times|\\div)\s*-?{_NUMBER}(?![\w.^{{(\\])"
@@ -158,7 +157,7 @@ def _defects(s: str) -> set[str]:
             found.add("a fraction not in lowest terms")
     if re.search(r"/\s*\\sqrt", s):
         found.add("a root in the denominator")
-    for m in _ROOT.finditer(s):
+    for m in ROOT.finditer(s):
         index, radicand = int(m.group(1) or 2), int(m.group(2) or m.group(3))
         if any(radicand % k**index == 0 for k in range(2, math.isqrt(radicand) + 1)) or radicand in (0, 1):
             found.add("a root that can be simplified")

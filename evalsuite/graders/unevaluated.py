@@ -1,4 +1,4 @@
-"""Work an answer leaves undone: functions applied and powers not evaluated (`\\cos \\frac{\\pi}{3}`, `8^{1/3}`).
+"""Work an answer leaves undone: functions applied, powers and roots not evaluated (`\\cos 1`, `2^{10}`).
 
 sympy finds `\\cos \\frac{2\\pi}{15} \\cos \\frac{4\\pi}{15} \\cos \\frac{8\\pi}{15}
 \\cos \\frac{16\\pi}{15}` equal to `\\frac{1}{16}`, `\\log_2 8` equal to 3 and
@@ -8,14 +8,17 @@ answer is the problem restated.  `unevaluated` names the kinds of work an
 answer leaves undone; the form check (`normal_form`) counts only the kinds
 the reference itself does not contain, so `\\log_2 3`, `\\arctan 2` or
 `\\frac{\\ln 3}{\\ln 2}` stay answers where the reference is a logarithm or
-an angle of that kind, and `\\sqrt{2}`, `\\pi` and `2^{1/3}` are values, not
-work left undone.
+an angle of that kind.  `\\sqrt{2}`, `\\pi`, `2^{1/3}` and `1.5 \\times
+10^{3}` are values, not work left undone; `2^{10}`, `8^{1/3}` and
+`\\sqrt{16}` are not.
 """
 
 from __future__ import annotations
 
 import re
 from fractions import Fraction
+
+from sympy import integer_nthroot
 
 _TRIG = r"(?:arc)?(?:sin|cos|tan|cot|sec|csc)h?"
 _FUNCTIONS: tuple[tuple[str, re.Pattern[str]], ...] = (
@@ -31,9 +34,13 @@ _FUNCTIONS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("a gcd or lcm", re.compile(r"\\(?:gcd|operatorname\s*\{\s*(?:gcd|lcm)\s*\})|(?<![A-Za-z\\])(?:gcd|lcm)(?=\s*\()")),
     ("a sum, product, limit or integral", re.compile(r"\\(?:sum|prod|lim|i*int)(?![A-Za-z])")),
 )
-_RATIONAL_POWER = re.compile(
-    r"(?<![\w^_.{}\\])(\d+)\s*\^\s*\{\s*(-?)\s*(?:(\d+)\s*/\s*(\d+)|\\[dt]?frac\s*\{\s*(\d+)\s*\}\s*\{\s*(\d+)\s*\})\s*\}"
+_POWER = re.compile(
+    r"(?<![\w^_.{}\\])(\d+)\s*\^\s*(?:(\d)|\{\s*(-?)\s*(?:(\d+)\s*/\s*(\d+)|\\[dt]?frac\s*\{\s*(\d+)\s*\}\s*\{\s*(\d+)\s*\}|(\d+))\s*\})"
 )
+_SCIENTIFIC = re.compile(r"(?:\\times|\\cdot|×)\s*$")
+"""`1.5 \\times 10^{3}`: scientific notation writes a value, it leaves nothing to evaluate."""
+ROOT = re.compile(r"\\sqrt\s*(?:\[\s*(\d+)\s*\])?\s*(?:\{\s*(\d+)\s*\}|(\d))")
+"""A root of an integer, `\\sqrt{18}`, `\\sqrt[3]{16}`: (index, radicand braced, radicand as one digit)."""
 
 
 def applied_functions(s: str) -> set[str]:
@@ -42,28 +49,34 @@ def applied_functions(s: str) -> set[str]:
 
 
 def _exact_root(base: int, degree: int) -> bool:
-    """Whether `base` is a perfect `degree`-th power, so a power of it with that denominator is rational."""
-    root = round(base ** (1 / degree))
-    return any((root + d) ** degree == base for d in (-1, 0, 1) if root + d >= 0)
+    """Whether `base` is a perfect `degree`-th power, so its `degree`-th root is an integer."""
+    return bool(integer_nthroot(base, degree)[1])
 
 
-def rational_power(s: str) -> bool:
-    """Whether `s` raises an integer to a fractional power that is rational (`8^{1/3}`, `4^{\\frac{3}{2}}`)."""
-    for m in _RATIONAL_POWER.finditer(s):
-        num, den = int(m.group(3) or m.group(5)), int(m.group(4) or m.group(6))
-        if den == 0:
+def _power_left(s: str) -> bool:
+    """Whether `s` raises an integer to a power whose value is rational (`2^{10}`, `2^{-4}`, `8^{1/3}`)."""
+    for m in _POWER.finditer(s):
+        if m.group(1) == "10" and _SCIENTIFIC.search(s[: m.start()]):
             continue
-        degree = Fraction(num, den).denominator
-        if degree > 1 and _exact_root(int(m.group(1)), degree):
+        num = int(m.group(2) or m.group(4) or m.group(6) or m.group(8))
+        den = int(m.group(5) or m.group(7) or 1)
+        if den and _exact_root(int(m.group(1)), Fraction(num, den).denominator):
             return True
     return False
 
 
+def _root_left(s: str) -> bool:
+    """Whether `s` takes a root that is an integer (`\\sqrt{16}`, `\\sqrt[3]{27}`)."""
+    return any(_exact_root(int(m.group(2) or m.group(3)), int(m.group(1) or 2)) for m in ROOT.finditer(s))
+
+
 def unevaluated(s: str) -> set[str]:
-    """What `s` leaves to evaluate: the functions it applies and a rational power, as a grade's reason names them."""
+    """What `s` leaves to evaluate: functions applied, powers and roots with a rational value, named as in a reason."""
     found = {f"{name} left to evaluate" for name in applied_functions(s)}
-    if rational_power(s):
+    if _power_left(s):
         found.add("a power left to evaluate")
+    if _root_left(s):
+        found.add("a root left to evaluate")
     return found
 
 

@@ -26,6 +26,7 @@ TRIG = "a trigonometric function left to evaluate"
 LOG = "a logarithm left to evaluate"
 EXP = "an exponential left to evaluate"
 POWER = "a power left to evaluate"
+ROOT = "a root left to evaluate"
 
 SIMPLIFY_COSINES = (
     "Simplify\n\\[\\cos \\left( \\frac{2 \\pi}{15} \\right) \\cos \\left (\\frac {4 \\pi}{15} \\right) "
@@ -80,11 +81,18 @@ def test_the_problem_asks_for_a_value(problem: str, forms: set[str]) -> None:
         ("\\lfloor 2.5 \\rfloor", {"a floor or ceiling left to evaluate"}),
         ("\\gcd(12, 18)", {"a gcd or lcm left to evaluate"}),
         ("\\sum_{k=1}^{4} k", {"a sum, product, limit or integral left to evaluate"}),
+        ("2^{10}", {POWER}),
+        ("2^{-4}", {POWER}),
         ("8^{1/3}", {POWER}),
         ("4^{\\frac{3}{2}}", {POWER}),
         ("27^{-1/3}", {POWER}),
+        ("\\sqrt{16}", {ROOT}),
+        ("\\sqrt[3]{27}", {ROOT}),
         # values, not work left undone
         ("\\sqrt{2}", set()),
+        ("\\sqrt{18}", set()),  # not in simplest form, but a value: "simplest" refuses it, not this rule
+        ("1.5 \\times 10^{3}", set()),  # scientific notation
+        ("x^2", set()),
         ("2^{1/3}", set()),  # an irrational power is a value, as \\sqrt[3]{2} is
         ("\\frac{\\pi}{4}", set()),
         ("10,\\!000", set()),  # a thin space, not a factorial
@@ -111,6 +119,8 @@ def test_what_is_left_to_evaluate(answer: str, left: set[str]) -> None:
         ("2", "8^{1/3}", "Simplify $\\sqrt[3]{8}$.", False),
         ("4", "8^{\\frac{2}{3}}", "Compute $8^{2/3}$.", False),
         ("70", "\\dbinom{8}{4}", "Compute $\\dbinom{8}{4}$.", False),
+        ("1024", "2^{10}", "Compute $2^{10}$.", False),
+        ("4", "\\sqrt{16}", "Evaluate $\\sqrt{16}$.", False),
         ("120", "5!", "Evaluate $5!$.", False),
         ("1", "\\sin^2 x + \\cos^2 x", "Simplify $\\sin^2 x + \\cos^2 x$.", False),
         # the reference's own kind of function, and values, stay answers
@@ -125,6 +135,8 @@ def test_what_is_left_to_evaluate(answer: str, left: set[str]) -> None:
         ("3\\sqrt{2}", "3\\sqrt{2}", "Compute the length.", True),
         ("e^2", "e^{2}", "Compute $e \\cdot e$.", True),
         ("10000", "10{,}000", "Compute $100^2$.", True),
+        ("1500", "1.5 \\times 10^{3}", "Compute $30 \\cdot 50$.", True),
+        ("2^{100}", "2^{100}", "Compute $4^{50}$.", True),
         # "compute" asks for a number: an expression answer is judged by its value
         ("2x", "\\log_2 (2^x) + x", COMPUTE_COMPOSITION, True),
         # a value that is not in the asked form for another reason is not this rule's

@@ -4,7 +4,8 @@ Equality of values is not enough when the problem names the form of the
 answer: "integers with gcd(|A|,|B|,|C|,|D|) = 1" rejects `20x - 28y + 44z +
 16 = 0` for `5x - 7y + 11z + 4 = 0`, and "simplify" or "express as a common
 fraction" rejects `\\frac{2}{32}` and `\\frac14 \\cdot \\frac14` for
-`\\frac{1}{16}`.  The grader sees the problem text, so `asked_forms` reads
+`\\frac{1}{16}`; "compute" or "evaluate" rejects `\\log_2 8` and `2^{10}`
+for a number (`unevaluated`).  The grader sees the problem text, so `asked_forms` reads
 the request from it and `form_defect` names what the prediction leaves
 undone.  The reference's own form is never a defect: a check applies only
 where the reference passes it, so an unusual reference is not turned
@@ -50,7 +51,8 @@ def asked_forms(problem: str) -> frozenset[str]:
     `evaluated`: the problem says "compute", "evaluate", "the value of", or
     asks to find an expression that applies a function ("Find $\\sin 20^\\circ
     \\sin 40^\\circ$"): it asks for the value, so an answer that still
-    applies a function restates the problem.
+    applies a function or leaves a power or root to evaluate restates the
+    problem.
     """
     forms = set()
     if _INTEGER_COEFFICIENTS.search(problem):
@@ -141,7 +143,7 @@ def _coefficient(term: str) -> int | None:
 
 
 def _defects(s: str) -> set[str]:
-    """What is left undone in `s`: unreduced fractions, reducible roots, roots below, pending arithmetic, functions."""
+    """What is left undone in `s`: unreduced fractions, reducible roots, roots below, arithmetic, `unevaluated`."""
     found = unevaluated(s)
     fractions = _fractions(s)
     for num, den, _, _ in fractions:

@@ -31,16 +31,11 @@ def chain_end(answer: str, parse: Callable[[str], Any]) -> str | None:
     if "=" not in answer:
         return None
     members = split_top_level(answer, "=")
-    named = _NAME.fullmatch(members[0]) is not None
-    if named:
-        members = members[1:]
+    name = members.pop(0) if _NAME.fullmatch(members[0]) else None
     if len(members) < 2 or not all(members):
         return None
-    last = constant_value(parse(members[-1]))
-    if last is None:
+    values = [constant_value(parse(member)) for member in members]
+    first = values[0]
+    if first is None or any(value is None or not same_value(value, first) for value in values[1:]):
         return None
-    for member in members[:-1]:
-        value = constant_value(parse(member))
-        if value is None or not same_value(value, last):
-            return None
-    return f"{answer.split('=', 1)[0].strip()} = {members[-1]}" if named else members[-1]
+    return f"{name} = {members[-1]}" if name else members[-1]

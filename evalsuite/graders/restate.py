@@ -50,15 +50,15 @@ _PAIR = re.compile(
     rf"(?P<second>{_VALUE})(?(open)\s*\)|(?(simplifies)|{_CLAUSE_END}))",
     re.IGNORECASE,
 )
+_PERCENT = re.compile(r"\s*\\?%$")
 _BEFORE_OPERATOR = re.compile(r"(?:[-+*/^×·÷]|\\(?:cdot|times|div))\s*$")
 
 
 def _number(value: str) -> Fraction | None:
     """The value of a plain number as stated ("150/200", "$\\frac{1}{4}$", "25%", "\\$1,200"), else None."""
     s = re.sub(r"^\$|\$$|^\\\(|\\\)$|\\\$", "", value.strip()).strip()
-    percent = s.endswith("%")
-    s = s.rstrip("%").rstrip("\\").strip()
-    found = plain_rational(s)
+    percent = _PERCENT.search(s)
+    found = plain_rational(s[: percent.start()] if percent else s)
     if found is None:
         return None
     return found[0] / 100 if percent else found[0]

@@ -33,12 +33,15 @@ SIMPLIFY = "Simplify $\\frac{34}{100}$."
         ("\\frac{1}{4} = 0.25", "0.25"),
         ("\\sqrt{18} = 3\\sqrt{2}", "3\\sqrt{2}"),
         ("P = \\frac{34}{100} = \\frac{17}{50}", "P = \\frac{17}{50}"),  # a name before the chain stays
+        ("P=\\frac{68}{200}=\\frac{34}{100}=\\frac{17}{50}", "P = \\frac{17}{50}"),
         # not a chain of equal values
         ("x = 5", None),
         ("y = 2x + 3", None),
         ("x = 2 = y", None),
         ("2x + 4 = 2(x + 2)", None),
         ("2 + 2 = 5", None),
+        ("1 + 1 = 2 = 3", None),  # every member must agree, the last one included
+        ("2 = 3 = 2", None),
         ("\\frac{14}{3} = 4.67", None),  # a rounding is not the value
         ("\\frac{1}{3} \\approx 0.33 = 0.33", None),
         ("1 \\le 2 = 2", None),

@@ -28,6 +28,7 @@ FRACTION = "What fraction of the class passed? Express your answer as a common f
         ("The answer is 150/200, which reduces to 3/4.", "3/4"),
         ("So the probability is $\\frac{6}{36}$, which simplifies to $\\frac{1}{6}$.", "\\frac{1}{6}"),
         ("The side is $\\frac{6}{\\sqrt{2}}$, which simplifies to $3\\sqrt{2}$ units.", "3\\sqrt{2}"),
+        ("The ratio is $\\frac{\\sqrt{8}}{\\sqrt{2}}$, which simplifies to 2.", "2"),  # only one side is plain
         ("The area is 50/2, which simplifies to 25 square units.", "25"),
         ("So the fraction is 34/100, or in lowest terms, 17/50.", "17/50"),
         ("It is 150/200, which simplifies to 15/20, which reduces to 3/4.", "3/4"),  # restated twice
@@ -39,6 +40,7 @@ FRACTION = "What fraction of the class passed? Express your answer as a common f
         # an equality or an alternative between plain numbers of the same value
         ("The probability is 6/36, which is 1/6.", "1/6"),
         ("The probability is 1/4, or 25%.", "25%"),
+        ("The probability is $\\frac{1}{4}$, or $25\\%$.", "25\\%"),
         ("The ratio is 150/200, which is the same as 3/4.", "3/4"),
         ("The fraction is 34/100 (or 17/50).", "17/50"),
         # near misses: not a restatement of the value
@@ -66,6 +68,20 @@ def test_a_restated_value_is_read_as_its_restatement(text: str, answer: str) -> 
 )
 def test_what_is_not_a_restatement_is_left_alone(text: str) -> None:
     assert restate(text) == text
+
+
+@pytest.mark.parametrize(
+    ("text", "rewritten"),
+    [
+        ("Here 2/4, which simplifies to 1/2, and 6/8, which simplifies to 3/4.", "Here 1/2, and 3/4."),
+        (
+            "Then 2 + 150/200, which simplifies to 2.75, and 6/36, which simplifies to 1/6.",
+            "Then 2 + 150/200, which simplifies to 2.75, and 1/6.",
+        ),
+    ],
+)
+def test_every_restatement_in_a_text_is_rewritten(text: str, rewritten: str) -> None:
+    assert restate(text) == rewritten
 
 
 def test_a_simplification_that_changes_the_value_states_two_answers() -> None:

@@ -15,10 +15,10 @@ import logging
 import pytest
 from grader_helpers import item
 
-from evalsuite.graders.equiv import check_equivalence
+from evalsuite.graders.equiv import _parse_math, check_equivalence
 from evalsuite.graders.math import MathGrader
 from evalsuite.graders.normal_form import asked_forms
-from evalsuite.graders.unevaluated import unevaluated
+from evalsuite.graders.unevaluated import closed, unevaluated
 
 logging.getLogger("math_verify").setLevel(logging.ERROR)
 
@@ -83,6 +83,10 @@ def test_the_problem_asks_for_a_value(problem: str, forms: set[str]) -> None:
         ("\\sum_{k=1}^{4} k", {"a sum, product, limit or integral left to evaluate"}),
         ("2^{10}", {POWER}),
         ("2^{-4}", {POWER}),
+        ("3^{5}", {POWER}),
+        ("10^{3}", {POWER}),
+        ("2 \\cdot 3^{2}", {POWER}),
+        ("3 \\times 10^{2} \\cdot 2^{3}", {POWER}),  # scientific notation, then a power
         ("8^{1/3}", {POWER}),
         ("4^{\\frac{3}{2}}", {POWER}),
         ("27^{-1/3}", {POWER}),
@@ -94,6 +98,7 @@ def test_the_problem_asks_for_a_value(problem: str, forms: set[str]) -> None:
         ("1.5 \\times 10^{3}", set()),  # scientific notation
         ("x^2", set()),
         ("2^{1/3}", set()),  # an irrational power is a value, as \\sqrt[3]{2} is
+        ("2^{\\frac{1}{3}}", set()),
         ("\\frac{\\pi}{4}", set()),
         ("10,\\!000", set()),  # a thin space, not a factorial
         ("(-\\infty, 3]", set()),
@@ -151,6 +156,13 @@ def test_what_is_left_to_evaluate(answer: str, left: set[str]) -> None:
 def test_a_value_left_unevaluated_is_not_the_answer(gold: str, pred: str, problem: str, equal: bool) -> None:
     equivalence = check_equivalence(gold, pred, forms=asked_forms(problem))
     assert equivalence.equal is equal, equivalence.reason
+
+
+def test_only_a_value_without_variables_is_closed() -> None:
+    assert closed(_parse_math("\\frac{1}{16}"))
+    assert closed(_parse_math("\\left( 1, \\frac{1}{2} \\right)"))
+    assert not closed(_parse_math("2x + 1"))
+    assert not closed(None)  # an answer that did not parse
 
 
 def test_the_reason_names_what_is_left_to_evaluate() -> None:

@@ -80,9 +80,9 @@ bench: setup  ## benchmarks, each as a ratio against a reference measured in the
 # Mutation testing of the verdict core (config: [tool.mutmut] in pyproject.toml; results: docs/mutation.md).
 # Slow, so not part of `make test` or CI. MUTATE picks modules (globs over mutant names); one worker, niced,
 # because it shares the machine. Results are kept in mutants/, so a rerun tests only what changed.
-MUTATE ?= stats,diff,verdict,compare,graders.equiv,graders.plain_numbers
+MUTATE ?= stats,diff,verdict,compare,graders
 SHARED_DATA ?= $(abspath ../shared/data)
-mutation: setup  ## mutation testing of stats/ diff/ verdict/ compare/ and the graders' equivalence rules [MUTATE=diff,verdict]
+mutation: setup  ## mutation testing of stats/ diff/ verdict/ compare/ and the graders' rule modules [MUTATE=diff,verdict]
 	EVALSUITE_SHARED_DATA=$(SHARED_DATA) nice -n 19 $(BIN)/mutmut run --max-children 1 \
 	  $(foreach m,$(subst $(comma), ,$(MUTATE)),'evalsuite.$(m).*')
 	$(BIN)/mutmut results

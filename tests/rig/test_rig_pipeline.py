@@ -41,7 +41,7 @@ def test_lossy_configurations_are_caught_with_confident_divergences(name: str, v
     comparison = verdicts[name]
     assert comparison.token.label == "LOSSY", comparison.summary
     confident = [d for d in comparison.diffs if d.kind == "confident"]
-    assert confident and all(d.margin > comparison.thresholds.effective for d in confident)
+    assert confident and all(d.gap > comparison.thresholds.effective for d in confident)
 
 
 def test_speculative_records_carry_draft_counts(verdicts: dict) -> None:

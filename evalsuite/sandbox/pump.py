@@ -19,8 +19,9 @@ import time
 from typing import Any
 
 from evalsuite.sandbox.calls import CallDriver
-from evalsuite.sandbox.isolation import Slot, cpu_of, processes_of, session_members, sweep_uid
+from evalsuite.sandbox.isolation import Slot
 from evalsuite.sandbox.limits import Limits
+from evalsuite.sandbox.procs import cpu_of, processes_of, session_members, sweep_uid
 
 TICK_S = 0.05
 

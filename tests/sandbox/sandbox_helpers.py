@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from evalsuite.sandbox import Limits
-from evalsuite.sandbox.isolation import STATE_DIR, process_uids
+from evalsuite.sandbox.isolation import STATE_DIR
+from evalsuite.sandbox.procs import process_uids
 
 SMALL = Limits(
     cpu_s=2.0, wall_s=4.0, memory_mb=256, processes=8, file_size_mb=1, open_files=32, output_bytes=1 << 20, scratch_mb=8

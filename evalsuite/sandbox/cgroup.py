@@ -8,9 +8,17 @@ group's counters tell whether the limit was reached (OOM kills, failed
 charges), which is how a memory limit is told from any other crash, and the
 group is removed.
 
-Where neither works (an unprivileged container), `detect` returns None and
-the sandbox falls back to per-process address-space limits: a run then uses
-at most `processes x memory_mb` (documented in docs/sandbox.md).
+A user other than root has run groups only where its own cgroup was
+delegated to it (its folder is its own, as systemd does for user@UID.service
+and for units with Delegate=yes): under that group in the v1 memory
+hierarchy, or in cgroup v2 under that group once the evaluator has moved
+itself into a leaf of it (a v2 group hands controllers to its children only
+while no process sits in it).
+
+Where none of this works (an unprivileged container, a user without a
+delegated group), `detect` returns None and the sandbox falls back to
+per-process address-space limits: a run then uses at most
+`processes x memory_mb` (documented in docs/sandbox.md).
 """
 
 from __future__ import annotations
@@ -167,6 +175,27 @@ def _v2(mount: str) -> Hierarchy | None:
     return Hierarchy(2, base)
 
 
+def _v2_delegated(mount: str) -> Hierarchy | None:
+    """Our folder in this process's own v2 group when that group was delegated to this user (see module doc)."""
+    root = Path(mount)
+    own = root / _own_path(2).lstrip("/")
+    if own == root or own.stat().st_uid != os.geteuid():
+        return None
+    if "memory" not in (own / "cgroup.controllers").read_text().split():
+        return None
+    wanted = "+memory +pids" if "pids" in (own / "cgroup.controllers").read_text().split() else "+memory"
+    if "memory" not in (own / "cgroup.subtree_control").read_text().split():
+        leaf = own / "evalsuite-evaluator"
+        leaf.mkdir(mode=0o755, exist_ok=True)
+        (leaf / "cgroup.procs").write_text(str(os.getpid()))
+        (own / "cgroup.subtree_control").write_text(wanted)  # refused (EBUSY) while other processes sit in `own`
+    base = own / GROUP
+    base.mkdir(mode=0o700, exist_ok=True)
+    if "memory" not in (base / "cgroup.subtree_control").read_text().split():
+        (base / "cgroup.subtree_control").write_text(wanted)
+    return Hierarchy(2, base)
+
+
 def _v1(mount: str) -> Hierarchy | None:
     """Our folder under this process's own group of the v1 memory hierarchy (so outer limits still apply)."""
     own = Path(mount) / _own_path(1).lstrip("/")
@@ -180,10 +209,11 @@ def _v1(mount: str) -> Hierarchy | None:
 @cache
 def detect() -> Hierarchy | None:
     """The hierarchy run groups go in, or None when this machine lets us use none (probed once)."""
-    if os.geteuid() != 0 or os.environ.get("EVALSUITE_SANDBOX_NO_CGROUP") == "1":
+    if os.environ.get("EVALSUITE_SANDBOX_NO_CGROUP") == "1":
         return None
     mounts = _mounts()
-    candidates = [(m, _v2) for m, kind, _ in mounts if kind == "cgroup2"]
+    v2 = _v2 if os.geteuid() == 0 else _v2_delegated
+    candidates = [(m, v2) for m, kind, _ in mounts if kind == "cgroup2"]
     candidates += [(m, _v1) for m, kind, opts in mounts if kind == "cgroup" and "memory" in opts.split(",")]
     for mount, make in candidates:
         try:

@@ -1,13 +1,13 @@
 """Run untrusted Python programs, one process tree per execution, many in a bounded pool.
 
 `Sandbox.run` takes a `Program` (source, stdin, or functional calls) and
-returns an `ExecResult`.  Per execution: a uid of its own, a job folder
-(deleted afterwards) holding the program, the launcher in a new session, a
-memory cgroup for the whole run where the machine gives one, real pipes read
-with caps so a flood cannot exhaust our memory, the run's CPU time measured
-here and enforced (per test, and per call for functional programs) with a
-wall-clock backstop, and a sweep of the uid afterwards so nothing the
-program started survives it.
+returns an `ExecResult`.  Per execution: a uid of its own (root) or a user
+namespace of its own (any other user), a job folder (deleted afterwards)
+holding the program, the launcher in a new session, a memory cgroup for the
+whole run where the machine gives one, real pipes read with caps so a flood
+cannot exhaust our memory, the run's CPU time measured here and enforced
+(per test, and per call for functional programs) with a wall-clock
+backstop, and a sweep afterwards so nothing the program started survives it.
 """
 
 from __future__ import annotations
@@ -36,18 +36,27 @@ from evalsuite.sandbox.isolation import (
     Isolation,
     Slot,
     acquire_slot,
-    detect_isolation,
     interpreter,
     state_dir,
-    sweep_uid,
     system_binds,
 )
+from evalsuite.sandbox.levels import PROTECTS, choose, current_setting
 from evalsuite.sandbox.limits import ExecResult, Limits
+from evalsuite.sandbox.procs import sweep_uid
 from evalsuite.sandbox.pump import Pump
 
 RUNNER = Path(__file__).with_name("runner.py")
 BACKSTOP_S = 3.0  # beyond the launcher's own wall limit, before we kill the group ourselves
 _serial = itertools.count()
+
+
+def _remove(job: Path) -> None:
+    """Delete a job folder; its box is read-only, which stops its owner (not root) from emptying it."""
+    try:
+        os.chmod(job / "box", 0o700)
+    except OSError:
+        pass
+    shutil.rmtree(job, ignore_errors=True)
 
 
 @dataclass(frozen=True)
@@ -70,9 +79,12 @@ class Program:
 
 @dataclass
 class Sandbox:
-    """Executor for untrusted programs; `isolation` defaults to the best this machine allows.
+    """Executor for untrusted programs at an isolation level (see evalsuite/sandbox/levels.py).
 
-    `uids` restricts the uids this sandbox uses (a block from
+    `isolation` None follows the setting in force (`levels.requested`; by
+    default the best this machine allows, refused where there is none); a
+    level that is not available raises `levels.SandboxRefused`.  `uids`
+    restricts the uids this sandbox uses (a block from
     `isolation.reserve_uid_block`), so its owner knows which processes are its own.
     """
 
@@ -82,8 +94,9 @@ class Sandbox:
     uids: range | None = None
 
     def __post_init__(self) -> None:
-        if self.isolation is None:
-            self.isolation = detect_isolation()
+        self.isolation = choose(self.isolation or current_setting())
+        # Root gives each run a uid of its own; any other user runs it under its own uid in a user namespace.
+        self.userns = self.isolation == "namespaces" and os.geteuid() != 0
         if self.python is None:
             self.python = interpreter(self.isolation)
         self._runner_source = RUNNER.read_bytes()
@@ -101,13 +114,19 @@ class Sandbox:
         return self._memory.mode if self._memory else "per-process address space"
 
     def describe(self) -> dict[str, Any]:
-        """Which protections are active, for run records and reports."""
+        """Which protections are active, for run records, reports and `evalsuite sandbox`."""
         network = {"namespaces": "network namespace (no interfaces up)", "uid": "audit hook", "none": "audit hook"}
+        uid = {"namespaces": "a uid of its own", "uid": "a uid of its own", "none": "the evaluating user's"}
+        level = self.isolation or "none"
         return {
             "isolation": self.isolation,
-            "network": network[self.isolation or "none"],
-            "unprivileged_uid": self.isolation in ("namespaces", "uid"),
+            "user_namespace": self.userns,
+            "uid": "the evaluating user's, in a user namespace of its own" if self.userns else uid[level],
+            "network": network[level],
+            **PROTECTS[level],
+            "unprivileged_uid": self.isolation in ("namespaces", "uid") and not self.userns,
             "memory": self.memory_mode,
+            "state": str(state_dir()),
             "packages": sorted(name for name, _ in self.vendor if not name.endswith(".libs")),
             "python": self.python,
             "limits": self.limits.as_launcher_dict(),
@@ -126,7 +145,7 @@ class Sandbox:
         limits = limits or self.limits
         if self.isolation == "uid":
             self.sealed += seal_evaluator_files(self.python or sys.executable)  # files opened since
-        slot = acquire_slot(uids=self.uids) if self.isolation != "none" else None
+        slot = acquire_slot(uids=self.uids) if self.isolation != "none" and not self.userns else None
         job = Path(tempfile.mkdtemp(prefix="job-", dir=state_dir()))
         group = None
         leftovers: list[int] = []
@@ -139,7 +158,7 @@ class Sandbox:
             if group is not None:
                 result_hit = group.limit_hit()
                 group.remove()
-            shutil.rmtree(job, ignore_errors=True)
+            _remove(job)
             if slot is not None and not leftovers:
                 slot.release()  # a uid with survivors stays locked until this process exits
         result.leftover_pids = leftovers
@@ -217,8 +236,9 @@ class Sandbox:
             "root": str(job / "root"),
             "box": str(job / "box"),
             "binds": system_binds(),
-            "uid": slot.uid if slot else -1,
-            "gid": slot.gid if slot else -1,
+            "userns": self.userns,
+            "uid": slot.uid if slot else os.geteuid(),
+            "gid": slot.gid if slot else os.getegid(),
             "drop": slot is not None,
             "workdir": workdir,
             "limits": whole.as_launcher_dict(),
@@ -244,7 +264,7 @@ class Sandbox:
             os.close(status_w)
             for fd in fds or ():
                 os.close(fd)
-        pump = Pump(proc, program.stdin, whole, slot, status_r)
+        pump = Pump(proc, program.stdin, whole, slot, status_r, tree=self.userns)
         if driver is not None:
             driver.started_wall = started
             pump.attach_calls(driver, req_w, rep_r)

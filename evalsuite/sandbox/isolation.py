@@ -1,20 +1,23 @@
-"""What isolation this machine allows, which uid a run gets, and sweeping its processes.
+"""What isolation this machine allows this user, where its sandbox state lives, and which uid a run gets.
 
 Three levels, best first:
 
-- `namespaces` (root with CAP_SYS_ADMIN): fresh network, mount, pid, IPC and
-  UTS namespaces; a minimal read-only root holding only the system libraries,
-  the interpreter and the job; a private size-limited /tmp; an unprivileged
-  uid.  No network at all (the namespace's loopback is down).
+- `namespaces`: fresh network, mount, pid, IPC and UTS namespaces; a minimal
+  read-only root holding only the system libraries, the interpreter and the
+  job; a private size-limited /tmp.  Root also gives each run an
+  unprivileged uid of its own; any other user builds the same inside a user
+  namespace of the run's own that maps only its own uid.  No network at all
+  (the namespace's loopback is down).
 - `uid` (root without namespaces): an unprivileged uid, so root-only files
   and other users' processes are out of reach, but world-readable files are
   visible and world-writable folders writable; sockets blocked by an audit
   hook inside the interpreter, which a program using ctypes could bypass.
-- `none` (not root): only rlimits, the process group and the audit hook.
+- `none`: only rlimits, the process group and the audit hook; used only when
+  asked for (see levels.py).
 
-Each concurrent run holds its own uid (a file lock per uid, shared by every
-evalsuite process on the machine), so RLIMIT_NPROC bounds that run alone and
-every process left with that uid after a run is certainly the run's.
+Each concurrent root run holds its own uid (a file lock per uid, shared by
+every root evaluator on the machine), so RLIMIT_NPROC bounds that run alone
+and every process left with that uid after a run is certainly the run's.
 """
 
 from __future__ import annotations
@@ -23,9 +26,11 @@ import fcntl
 import json
 import os
 import pwd
+import shutil
 import stat
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -39,7 +44,7 @@ Isolation = Literal["namespaces", "uid", "none"]
 
 UID_BASE = 61000
 UID_COUNT = 256
-STATE_DIR = Path("/tmp/evalsuite-sandbox")
+STATE_DIR = Path("/tmp/evalsuite-sandbox")  # root's; see state_path
 LAUNCHER = Path(__file__).with_name("launcher.py")
 LAUNCH_ENV = "EVALSUITE_LAUNCH"  # the launcher's configuration: in its environment, which only root can read
 BLOCK = 16
@@ -70,26 +75,64 @@ def _trusted_dir(path: Path, mode: int) -> None:
         pass
     info = os.lstat(path)
     if stat.S_ISLNK(info.st_mode) or not stat.S_ISDIR(info.st_mode):
-        raise StateDirError(f"The sandbox state folder {path} is not a plain folder; remove it and retry.")
+        raise StateDirError(f"The sandbox state folder {path} is not a plain folder; {_way_out()}")
     if info.st_uid != os.geteuid():
         raise StateDirError(
             f"The sandbox state folder {path} belongs to uid {info.st_uid}, not to this user "
-            f"(uid {os.geteuid()}); someone else may control it. Remove it and retry."
+            f"(uid {os.geteuid()}); someone else may control it, so {_way_out()}"
         )
     if info.st_mode & 0o022:
         raise StateDirError(
             f"The sandbox state folder {path} is group- or world-writable "
-            f"(mode {oct(info.st_mode & 0o777)}); remove it and retry."
+            f"(mode {oct(info.st_mode & 0o777)}); {_way_out()}"
         )
     if info.st_mode & 0o777 != mode:
         os.chmod(path, mode)
 
 
+def _way_out() -> str:
+    """What a user can do about an untrusted state folder: root removes it; others may also move elsewhere."""
+    if os.geteuid() == 0:
+        return "remove it and retry."
+    return "remove it if you can, or point TMPDIR at a folder of your own, and retry."
+
+
+def _private_runtime_dir() -> Path | None:
+    """$XDG_RUNTIME_DIR when it is a real folder of this user's that nobody else may enter (systemd's /run/user/UID)."""
+    value = os.environ.get("XDG_RUNTIME_DIR")
+    if not value or not os.path.isabs(value):
+        return None
+    try:
+        info = os.lstat(value)
+    except OSError:
+        return None
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid() or info.st_mode & 0o077:
+        return None
+    return Path(value)
+
+
+def state_path() -> Path:
+    """Where this user's sandbox state lives.
+
+    Root's is one folder for the machine, because every root evaluator
+    takes its sandbox uids from the same locks.  Any other user gets a
+    folder of its own (in $XDG_RUNTIME_DIR, else `evalsuite-sandbox-<uid>`
+    in the temporary folder), so users never stand in each other's way.
+    """
+    if os.geteuid() == 0:
+        return STATE_DIR
+    runtime = _private_runtime_dir()
+    if runtime is not None:
+        return runtime / "evalsuite-sandbox"
+    return Path(tempfile.gettempdir()) / f"evalsuite-sandbox-{os.geteuid()}"
+
+
 def state_dir() -> Path:
     """Folder for job folders and uid locks: ours, and writable by no one else (refused otherwise)."""
-    _trusted_dir(STATE_DIR, 0o711)
-    _trusted_dir(STATE_DIR / "locks", 0o700)
-    return STATE_DIR
+    path = state_path()
+    _trusted_dir(path, 0o711 if os.geteuid() == 0 else 0o700)
+    _trusted_dir(path / "locks", 0o700)
+    return path
 
 
 def _lock(path: Path) -> int | None:
@@ -194,24 +237,33 @@ def system_binds() -> list[str]:
     return paths
 
 
-@cache
 def detect_isolation() -> Isolation:
-    """Probe once per process by building a real sandbox for `true`; the answer is cached."""
-    if os.geteuid() != 0:
-        return "none"
+    """The best level this machine allows this user (probed once per process; see `probe_isolation`)."""
+    return probe_isolation()[0]
+
+
+@cache
+def probe_isolation() -> tuple[Isolation, str]:
+    """(best level, why namespaces are not available or ""), by building a real sandbox for `pass` once.
+
+    Root probes namespaces with a uid drop and falls back to `uid`; any other
+    user probes a user namespace of its own and has nothing to fall back to.
+    """
+    root = os.geteuid() == 0
     read_fd, write_fd = os.pipe()
     job = state_dir() / f"probe-{os.getpid()}"
     (job / "root").mkdir(parents=True, exist_ok=True)
     (job / "box").mkdir(exist_ok=True)
     cfg = {
         "isolation": "namespaces",
+        "userns": not root,
         "status_fd": write_fd,
         "root": str(job / "root"),
         "box": str(job / "box"),
         "binds": system_binds(),
-        "uid": 65534,
-        "gid": 65534,
-        "drop": True,
+        "uid": 65534 if root else os.geteuid(),
+        "gid": 65534 if root else os.getegid(),
+        "drop": root,
         "keep_keys": True,
         "workdir": "/",
         "limits": {
@@ -226,22 +278,28 @@ def detect_isolation() -> Isolation:
         "argv": [interpreter("namespaces"), "-S", "-c", "pass"],
         "env": {},
     }
+    lines: list[dict] = []
     try:
-        subprocess.run(
-            [sys.executable, "-I", "-S", str(LAUNCHER)],
-            env={LAUNCH_ENV: json.dumps(cfg)},
-            pass_fds=(write_fd,),
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            timeout=20,
-            check=False,
-        )
-        os.close(write_fd)
-        with os.fdopen(read_fd, "rb") as fh:
-            lines = [json.loads(x) for x in fh.read().splitlines() if x.strip()]
+        with os.fdopen(read_fd, "rb") as status:
+            try:
+                subprocess.run(
+                    [sys.executable, "-I", "-S", str(LAUNCHER)],
+                    env={LAUNCH_ENV: json.dumps(cfg)},
+                    pass_fds=(write_fd,),
+                    stdin=subprocess.DEVNULL,
+                    capture_output=True,
+                    timeout=20,
+                    check=False,
+                )
+            finally:
+                os.close(write_fd)
+            lines = [json.loads(x) for x in status.read().splitlines() if x.strip()]
+    except subprocess.TimeoutExpired:
+        lines = [{"setup_error": "the probe did not finish within 20 s"}]
     finally:
-        import shutil
-
         shutil.rmtree(job, ignore_errors=True)
-    ok = any(line.get("exit") == 0 for line in lines) and not any("setup_error" in line for line in lines)
-    return "namespaces" if ok else "uid"
+    errors = [str(line["setup_error"]) for line in lines if "setup_error" in line]
+    if any(line.get("exit") == 0 for line in lines) and not errors:
+        return "namespaces", ""
+    why = errors[0] if errors else "the probe program did not run"
+    return ("uid" if root else "none"), why

@@ -4,17 +4,23 @@ The executor starts this file as `python -I -S launcher.py` (the configuration i
 EVALSUITE_LAUNCH, an environment only root can read) with real
 pipes and a status pipe.  Three processes:
 
-- the launcher enters fresh namespaces when asked, forks `init`, kills it at
+- the launcher enters fresh namespaces when asked (for a user other than
+  root, first a user namespace that maps only that user's own uid and gid,
+  which gives it the right to build the rest), forks `init`, kills it at
   the wall-clock backstop, and reports the wall time and whether it fired;
-- `init` (root; pid 1 of the new pid namespace) joins the run's memory
-  cgroup, builds the minimal read-only root, forks the program, reaps
-  everything, and reports the program's real wait status and rusage.  The
-  program is never pid 1, so the kernel treats its signals (abort() is
-  SIGABRT) like anywhere else;
+- `init` (pid 1 of the new pid namespace) joins the run's memory cgroup,
+  builds the minimal read-only root, forks the program, reaps everything,
+  and reports the program's real wait status and rusage.  The program is
+  never pid 1, so the kernel treats its signals (abort() is SIGABRT) like
+  anywhere else.  In a user namespace init also forbids further user
+  namespaces inside it, so the program cannot gain capabilities anywhere;
 - the program applies rlimits, gets a fresh session keyring, drops to the
-  slot's unprivileged uid with no_new_privs, and execs the interpreter.
+  slot's unprivileged uid (root) or keeps the user's own uid with no
+  capabilities (a user namespace), sets no_new_privs, and execs the
+  interpreter.
 
-After the program ends, init clears the slot uid's persistent user keyrings.
+After the program ends, init clears the slot uid's persistent user keyrings
+(root; a user namespace has user keyrings of its own, gone with it).
 
 This file only uses the standard library because it runs before anything else
 and outside the package's virtual environment.
@@ -31,6 +37,7 @@ import signal
 import time
 
 CLONE_NEWNS = 0x00020000
+CLONE_NEWUSER = 0x10000000
 CLONE_NEWUTS = 0x04000000
 CLONE_NEWIPC = 0x08000000
 CLONE_NEWPID = 0x20000000
@@ -38,6 +45,7 @@ CLONE_NEWNET = 0x40000000
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
 MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
 MNT_DETACH = 2
+ST_NODEV, ST_NOEXEC = 4, 8  # statvfs flags a user namespace may not clear on a mount it inherited
 PR_SET_PDEATHSIG, PR_SET_NO_NEW_PRIVS = 1, 38
 SYS_PIVOT_ROOT = 155  # x86_64; see _pivot_root for other machines
 SETUP_FAILED = 121  # exit code of the child when the sandbox could not be built
@@ -87,7 +95,13 @@ def _bind(root: str, path: str, writable: bool = False) -> None:
         open(target, "a").close()
     _mount(path, target, None, MS_BIND | MS_REC)
     if not writable:
-        _mount(None, target, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID)
+        _read_only(target)
+
+
+def _read_only(target: str, extra: int = 0) -> None:
+    """Remount a bind read-only and nosuid, keeping the nodev/noexec it came with (a user namespace must)."""
+    kept = os.statvfs(target).f_flag & (ST_NODEV | ST_NOEXEC)  # the same bits as MS_NODEV and MS_NOEXEC
+    _mount(None, target, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | extra | kept)
 
 
 def _build_root(cfg: dict) -> None:
@@ -101,7 +115,7 @@ def _build_root(cfg: dict) -> None:
         _bind(root, f"/dev/{dev}", writable=True)
     os.makedirs(root + "/box")
     _mount(cfg["box"], root + "/box", None, MS_BIND)
-    _mount(None, root + "/box", None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
+    _read_only(root + "/box", MS_NODEV)
     for name, host in cfg.get("vendor", []):  # vetted packages, read-only
         target = f"{root}/vendor/{name}"
         if os.path.isdir(host):
@@ -110,7 +124,7 @@ def _build_root(cfg: dict) -> None:
             os.makedirs(os.path.dirname(target), exist_ok=True)
             open(target, "a").close()
         _mount(host, target, None, MS_BIND | MS_REC)
-        _mount(None, target, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
+        _read_only(target, MS_NODEV)
     os.makedirs(root + "/proc")
     _mount("proc", root + "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
     os.makedirs(root + "/tmp")
@@ -120,7 +134,8 @@ def _build_root(cfg: dict) -> None:
     _pivot_root(root)
 
 
-def _apply_limits(lim: dict, address_space: bool) -> None:
+def _apply_limits(lim: dict, address_space: bool, helpers: int) -> None:
+    """rlimits of the program; `helpers` processes of the run's (launcher, init) count against RLIMIT_NPROC too."""
     cpu = int(lim["cpu_s"])
     resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
     if address_space:
@@ -129,7 +144,8 @@ def _apply_limits(lim: dict, address_space: bool) -> None:
     fsize = int(lim["file_size_mb"]) << 20
     resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, fsize))
     resource.setrlimit(resource.RLIMIT_NOFILE, (lim["open_files"], lim["open_files"]))
-    resource.setrlimit(resource.RLIMIT_NPROC, (lim["processes"], lim["processes"]))
+    nproc = lim["processes"] + helpers
+    resource.setrlimit(resource.RLIMIT_NPROC, (nproc, nproc))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     # Deep recursion through C frames (lru_cache, sorted keys) needs a large stack; its pages still count
     # against the memory limit, so it may be as large as that limit.
@@ -178,11 +194,15 @@ def _program(cfg: dict, status_fd: int) -> None:
                 fh.write("0")
         except OSError:
             pass
-        _apply_limits(cfg["limits"], address_space=not cfg.get("cgroup_procs"))
+        # In a user namespace the launcher and init share the program's uid, hence its RLIMIT_NPROC count.
+        _apply_limits(cfg["limits"], address_space=not cfg.get("cgroup_procs"), helpers=2 if cfg.get("userns") else 0)
         if cfg["drop"]:
             _drop_privileges(cfg["uid"], cfg["gid"])
             if not cfg.get("keep_keys"):
                 _fresh_keyrings()
+        elif cfg.get("userns"):  # the user's own uid: its capabilities end at exec, as for any non-root uid
+            _keyctl(KEYCTL_JOIN_SESSION_KEYRING, 0)
+            _check(_libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
         _check(_libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0), "pdeathsig")
         os.close(status_fd)
         os.execve(cfg["argv"][0], cfg["argv"], cfg["env"])
@@ -207,6 +227,8 @@ def _init(cfg: dict, status_fd: int) -> None:
             pass
         if cfg["isolation"] == "namespaces":
             _build_root(cfg)
+        if cfg.get("userns"):
+            _no_more_user_namespaces()
     except BaseException as exc:  # noqa: BLE001
         _report(status_fd, {"setup_error": f"{type(exc).__name__}: {exc}"})
         os._exit(SETUP_FAILED)
@@ -250,6 +272,26 @@ def _clear_user_keyrings(uid: int, gid: int) -> None:
     os.waitpid(pid, 0)
 
 
+def _own_user_namespace() -> None:
+    """Enter a new user namespace in which the caller's uid and gid are the only ones, mapped to themselves.
+
+    The caller keeps its identity (files it creates are its own) and gains
+    capabilities inside the namespace only, which is what building the rest
+    of the sandbox needs; the program loses them when it execs.
+    """
+    uid, gid = os.geteuid(), os.getegid()
+    _check(_libc.unshare(CLONE_NEWUSER), "unshare(CLONE_NEWUSER)")
+    for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"), ("gid_map", f"{gid} {gid} 1")):
+        with open(f"/proc/self/{name}", "w") as fh:
+            fh.write(text)
+
+
+def _no_more_user_namespaces() -> None:
+    """Forbid user namespaces below this one, so the program cannot gain capabilities in one of its own."""
+    with open("/proc/sys/user/max_user_namespaces", "w") as fh:
+        fh.write("0")
+
+
 def main() -> None:
     cfg = json.loads(os.environ.pop("EVALSUITE_LAUNCH"))  # not argv: every uid can read command lines
     status_fd = int(cfg["status_fd"])
@@ -259,6 +301,8 @@ def main() -> None:
     if cfg["isolation"] == "namespaces":
         flags = CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS
         try:
+            if cfg.get("userns"):
+                _own_user_namespace()
             _check(_libc.unshare(flags), "unshare")
         except OSError as exc:
             _report(status_fd, {"setup_error": str(exc)})

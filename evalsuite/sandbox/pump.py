@@ -2,7 +2,8 @@
 
 Feeds stdin and drains stdout/stderr with caps; reads the launcher's status
 lines as they come; measures the CPU time of every process of the run (its
-uid, or its session at the `none` level) about twenty times a second and
+uid at the root levels, the process tree under the launcher in a user
+namespace, its session at `none`) about twenty times a second and
 stops the run when it passes its budget; drives the functional-call
 protocol (evalsuite/sandbox/calls.py); and kills everything at the
 wall-clock backstop if the launcher itself overruns.
@@ -21,7 +22,7 @@ from typing import Any
 from evalsuite.sandbox.calls import CallDriver
 from evalsuite.sandbox.isolation import Slot
 from evalsuite.sandbox.limits import Limits
-from evalsuite.sandbox.procs import cpu_of, processes_of, session_members, sweep_uid
+from evalsuite.sandbox.procs import cpu_of, descendants, processes_of, session_members, sweep
 
 TICK_S = 0.05
 
@@ -30,9 +31,16 @@ class Pump:
     """One execution's I/O and watchdog (see module doc)."""
 
     def __init__(
-        self, proc: subprocess.Popen[bytes], stdin: bytes, limits: Limits, slot: Slot | None, status_fd: int
+        self,
+        proc: subprocess.Popen[bytes],
+        stdin: bytes,
+        limits: Limits,
+        slot: Slot | None,
+        status_fd: int,
+        *,
+        tree: bool = False,
     ) -> None:
-        self.proc, self.limits, self.slot = proc, limits, slot
+        self.proc, self.limits, self.slot, self.tree = proc, limits, slot, tree
         self.pending = memoryview(stdin)
         self.stdout, self.stderr, self.status = bytearray(), bytearray(), bytearray()
         self.status_fd = status_fd
@@ -49,14 +57,21 @@ class Pump:
         self.driver, self.req_fd, self.rep_fd = driver, req_fd, rep_fd
         os.set_blocking(req_fd, False)
 
+    def members(self) -> list[int]:
+        """The program's processes: its uid's, those below init (launcher -> init -> program), or its session's."""
+        if self.slot is not None:
+            return processes_of(self.slot.uid)
+        if self.tree:
+            return descendants(self.proc.pid, min_depth=2)
+        return session_members(self.proc.pid)
+
     def run_cpu(self) -> float:
-        pids = processes_of(self.slot.uid) if self.slot else session_members(self.proc.pid)
-        return cpu_of(pids)
+        return cpu_of(self.members())
 
     def stop_program(self) -> None:
         """Kill the program's processes (init survives to report the real wait status) or, at `none`, the group."""
-        if self.slot is not None:
-            sweep_uid(self.slot.uid)
+        if self.slot is not None or self.tree:
+            sweep(self.members)
         else:
             self.kill_all()
 
@@ -65,8 +80,8 @@ class Pump:
             os.killpg(self.proc.pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
-        if self.slot is not None:
-            sweep_uid(self.slot.uid)
+        if self.slot is not None or self.tree:
+            sweep(self.members)
 
     def _exited(self) -> bool:
         """Whether the launcher has exited, without reaping it (its pid stays our process group's id)."""

@@ -109,17 +109,31 @@ def test_functional_calls_results_and_prints(sandbox: Sandbox) -> None:
     assert r.stdout == b"" and r.stderr.count(b"debug") == 2
 
 
+def test_a_program_may_use_all_its_processes(sandbox: Sandbox) -> None:
+    """`processes` is the program's own: whatever the sandbox itself runs under the same uid is not taken from it."""
+    src = (
+        "import os, sys\nr, w = os.pipe()\nkids = []\n"
+        f"for _ in range({SMALL.processes - 1}):\n"
+        "    pid = os.fork()\n    if pid == 0:\n        os.close(w)\n        os.read(r, 1)\n        os._exit(0)\n"
+        "    kids.append(pid)\n"
+        "os.close(w)\nprint(len([os.waitpid(k, 0) for k in kids]))\n"
+    )
+    r = sandbox.run(Program(src))
+    assert (r.exit_code, r.stdout) == (0, b"%d\n" % (SMALL.processes - 1)), r.stderr[-300:]
+
+
 def test_map_keeps_input_order(sandbox: Sandbox) -> None:
     programs = [Program(f"import time\ntime.sleep(0.5)\nprint({i})") for i in range(4)]
     results = sandbox.map(programs, workers=2)
     assert [r.stdout for r in results] == [b"%d\n" % i for i in range(4)]
 
 
-def test_describe_names_network_protection(sandbox: Sandbox) -> None:
+def test_describe_names_network_protection(sandbox: Sandbox, owner: int) -> None:
     info = sandbox.describe()
     assert info["isolation"] in ("namespaces", "uid")
     assert info["network"] in ("network namespace (no interfaces up)", "audit hook")
-    assert info["unprivileged_uid"] is True
+    # root runs programs under uids of their own; a user under its own uid, in a user namespace of the run's
+    assert (info["unprivileged_uid"], info["user_namespace"]) == ((True, False) if owner == 0 else (False, True))
 
 
 def test_limits_are_validated() -> None:

@@ -1,7 +1,10 @@
 """Hostile programs: each must be contained, and the host is checked afterwards (see conftest.host_check).
 
-These run as root, like CI: the sandbox must drop privileges, so a program
-cannot read root's files, signal the test runner or outlive its run.
+Each runs in root's sandbox (as CI runs: the sandbox must drop privileges)
+and in an unprivileged user's (a user namespace under the user's own uid:
+only the namespaces keep the program from the user's files, network and
+processes), so a program cannot read the evaluator's files, signal it or
+outlive its run.
 """
 
 from __future__ import annotations
@@ -14,11 +17,11 @@ import stat
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from sandbox_helpers import SMALL, sandbox_processes
+from sandbox_helpers import SMALL
 
 from evalsuite.sandbox import Program, Sandbox
 from evalsuite.sandbox.checker import Checker
@@ -55,7 +58,31 @@ def test_no_connection_to_a_loopback_listener(sandbox: Sandbox, listener: socket
     assert readable == [], "the listener saw a connection from the sandbox"
 
 
-def test_cannot_write_outside_scratch(sandbox: Sandbox, namespaces: None) -> None:
+CTYPES_CONNECT = """
+import ctypes, socket, struct
+libc = ctypes.CDLL(None, use_errno=True)
+fd = libc.socket(socket.AF_INET, socket.SOCK_STREAM, 0)
+address = struct.pack('=H', socket.AF_INET) + struct.pack('!H', %d) + socket.inet_aton('127.0.0.1') + bytes(8)
+if fd < 0:
+    print('refused socket', ctypes.get_errno())
+elif libc.connect(fd, address, len(address)) == 0:
+    libc.write(fd, b'hello', 5)
+    print('CONNECTED')
+else:
+    print('refused connect', ctypes.get_errno())
+"""
+
+
+def test_no_connection_through_ctypes(sandbox: Sandbox, namespaces: None, listener: socket.socket) -> None:
+    """socket() and connect() straight from libc, past any check inside the interpreter: only the network
+    namespace stands in the way."""
+    r = sandbox.run(Program(CTYPES_CONNECT % listener.getsockname()[1]))
+    assert b"refused connect 101" in r.stdout, (r.stdout, r.stderr)  # ENETUNREACH: no interface is up
+    readable, _, _ = select.select([listener], [], [], 0.2)
+    assert readable == [], "the listener saw a connection from the sandbox"
+
+
+def test_cannot_write_outside_scratch(sandbox: Sandbox, namespaces: None, home: Path) -> None:
     open_dir = Path(tempfile.mkdtemp(prefix="evalsuite-open-", dir="/tmp"))
     os.chmod(open_dir, 0o777)  # world-writable: only the mount namespace keeps the program out
     # /tmp inside the sandbox is its own scratch, so writing there is allowed but must not reach the host's /tmp.
@@ -63,6 +90,7 @@ def test_cannot_write_outside_scratch(sandbox: Sandbox, namespaces: None) -> Non
         open_dir / "pwned",
         Path(__file__).resolve().parent / "pwned",
         Path("/usr/pwned"),
+        home / "pwned",  # the evaluating user's own folder: its permissions let the user's uid in
         Path("/tmp/evalsuite-pwned-" + secrets.token_hex(4)),
     ]
     src = (
@@ -76,7 +104,7 @@ def test_cannot_write_outside_scratch(sandbox: Sandbox, namespaces: None) -> Non
     try:
         r = sandbox.run(Program(src))
         assert b"scratch ok" in r.stdout, r.stdout + r.stderr
-        assert [t for t in targets[:3] if b"WROTE " + str(t).encode() in r.stdout] == []
+        assert [t for t in targets[:4] if b"WROTE " + str(t).encode() in r.stdout] == []
         assert [t for t in targets if t.exists()] == []
     finally:
         for t in targets:
@@ -84,15 +112,17 @@ def test_cannot_write_outside_scratch(sandbox: Sandbox, namespaces: None) -> Non
         open_dir.rmdir()
 
 
-def test_cannot_read_planted_secrets(sandbox: Sandbox, namespaces: None) -> None:
+def test_cannot_read_planted_secrets(sandbox: Sandbox, namespaces: None, owner: int) -> None:
     token = "SECRET-" + secrets.token_hex(8)
     folder = Path(tempfile.mkdtemp(prefix="evalsuite-secret-", dir="/tmp"))
     os.chmod(folder, 0o755)
     private, public = folder / "private.txt", folder / "public.txt"
     private.write_text(token)
-    os.chmod(private, 0o600)
+    os.chmod(private, 0o600)  # the evaluating user's own: readable by its uid, which a user's programs share
     public.write_text(token)
     os.chmod(public, 0o644)  # world-readable: only the minimal root hides it
+    for path in (folder, private, public):
+        os.chown(path, owner, owner)
     os.environ["EVALSUITE_TEST_SECRET"] = token
     src = (
         "import os, glob\n"
@@ -128,14 +158,14 @@ def test_root_only_file_unreadable_in_every_mode(sandbox: Sandbox) -> None:
     assert b"PermissionError" in r.stderr or b"FileNotFoundError" in r.stderr, r.stderr
 
 
-def test_fork_bomb_is_contained(sandbox: Sandbox, uid_block: range) -> None:
+def test_fork_bomb_is_contained(sandbox: Sandbox, live_programs: Callable[[], list[int]]) -> None:
     src = "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass\n"
     seen: list[int] = []
     done = threading.Event()
 
     def watch() -> None:
         while not done.is_set():
-            seen.append(len(sandbox_processes(uid_block)))
+            seen.append(len(live_programs()))
             time.sleep(0.05)
 
     watcher = threading.Thread(target=watch)
@@ -166,8 +196,8 @@ def test_sleeping_forever_hits_the_wall_clock(sandbox: Sandbox) -> None:
     assert r.timed_out and r.cpu_s < 1 and not r.cpu_exceeded
 
 
-def test_killing_the_parent_and_everyone(sandbox: Sandbox) -> None:
-    me = os.getpid()
+def test_killing_the_parent_and_everyone(sandbox: Sandbox, evaluator_pid: int) -> None:
+    me = evaluator_pid
     src = (
         "import os, signal\n"
         f"for target in (os.getppid(), {me}, 1):\n"
@@ -177,19 +207,21 @@ def test_killing_the_parent_and_everyone(sandbox: Sandbox) -> None:
         "os.killpg(os.getpgid(0), signal.SIGKILL)\n"
     )
     r = sandbox.run(Program(src))
-    # The runner is invisible (ESRCH, pid namespace) or out of reach (EPERM, other uid).
+    # The evaluator is invisible (ESRCH, pid namespace) or out of reach (EPERM, other uid).
     assert f"denied {me} 3".encode() in r.stdout or f"denied {me} 1".encode() in r.stdout, r.stdout
     assert r.setup_error is None and r.exit_code in (0, -9)
     assert sandbox.run(Program("print('still serving')")).stdout == b"still serving\n"
 
 
-def test_program_runs_in_its_own_session_and_group(sandbox: Sandbox, uid_block: range) -> None:
+def test_program_runs_in_its_own_session_and_group(
+    sandbox: Sandbox, live_programs: Callable[[], list[int]], evaluator_pid: int
+) -> None:
     groups: set[tuple[int, int]] = set()
     done = threading.Event()
 
     def watch() -> None:
         while not done.is_set():
-            for pid, _ in sandbox_processes(uid_block):
+            for pid in live_programs():
                 try:
                     groups.add((os.getpgid(pid), os.getsid(pid)))
                 except ProcessLookupError:
@@ -204,7 +236,7 @@ def test_program_runs_in_its_own_session_and_group(sandbox: Sandbox, uid_block: 
         done.set()
         watcher.join()
     assert groups, "the program was never seen running"
-    assert all(pgid != os.getpgrp() and sid != os.getsid(0) for pgid, sid in groups)
+    assert all(pgid != os.getpgid(evaluator_pid) and sid != os.getsid(evaluator_pid) for pgid, sid in groups)
 
 
 def test_stdout_flood_is_capped(sandbox: Sandbox) -> None:
@@ -243,3 +275,72 @@ def test_sys_exit_tricks(sandbox: Sandbox) -> None:
     assert checker.run(in_call, calls, "f")[0].outcome == "runtime_error"
     forged = 'class Solution:\n    def f(self, x):\n        print(\'{"i": 0, "ok": "4"}\')\n        return 5\n'
     assert checker.run(forged, calls, "f")[0].outcome == "wrong_answer"
+
+
+def test_the_evaluating_users_home_is_out_of_reach(sandbox: Sandbox, namespaces: None, home: Path, owner: int) -> None:
+    """A secret the user keeps in its home (mode 600, its own uid, which a user's programs share): the program
+    can neither read it, list the folder, nor leave a file there; nor reach it through /proc."""
+    token = "HOME-SECRET-" + secrets.token_hex(8)
+    secret = home / "credentials"
+    secret.write_text(token)
+    os.chown(secret, owner, owner)
+    os.chmod(secret, 0o600)
+    before = sorted(p.name for p in home.iterdir())
+    src = (
+        "import os\n"
+        f"for path in ({str(secret)!r}, '/proc/1/root' + {str(secret)!r}, '/proc/self/root' + {str(secret)!r}):\n"
+        "    try:\n        print('READ', open(path).read())\n    except OSError as e:\n        print('denied', e.errno)\n"
+        f"for folder in ({str(home)!r}, os.path.dirname({str(home)!r})):\n"
+        "    try:\n        print('LISTED', os.listdir(folder))\n    except OSError as e:\n        print('denied', e.errno)\n"
+        "try:\n"
+        f"    open({str(home / 'planted')!r}, 'w').write('x')\n    print('WROTE')\n"
+        "except OSError as e:\n    print('denied', e.errno)\n"
+    )
+    try:
+        r = sandbox.run(Program(src))
+    finally:
+        secret.unlink()
+    assert r.exit_code == 0 and b"denied" in r.stdout, (r.stdout, r.stderr[-500:])
+    assert token.encode() not in r.stdout + r.stderr
+    assert b"credentials" not in r.stdout and home.name.encode() not in r.stdout, r.stdout  # no listing of home
+    assert b"WROTE" not in r.stdout, r.stdout
+    assert sorted(p.name for p in home.iterdir()) == [n for n in before if n != "credentials"]
+
+
+def test_only_its_own_processes_are_visible(sandbox: Sandbox, namespaces: None, evaluator_pid: int) -> None:
+    """/proc shows the run's own processes (its init and itself), never the evaluator or anything else."""
+    src = (
+        "import os\npids = sorted(int(p) for p in os.listdir('/proc') if p.isdigit())\nprint(pids)\n"
+        "for p in pids:\n    print(p, open(f'/proc/{p}/cmdline', 'rb').read().replace(b'\\0', b' ')[:200])\n"
+    )
+    r = sandbox.run(Program(src))
+    assert r.exit_code == 0, r.stderr[-500:]
+    assert r.stdout.splitlines()[0] == b"[1, 2]", r.stdout  # init and the program
+    assert f"/proc/{evaluator_pid}/".encode() not in r.stdout and b"pytest" not in r.stdout
+
+
+def test_nothing_is_left_for_the_next_program(sandbox: Sandbox) -> None:
+    """Whatever one program writes wherever it may (its scratch, its home, shared memory, its box), the next
+    program finds none of it."""
+    places = ["mark", "/tmp/mark", os.path.join("~", "mark"), "/dev/shm/mark", "/var/tmp/mark", "/box/mark"]
+    write = (
+        "import os\n"
+        f"for place in {places!r}:\n"
+        "    try:\n        open(os.path.expanduser(place), 'w').write('left')\n        print('wrote', place)\n"
+        "    except OSError as e:\n        print('denied', place, e.errno)\n"
+    )
+    look = f"import os\nprint([p for p in {places!r} if os.path.exists(os.path.expanduser(p))])\n"
+    wrote = sandbox.run(Program(write))
+    assert wrote.exit_code == 0 and b"wrote mark" in wrote.stdout, (wrote.stdout, wrote.stderr[-300:])
+    found = sandbox.run(Program(look))
+    assert found.stdout == b"[]\n", found.stdout
+
+
+def test_no_user_namespace_inside_a_users_sandbox(sandbox: Sandbox, owner: int) -> None:
+    """In a user's sandbox the program could otherwise make a user namespace of its own and hold every capability
+    there; its run forbids them."""
+    if owner == 0:
+        pytest.skip("root's programs run in the host's user namespace, where the host's own setting decides")
+    src = "import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\nprint(libc.unshare(0x10000000), ctypes.get_errno())"
+    r = sandbox.run(Program(src))
+    assert r.stdout.split()[0] == b"-1", r.stdout  # refused (ENOSPC: none may be made below the run's)

@@ -14,7 +14,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from sandbox_helpers import SMALL, sandbox_processes
+from sandbox_helpers import CHILDREN, SMALL, sandbox_processes
 
 from evalsuite.sandbox import Program, Sandbox
 from evalsuite.sandbox import isolation as iso
@@ -41,16 +41,6 @@ def test_outcomes_come_from_the_real_wait_status(checker: Checker) -> None:
     assert raised.outcome == "runtime_error"  # the program's own MemoryError is not the limit
     segv = checker.run("import ctypes\nctypes.string_at(0)", STDIN_TEST, None)[0]
     assert segv.detail.startswith("SIGSEGV")
-
-
-CHILDREN = (
-    "import os, time\npids = []\nfor _ in range(4):\n    pid = os.fork()\n    if pid == 0:\n"
-    "        try:\n            b = bytearray(%d << 20)\n        except MemoryError:\n            os._exit(3)\n"
-    "        for i in range(0, len(b), 4096): b[i] = 1\n        time.sleep(1.0)\n        os._exit(0)\n"
-    "    pids.append(pid)\n"
-    "codes = [os.waitstatus_to_exitcode(os.waitpid(p, 0)[1]) for p in pids]\nprint(codes)\n"
-    "raise SystemExit(0 if all(c == 0 for c in codes) else 1)\n"
-)
 
 
 def test_memory_limit_bounds_the_whole_run(sandbox: Sandbox) -> None:

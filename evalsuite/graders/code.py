@@ -24,7 +24,7 @@ from evalsuite.errors import ConfigError, DatasetError
 from evalsuite.graders import GradeInput
 from evalsuite.records import Grade
 from evalsuite.sandbox import Limits, Sandbox
-from evalsuite.sandbox.checker import Checker, OutputMatcher, SandboxFailure, TestOutcome
+from evalsuite.sandbox.checker import Checker, OutputMatcher, SandboxBusy, SandboxFailure, TestOutcome
 from evalsuite.serialize import to_jsonable
 from evalsuite.tasks.adapters import code_tests
 
@@ -152,13 +152,19 @@ class CodeGrader:
             return Grade(sid, "incorrect", "", "no fenced code block in the completion", 0.0, details)
         try:
             outcomes = checker.run(code, tests)
+        except SandboxBusy as exc:  # counted and named in reports: the machine's failure, not the program's
+            return Grade(sid, "ungraded", code, str(exc), 0.0, {**base, "starved": True, "sandbox": self._level()})
         except SandboxFailure as exc:
-            return Grade(sid, "ungraded", code, str(exc), 0.0, base)
+            return Grade(sid, "ungraded", code, str(exc), 0.0, {**base, "sandbox": self._level()})
         except Exception as exc:  # noqa: BLE001 - one program must never fail the grading of a run
             return Grade(
                 sid, "ungraded", code, f"the checker failed on this program: {type(exc).__name__}: {exc}", 0.0, base
             )
         return self._grade_from_outcomes(sid, code, outcomes, base)
+
+    def _level(self) -> dict[str, Any]:
+        """What protected this grade's runs, recorded with it: the isolation level, network and memory modes."""
+        return {k: v for k, v in self.sandbox.describe().items() if k in ("isolation", "network", "memory")}
 
     def _grade_from_outcomes(self, sid: str, code: str, outcomes: list[TestOutcome], base: dict[str, Any]) -> Grade:
         n_passed = sum(o.outcome == "passed" for o in outcomes)
@@ -168,7 +174,7 @@ class CodeGrader:
             "outcome": first_bad.outcome if first_bad else "passed",
             "n_passed": n_passed,
             "tests": to_jsonable(outcomes),
-            "sandbox": {k: v for k, v in self.sandbox.describe().items() if k in ("isolation", "network", "memory")},
+            "sandbox": self._level(),
         }
         if first_bad is None and n_passed == base["n_tests"]:
             return Grade(sid, "correct", code, f"all {n_passed} tests passed", 1.0, details)

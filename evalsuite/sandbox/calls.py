@@ -10,9 +10,12 @@ protocol allows:
 - any byte that arrives while no call is outstanding (a reply written ahead,
   before its call was asked) or a reply for the wrong call ends the run as a
   protocol violation: the remaining calls fail;
-- each call gets `cpu_s` of CPU time (every process of the run counted) and
-  a wall-clock backstop, measured here, so a program that ignores signals
-  or loops inside `try/except` still fails the call;
+- each phase (the import, each call, and the program's exit after the last
+  reply) gets `cpu_s` of CPU time (every process of the run counted) and
+  `wall_s` of its own wall time (wall time less the time the run waited for
+  a CPU), measured here, so a program that ignores signals, loops inside
+  `try/except` or sleeps still fails the call; a phase the machine starved
+  of CPU until `4 x wall_s` of wall time passed is stopped as `starved`;
 - a frame longer than the call's cap is refused before anything is parsed,
   so parsing costs bounded memory and time; values come as tagged JSON
   (tuples, dicts, sets, big integers in hex) and decode with `json.loads`.
@@ -24,6 +27,8 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+from evalsuite.sandbox.limits import STARVED_AFTER
 
 MAX_DEPTH = 200
 
@@ -112,49 +117,60 @@ class CallDriver:
     violation: str | None = None
     ready: bool = False
     outstanding: int | None = None
+    exiting: bool = False
     started_cpu: float = 0.0
     started_wall: float = 0.0
+    started_starved: float = 0.0
     buffer: bytearray = field(default_factory=bytearray)
     finished: bool = False
 
-    def request(self, i: int, cpu_now: float, now: float) -> bytes:
-        self.outstanding, self.started_cpu, self.started_wall = i, cpu_now, now
+    def _start(self, cpu_now: float, now: float, starved: float) -> None:
+        self.started_cpu, self.started_wall, self.started_starved = cpu_now, now, starved
+
+    def request(self, i: int, cpu_now: float, now: float, starved: float = 0.0) -> bytes:
+        self.outstanding = i
+        self._start(cpu_now, now, starved)
         return (json.dumps({"i": i, "args": list(self.calls[i])}) + "\n").encode()
 
-    def next_request(self, cpu_now: float, now: float) -> bytes | None:
-        """The next call to send, or None when all are answered (then the request pipe is closed)."""
+    def next_request(self, cpu_now: float, now: float, starved: float = 0.0) -> bytes | None:
+        """The next call to send, or None when all are answered (the request pipe is closed; the exit phase starts)."""
         i = len(self.results)
         if i >= len(self.calls):
-            self.finished = True
+            self.exiting = True
+            self._start(cpu_now, now, starved)
             return None
-        return self.request(i, cpu_now, now)
+        return self.request(i, cpu_now, now, starved)
 
-    def over_budget(self, cpu_now: float, now: float) -> str | None:
-        """Why the phase under way (import or a call) must stop, or None."""
+    def over_budget(self, cpu_now: float, now: float, starved: float = 0.0) -> str | None:
+        """Why the phase under way must stop, or None: its CPU budget spent (`cpu`), its own wall time (wall
+        less the run's wait for a CPU, `starved` seconds so far) spent (`wall`), or starved past `STARVED_AFTER` times that."""
         if self.finished:
             return None
         if cpu_now - self.started_cpu > self.cpu_s:
             return "cpu"
-        if now - self.started_wall > self.wall_s:
+        wall = now - self.started_wall
+        if wall - (starved - self.started_starved) > self.wall_s:
             return "wall"
+        if wall > STARVED_AFTER * self.wall_s:
+            return "starved"
         return None
 
-    def overrun(self, why: str, cpu_now: float, now: float) -> None:
-        """Record the phase under way as timed out; nothing after it runs."""
-        used_cpu, used_wall = cpu_now - self.started_cpu, now - self.started_wall
+    def overrun(self, why: str, cpu_now: float, now: float, starved: float = 0.0) -> None:
+        """Record the phase under way as stopped; nothing after it runs."""
         i = self.outstanding if self.outstanding is not None else len(self.results)
         self.results.append(
             {
                 "i": i,
                 "timeout": why,
-                "cpu_s": round(used_cpu, 3),
-                "wall_s": round(used_wall, 3),
-                "during": "call" if self.outstanding is not None else "import",
+                "cpu_s": round(cpu_now - self.started_cpu, 3),
+                "wall_s": round(now - self.started_wall, 3),
+                "starved_s": round(starved - self.started_starved, 3),
+                "during": "call" if self.outstanding is not None else "exit" if self.exiting else "import",
             }
         )
         self.finished = True
 
-    def feed(self, chunk: bytes, cpu_now: float, now: float) -> list[bytes] | None:
+    def feed(self, chunk: bytes, cpu_now: float, now: float, starved: float = 0.0) -> list[bytes] | None:
         """Take reply bytes; returns requests to send, or None when the run must stop (see `violation`)."""
         self.buffer += chunk
         out: list[bytes] = []
@@ -187,7 +203,7 @@ class CallDriver:
                 return None
             if not self._accept(payload, cpu_now, now):
                 return None
-            request = self.next_request(cpu_now, now)
+            request = self.next_request(cpu_now, now, starved)
             return out + ([request] if request is not None else [b""])
 
     def _accept(self, payload: bytes, cpu_now: float, now: float) -> bool:

@@ -36,7 +36,7 @@ class SandboxFailure(RuntimeError):
 
 
 class SandboxBusy(SandboxFailure):
-    """Every try of an execution was stopped by the wall-clock backstop inside its CPU budget: no verdict."""
+    """Every try of an execution was starved of CPU by the machine, inside its budgets: no verdict."""
 
 
 @dataclass(frozen=True)
@@ -124,8 +124,13 @@ def _failure(result: ExecResult) -> tuple[Outcome, str] | None:
     """The outcome of an execution that did not end normally, from the kernel's accounting; None when it exited 0."""
     if result.setup_error:
         raise SandboxFailure(f"the sandbox could not start the program: {result.setup_error}")
-    if result.cpu_exceeded or result.timed_out:
+    if result.cpu_exceeded:
         return "time_limit", f"stopped after {result.cpu_s:.2f} s CPU, {result.wall_s:.2f} s wall"
+    if result.timed_out:
+        return "time_limit", (
+            f"slept or blocked: stopped after {result.wall_s:.2f} s wall ({result.starved_s:.2f} s of it waiting "
+            f"for a CPU) with {result.cpu_s:.2f} s CPU"
+        )
     if result.memory_error:
         return "memory_limit", f"the run reached its memory limit ({result.memory_mode})"
     if result.output_exceeded:
@@ -146,6 +151,8 @@ class Checker:
     stop_on_first_failure: bool = True
     tries: int = 3
     backoff_s: float = 2.0
+    wall_s: float | None = None
+    """The limit on a test's (a call's) own wall time; None: twice `timeout_s` plus five seconds."""
 
     def run(
         self, code: str, tests: CodeTests | Sequence[Mapping[str, Any]], fn_name: str | None = None
@@ -164,25 +171,26 @@ class Checker:
         return self._stdin(source, tests.cases)
 
     def _limits(self) -> Limits:
-        return replace(self.sandbox.limits, cpu_s=self.timeout_s, wall_s=None)
+        return replace(self.sandbox.limits, cpu_s=self.timeout_s, wall_s=self.wall_s)
 
     def _execute(self, program: Program, limits: Limits) -> ExecResult:
-        """Run `program`; again, after a growing pause, while only the wall-clock backstop stopped it.
+        """Run `program`; again, after a growing pause, while the machine starved it of CPU.
 
-        A program that stays inside its CPU budget but outlives the backstop
-        was starved by a busy machine (or waited): that says nothing about
-        the program, so it must not become a `time_limit`.
+        A program stopped while its own wall time (wall less its wait for a
+        CPU) was still within the limit did not fail: the machine did.  Only
+        a run starved on every try is left without a verdict.
         """
         for attempt in range(max(1, self.tries)):
             if attempt:
                 time.sleep(self.backoff_s * 2 ** (attempt - 1))
             result = self.sandbox.run(program, limits)
-            if not result.wall_clock_only:
+            if not result.starved:
                 return result
         raise SandboxBusy(
-            f"the wall-clock backstop stopped the program on all {max(1, self.tries)} tries while it had used "
-            f"{result.cpu_s:.2f} s of CPU time, within its {limits.cpu_s:g} s budget (a busy machine, or a "
-            "program that waits): not a time limit, so not graded"
+            f"the machine starved the program of CPU on all {max(1, self.tries)} tries: on the last it waited "
+            f"{result.starved_s:.2f} s for a CPU in {result.wall_s:.2f} s of wall time and used "
+            f"{result.cpu_s:.2f} s of CPU time, within its {limits.cpu_s:g} s budget; a busy machine is not a "
+            "time limit, so it was not graded"
         )
 
     def _stdin(self, code: str, tests: Sequence[TestCase]) -> list[TestOutcome]:
@@ -222,12 +230,20 @@ class Checker:
             outcomes.append(TestOutcome(i, outcome, float(record.get("cpu_s", 0.0)), detail))
             if outcome != "passed" and self.stop_on_first_failure:
                 break
+        lingered = records.get(len(tests))  # the exit phase, stopped: the program never finished
+        if lingered is not None and len(outcomes) == len(tests) and outcomes[-1].outcome == "passed":
+            outcome, detail = self._call_outcome(lingered, tests[-1], result)
+            outcomes[-1] = replace(outcomes[-1], outcome=outcome, detail=f"after its last reply, {detail}")
         return outcomes
 
     def _call_outcome(self, record: dict[str, Any], test: TestCase, result: ExecResult) -> tuple[Outcome, str]:
         if "timeout" in record:
-            kind = "CPU" if record["timeout"] == "cpu" else "wall-clock"
-            return "time_limit", f"the {record.get('during', 'call')} exceeded {self.timeout_s:g} s of {kind} time"
+            if record["timeout"] == "cpu":
+                return "time_limit", f"the {record.get('during', 'call')} exceeded {self.timeout_s:g} s of CPU time"
+            return "time_limit", (
+                f"the {record.get('during', 'call')} slept or blocked past its wall-clock limit "
+                f"({record.get('wall_s', 0):g} s wall, {record.get('starved_s', 0):g} s of it waiting for a CPU)"
+            )
         if "oversize" in record:
             return "wrong_answer", (
                 f"returned {record['oversize']} bytes, more than the {record['cap']} "

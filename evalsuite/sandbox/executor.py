@@ -5,9 +5,9 @@ returns an `ExecResult`.  Per execution: a uid of its own (root) or a user
 namespace of its own (any other user), a job folder (deleted afterwards)
 holding the program, the launcher in a new session, a memory cgroup for the
 whole run where the machine gives one, real pipes read with caps so a flood
-cannot exhaust our memory, the run's CPU time measured here and enforced
-(per test, and per call for functional programs) with a wall-clock
-backstop, and a sweep afterwards so nothing the program started survives it.
+cannot exhaust our memory, the run's CPU time and its own wall time measured
+here and enforced (per test, and per call for functional programs), and a
+sweep afterwards so nothing the program started survives it.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ from evalsuite.sandbox.isolation import (
 )
 from evalsuite.sandbox.levels import PROTECTS, choose, current_setting
 from evalsuite.sandbox.limits import ExecResult, Limits
-from evalsuite.sandbox.procs import sweep_uid
+from evalsuite.sandbox.procs import run_queue_accounting, sweep_uid
 from evalsuite.sandbox.pump import Pump
 
 RUNNER = Path(__file__).with_name("runner.py")
@@ -126,6 +126,7 @@ class Sandbox:
             **PROTECTS[level],
             "unprivileged_uid": self.isolation in ("namespaces", "uid") and not self.userns,
             "memory": self.memory_mode,
+            "starvation": "run-queue wait (schedstat)" if run_queue_accounting() else "not measured by this kernel",
             "state": str(state_dir()),
             "packages": sorted(name for name, _ in self.vendor if not name.endswith(".libs")),
             "python": self.python,
@@ -224,7 +225,8 @@ class Sandbox:
             n = len(program.calls)
             caps = [program.result_caps[i] if i < len(program.result_caps) else limits.result_bytes for i in range(n)]
             driver = CallDriver(program.calls, caps, limits.cpu_s, limits.effective_wall_s)
-            whole = replace(limits, cpu_s=limits.cpu_s * (n + 1), wall_s=limits.effective_wall_s * (n + 1))
+            phases = n + 2  # the import, each call, the exit
+            whole = replace(limits, cpu_s=limits.cpu_s * phases, wall_s=limits.effective_wall_s * phases)
             req_r, req_w = os.pipe()
             rep_r, rep_w = os.pipe()
             fds = (req_r, rep_w)
@@ -268,13 +270,18 @@ class Sandbox:
         if driver is not None:
             driver.started_wall = started
             pump.attach_calls(driver, req_w, rep_r)
-        pump.run(started=started, deadline=started + whole.effective_wall_s + BACKSTOP_S)
+        pump.run(started=started, deadline=started + whole.starved_cap_s + 1.0 + BACKSTOP_S)
         report = pump.report
         exit_code = report.get("exit")
         if exit_code is None and report.get("setup_error") is None:
             exit_code = -signal.SIGKILL  # the wall-clock backstop or the executor stopped it before init reported
         cpu_s = max(float(report.get("cpu_s", 0.0)), pump.cpu_seen)
         over_cpu = driver is None and cpu_s > limits.cpu_s
+        cpu_exceeded = pump.stopped_for == "cpu" or exit_code == -signal.SIGXCPU or over_cpu
+        stops = {c.get("timeout") for c in driver.results} if driver else set()
+        # A backstop firing means the executor did not get to stop the run itself: the machine's doing.
+        backstop = bool(report.get("timed_out")) or pump.backstop_fired
+        starved = not cpu_exceeded and "cpu" not in stops and (pump.stopped_for == "starved" or backstop)
         return ExecResult(
             exit_code=exit_code,
             stdout=bytes(pump.stdout),
@@ -282,12 +289,14 @@ class Sandbox:
             wall_s=float(report.get("wall_s", time.monotonic() - started)),
             cpu_s=cpu_s,
             maxrss_kb=int(report.get("maxrss_kb", 0)),
-            timed_out=(bool(report.get("timed_out")) or pump.backstop_fired or pump.stopped_for == "wall"),
-            cpu_exceeded=pump.stopped_for == "cpu" or exit_code == -signal.SIGXCPU or over_cpu,
+            timed_out=pump.stopped_for == "wall",
+            cpu_exceeded=cpu_exceeded,
             output_exceeded=pump.output_exceeded,
             setup_error=report.get("setup_error"),
             isolation=str(self.isolation),
             memory_mode=self.memory_mode,
             calls=driver.results if driver else [],
             protocol_error=driver.violation if driver else None,
+            starved=starved or "starved" in stops,
+            starved_s=pump.clock.starved_s,
         )

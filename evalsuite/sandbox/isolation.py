@@ -274,6 +274,7 @@ def probe_isolation() -> tuple[Isolation, str]:
             "processes": 8,
             "scratch_mb": 1,
             "wall_s": 10,
+            "backstop_s": 10,
         },
         "argv": [interpreter("namespaces"), "-S", "-c", "pass"],
         "env": {},

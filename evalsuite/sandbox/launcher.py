@@ -7,7 +7,7 @@ pipes and a status pipe.  Three processes:
 - the launcher enters fresh namespaces when asked (for a user other than
   root, first a user namespace that maps only that user's own uid and gid,
   which gives it the right to build the rest), forks `init`, kills it at
-  the wall-clock backstop, and reports the wall time and whether it fired;
+  the backstop, and reports the wall time and whether the backstop fired;
 - `init` (pid 1 of the new pid namespace) joins the run's memory cgroup,
   builds the minimal read-only root, forks the program, reaps everything,
   and reports the program's real wait status and rusage.  The program is
@@ -318,10 +318,13 @@ def main() -> None:
     def on_alarm(signum: int, frame: object) -> None:
         nonlocal timed_out
         timed_out = True
-        os.kill(pid, signal.SIGKILL)
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:  # init ended between the alarm and this handler: nothing left to stop
+            pass
 
     signal.signal(signal.SIGALRM, on_alarm)
-    signal.setitimer(signal.ITIMER_REAL, float(cfg["limits"]["wall_s"]))
+    signal.setitimer(signal.ITIMER_REAL, float(cfg["limits"]["backstop_s"]))
     os.waitpid(pid, 0)
     signal.setitimer(signal.ITIMER_REAL, 0)
     _report(status_fd, {"wall_s": time.monotonic() - started, "timed_out": timed_out})

@@ -7,6 +7,13 @@ import signal
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+STARVED_AFTER = 4.0
+"""A test or call still within its own wall time after this many times `wall_s` of wall time is starved.
+
+Generous, so a CPU-bound program that gets only a fraction of a CPU (a
+tenth of one, for the default limits) still reaches its CPU budget, which
+is the verdict that does not depend on load, rather than a retry."""
+
 
 @dataclass(frozen=True)
 class Limits:
@@ -14,9 +21,12 @@ class Limits:
 
     `cpu_s` is the budget that decides a time limit: CPU seconds of the whole
     run (every process of it), and of each call for functional programs.  CPU
-    time does not depend on how busy the machine is.  `wall_s` is only a
-    backstop for programs that sleep or block; by default twice the CPU budget
-    plus five seconds.  `memory_mb` bounds the whole run: a memory cgroup when
+    time does not depend on how busy the machine is.  `wall_s` bounds the
+    program's own wall time, for programs that sleep or block: wall time less
+    the time the run waited for a CPU, so it does not depend on load either;
+    by default twice the CPU budget plus five seconds.  A run the machine
+    starves of CPU is stopped after `4 x wall_s` of wall time without a
+    verdict (see `ExecResult.starved`).  `memory_mb` bounds the whole run: a memory cgroup when
     the machine gives one, otherwise each process's address space, with
     `processes` of them at most (see docs/sandbox.md).
     """
@@ -53,8 +63,13 @@ class Limits:
 
     @property
     def effective_wall_s(self) -> float:
-        """The wall-clock backstop: given, or twice the CPU budget plus five seconds."""
+        """The limit on the program's own wall time: given, or twice the CPU budget plus five seconds."""
         return float(self.wall_s) if self.wall_s is not None else 2.0 * self.cpu_s + 5.0
+
+    @property
+    def starved_cap_s(self) -> float:
+        """Wall time after which a run the machine kept from its CPU is stopped as starved (`STARVED_AFTER`)."""
+        return STARVED_AFTER * self.effective_wall_s
 
     @property
     def rlimit_cpu_s(self) -> int:
@@ -65,6 +80,7 @@ class Limits:
         out = asdict(self)
         out["cpu_s"] = self.rlimit_cpu_s
         out["wall_s"] = self.effective_wall_s
+        out["backstop_s"] = self.starved_cap_s + 1.0  # the launcher's alarm, should the executor not stop the run
         return out
 
 
@@ -77,6 +93,10 @@ class ExecResult:
     the kernel's accounting (CPU seconds, the cgroup's OOM kills or peak),
     never from anything the program printed or the code it exited with.
     `calls` holds the functional calls' replies as the executor accepted them.
+    `timed_out`: its own wall time (wall less its wait for a CPU) ran out, so
+    it slept or blocked: a time limit.  `starved`: stopped while that time
+    was still within the limit, because the machine gave it no CPU (or a
+    backstop fired): no verdict.  `starved_s`: the run's wait for a CPU.
     """
 
     exit_code: int | None
@@ -95,6 +115,8 @@ class ExecResult:
     leftover_pids: list[int] = field(default_factory=list)
     calls: list[dict[str, Any]] = field(default_factory=list)
     protocol_error: str | None = None
+    starved: bool = False
+    starved_s: float = 0.0
 
     @property
     def signal_name(self) -> str | None:
@@ -105,18 +127,6 @@ class ExecResult:
             return signal.Signals(-self.exit_code).name
         except ValueError:
             return f"signal {-self.exit_code}"
-
-    @property
-    def wall_clock_only(self) -> bool:
-        """The wall-clock backstop stopped the run while no CPU budget (the run's, or a call's) was spent.
-
-        Not a time limit: the machine was too busy to give the program its
-        CPU time, or the program waited (slept, blocked).  The checker retries
-        such a run and, when it keeps happening, leaves the program ungraded.
-        """
-        if self.setup_error or self.cpu_exceeded or any(c.get("timeout") == "cpu" for c in self.calls):
-            return False
-        return self.timed_out or any(c.get("timeout") == "wall" for c in self.calls)
 
     @property
     def memory_error(self) -> bool:

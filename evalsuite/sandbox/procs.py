@@ -1,4 +1,4 @@
-"""What the kernel says about a run's processes: which they are and their CPU time; and killing them.
+"""What the kernel says about a run's processes: which they are, their CPU time, their wait for a CPU; and killing them.
 
 A run's processes are found three ways, by level: its own uid (the root
 levels), the process tree under the launcher (a user namespace, whose pid
@@ -59,21 +59,25 @@ def session_members(sid: int) -> list[int]:
     return out
 
 
-def descendants(root: int, min_depth: int = 1) -> list[int]:
-    """Pids at least `min_depth` generations below `root` (its children are depth 1), from one pass over /proc."""
+def process_tree(root: int) -> dict[int, int]:
+    """Every process below `root` with its depth (its children are 1; `root` itself is 0), from one pass over /proc."""
     children: dict[int, list[int]] = {}
     for pid in _pids():
         fields = _stat_fields(pid)
         if fields and len(fields) > 1:
             children.setdefault(int(fields[1]), []).append(pid)
-    out, level = [], [root]
+    depths, level = {root: 0}, [root]
     for depth in range(1, 1 << 16):
-        level = [child for parent in level for child in children.get(parent, ())]
+        level = [child for parent in level for child in children.get(parent, ()) if child not in depths]
         if not level:
             break
-        if depth >= min_depth:
-            out += level
-    return out
+        depths.update((pid, depth) for pid in level)
+    return depths
+
+
+def descendants(root: int, min_depth: int = 1) -> list[int]:
+    """Pids at least `min_depth` generations below `root`."""
+    return [pid for pid, depth in process_tree(root).items() if depth >= min_depth]
 
 
 def sweep(find: Callable[[], list[int]], timeout_s: float = 5.0) -> list[int]:
@@ -106,3 +110,67 @@ def cpu_of(pids: list[int]) -> float:
         if fields and len(fields) > 14:
             total += sum(int(x) for x in fields[11:15])
     return total / _TICK
+
+
+def threads(pids: list[int]) -> dict[int, tuple[int, int, bool]]:
+    """Per thread of these processes: (ns on a CPU, ns waiting for one, runnable now), by thread id.
+
+    The first two fields of /proc/PID/task/TID/schedstat are the scheduler's
+    own counts.  The wait is added when a wait ends, so a thread still
+    waiting shows it only as being runnable (state R) without gaining CPU
+    time; `StarvedClock` reads both.
+    """
+    out: dict[int, tuple[int, int, bool]] = {}
+    for pid in pids:
+        try:
+            tids = os.listdir(f"/proc/{pid}/task")
+        except OSError:
+            continue
+        for tid in tids:
+            try:
+                with open(f"/proc/{pid}/task/{tid}/schedstat", "rb") as fh:
+                    on_cpu, waiting = (int(x) for x in fh.read().split()[:2])
+            except (OSError, ValueError):
+                continue
+            fields = _stat_fields(pid, int(tid))
+            out[int(tid)] = (on_cpu, waiting, fields is not None and fields[:1] == ["R"])
+    return out
+
+
+def run_queue_accounting() -> bool:
+    """Whether this kernel counts run-queue waits (schedstat, CONFIG_SCHED_INFO)."""
+    return os.path.exists(f"/proc/{os.getpid()}/task/{os.getpid()}/schedstat")
+
+
+class StarvedClock:
+    """Seconds of a run's wall time during which it was starved: some thread of it was runnable and got no CPU.
+
+    Sampled by the executor.  Between two samples a thread was starved for
+    the run-queue wait it gained, or, when it was runnable at both samples,
+    for the part of the interval it did not spend on a CPU (a wait still
+    under way is not in its count yet); the run counts as starved for the
+    most starved thread's share, at most the time between the samples.  A
+    program that sleeps, blocks or is stopped is not runnable and gains no
+    wait, so its wall time stays its own.
+    """
+
+    def __init__(self, started: float) -> None:
+        self.at = started
+        self.seen: dict[int, tuple[int, int, bool]] = {}
+        self.starved_s = 0.0
+
+    def sample(self, pids: list[int], now: float) -> float:
+        """Take a sample of the run's threads; returns the starved seconds so far."""
+        interval = max(now - self.at, 0.0)
+        worst = 0.0
+        current = threads(pids)
+        for tid, (on_cpu, waiting, runnable) in current.items():
+            before = self.seen.get(tid, (0, 0, False))
+            starved = (waiting - before[1]) / 1e9
+            if runnable and before[2]:
+                starved = max(starved, interval - (on_cpu - before[0]) / 1e9)
+            worst = max(worst, starved)
+        self.starved_s += min(max(worst, 0.0), interval)
+        self.seen.update(current)
+        self.at = now
+        return self.starved_s

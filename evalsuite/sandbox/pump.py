@@ -1,12 +1,15 @@
-"""The executor's loop for one execution: pipes, the run's CPU time, functional calls, backstops.
+"""The executor's loop for one execution: pipes, the run's CPU and wall time, functional calls, backstops.
 
 Feeds stdin and drains stdout/stderr with caps; reads the launcher's status
-lines as they come; measures the CPU time of every process of the run (its
-uid at the root levels, the process tree under the launcher in a user
-namespace, its session at `none`) about twenty times a second and
-stops the run when it passes its budget; drives the functional-call
-protocol (evalsuite/sandbox/calls.py); and kills everything at the
-wall-clock backstop if the launcher itself overruns.
+lines as they come; about twenty times a second measures the CPU time of
+every process of the run (its uid at the root levels, the process tree
+under the launcher in a user namespace, its session at `none`) and how long
+the run waited for a CPU, and stops the run when it passes its CPU budget
+(`cpu`), when its own wall time (wall less that wait) passes `wall_s`
+(`wall`: it slept or blocked), or when the machine starved it past
+`starved_cap_s` (`starved`); drives the functional-call protocol
+(evalsuite/sandbox/calls.py), whose phases have the same three limits; and
+kills everything at the backstop if the launcher itself overruns.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from typing import Any
 from evalsuite.sandbox.calls import CallDriver
 from evalsuite.sandbox.isolation import Slot
 from evalsuite.sandbox.limits import Limits
-from evalsuite.sandbox.procs import cpu_of, descendants, processes_of, session_members, sweep
+from evalsuite.sandbox.procs import StarvedClock, cpu_of, process_tree, processes_of, session_members, sweep
 
 TICK_S = 0.05
 
@@ -52,21 +55,34 @@ class Pump:
         self.req_fd = self.rep_fd = -1
         self.requests = bytearray()
         self.close_requests = False
+        self.started = 0.0
+        self.clock = StarvedClock(0.0)
 
     def attach_calls(self, driver: CallDriver, req_fd: int, rep_fd: int) -> None:
         self.driver, self.req_fd, self.rep_fd = driver, req_fd, rep_fd
         os.set_blocking(req_fd, False)
 
-    def members(self) -> list[int]:
-        """The program's processes: its uid's, those below init (launcher -> init -> program), or its session's."""
+    def members(self, family: dict[int, int] | None = None) -> list[int]:
+        """The program's processes: its uid's, those below init (launcher -> init -> program), or its session's.
+
+        `family`: the launcher's process tree, when the caller has just read it."""
         if self.slot is not None:
             return processes_of(self.slot.uid)
         if self.tree:
-            return descendants(self.proc.pid, min_depth=2)
+            family = family if family is not None else process_tree(self.proc.pid)
+            return [pid for pid, depth in family.items() if depth >= 2]
         return session_members(self.proc.pid)
 
-    def run_cpu(self) -> float:
-        return cpu_of(self.members())
+    def measure(self, now: float) -> tuple[float, float]:
+        """(CPU seconds of the program, seconds the run was starved of a CPU) so far.
+
+        The launcher's and init's waits count as the run's: until the program
+        starts they are all of it, and their setup is the machine's work."""
+        family = process_tree(self.proc.pid)
+        pids = self.members(family)
+        cpu = cpu_of(pids)
+        self.cpu_seen = max(self.cpu_seen, cpu)
+        return cpu, self.clock.sample(sorted({*pids, *family}), now)
 
     def stop_program(self) -> None:
         """Kill the program's processes (init survives to report the real wait status) or, at `none`, the group."""
@@ -92,6 +108,8 @@ class Pump:
         return info is not None
 
     def run(self, started: float, deadline: float) -> None:
+        self.started = started
+        self.clock = StarvedClock(started)
         sel = selectors.DefaultSelector()
         assert self.proc.stdin and self.proc.stdout and self.proc.stderr
         os.set_blocking(self.proc.stdin.fileno(), False)
@@ -133,15 +151,21 @@ class Pump:
             self.proc.wait()
 
     def _watch(self, now: float) -> None:
-        cpu = self.run_cpu()
-        self.cpu_seen = max(self.cpu_seen, cpu)
+        cpu, starved = self.measure(now)
         if self.driver is not None:
-            why = self.driver.over_budget(cpu, now)
+            why = self.driver.over_budget(cpu, now, starved)
             if why is not None:
-                self.driver.overrun(why, cpu, now)
+                self.driver.overrun(why, cpu, now, starved)
                 self.stop_program()
-        elif cpu > self.limits.cpu_s:
+            return
+        wall = now - self.started
+        if cpu > self.limits.cpu_s:
             self.stopped_for = "cpu"
+        elif wall - starved > self.limits.effective_wall_s:
+            self.stopped_for = "wall"
+        elif wall > self.limits.starved_cap_s:
+            self.stopped_for = "starved"
+        if self.stopped_for is not None:
             self.stop_program()
 
     def _event(self, sel: selectors.BaseSelector, key: selectors.SelectorKey) -> None:
@@ -155,7 +179,9 @@ class Pump:
                 sel.unregister(key.fileobj)
                 return
             assert self.driver is not None
-            out = self.driver.feed(chunk, self.run_cpu(), time.monotonic())
+            now = time.monotonic()
+            cpu, starved = self.measure(now)
+            out = self.driver.feed(chunk, cpu, now, starved)
             if out is None:
                 sel.unregister(key.fileobj)
                 self.stop_program()

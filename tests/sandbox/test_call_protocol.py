@@ -64,6 +64,28 @@ def test_cpu_and_wall_budgets_per_phase() -> None:
     assert d.results[-1]["timeout"] == "cpu" and d.results[-1]["during"] == "call" and d.finished
 
 
+def test_a_phase_wall_limit_counts_only_the_programs_own_time() -> None:
+    """Wall time spent waiting for a CPU (`starved`) is the machine's: it does not use up the wall limit."""
+    d = driver()
+    d.feed(frame({"ready": True}), 0.0, 0.0, 1.0)  # call 0 asked at t=0, the run starved 1 s so far
+    assert d.over_budget(0.1, 9.0, 6.0) is None  # 9 s of wall, 5 of them waiting for a CPU: 4 s its own
+    assert d.over_budget(0.1, 9.0, 4.0) == "wall"  # 6 s its own: it slept or blocked
+    assert d.over_budget(0.1, 19.5, 18.0) is None  # 19.5 s of wall, 2.5 s its own: not yet past 4 x the limit
+    assert d.over_budget(0.1, 21.0, 19.5) == "starved"  # past 4 x the limit, starved nearly throughout
+    d.overrun("starved", 0.1, 21.0, 19.5)
+    record = {"i": 0, "timeout": "starved", "cpu_s": 0.1, "wall_s": 21.0, "starved_s": 18.5, "during": "call"}
+    assert d.results[-1] == record
+
+
+def test_the_exit_after_the_last_reply_is_a_phase_with_the_same_limits() -> None:
+    d = driver(n=1)
+    d.feed(frame({"ready": True}), 0.0, 0.0)
+    assert d.feed(frame({"i": 0, "ok": 2}), 0.1, 1.0) == [b""] and d.exiting
+    assert d.over_budget(0.2, 5.9) is None and d.over_budget(0.2, 6.1) == "wall"
+    d.overrun("wall", 0.2, 6.1)
+    assert (d.results[-1]["i"], d.results[-1]["during"]) == (1, "exit")
+
+
 @pytest.mark.parametrize(
     "node, value",
     [

@@ -187,8 +187,7 @@ def test_memory_bomb_hits_the_limit(sandbox: Sandbox) -> None:
 
 def test_infinite_loop_is_stopped(sandbox: Sandbox) -> None:
     r = sandbox.run(Program("while True: pass"))
-    assert r.timed_out or r.cpu_exceeded
-    assert r.wall_s < SMALL.effective_wall_s + 2
+    assert r.cpu_exceeded and not r.timed_out, r  # its CPU budget stopped it, not a wall-clock limit
 
 
 def test_sleeping_forever_hits_the_wall_clock(sandbox: Sandbox) -> None:
@@ -255,7 +254,7 @@ def test_children_do_not_outlive_the_program(sandbox: Sandbox) -> None:
     )
     r = sandbox.run(Program(src))
     assert r.exit_code == 0 and b"parent done" in r.stdout
-    assert r.wall_s < SMALL.wall_s
+    assert not (r.timed_out or r.starved), r  # the run ended with the program, not when its children let go
     # host_check asserts that no process of the run is left
 
 

@@ -162,6 +162,11 @@ class Defaults(BaseModel):
     repeat_baseline: bool = Field(
         False, description="run the baseline twice in `eval`: the repeat shows whether the engine is deterministic"
     )
+    sandbox: Literal["auto", "namespaces", "uid", "none"] = Field(
+        "auto",
+        description="isolation of model-written code: `auto` (the best this machine allows; refused where there is "
+        "none), a level, or `none` to run it unisolated on purpose (see docs/sandbox.md)",
+    )
 
     def params(self, overrides: dict[str, Any] | None = None) -> GenerationParams:
         values: dict[str, Any] = {

@@ -18,6 +18,7 @@ from evalsuite.errors import StoreError
 from evalsuite.graders import GradeInput, Grader, get_grader
 from evalsuite.graders.cache import GradeCache, GradingCount, cache_path, grade_key, open_cache
 from evalsuite.records import Grade
+from evalsuite.sandbox.levels import requested
 from evalsuite.serialize import to_jsonable
 from evalsuite.store import RunStore
 from evalsuite.tasks.spec import GraderSpec, load_task_spec, locate_task
@@ -77,10 +78,21 @@ def grade_items(
 
 
 def grade_store(
-    store: RunStore, *, tasks_dir: Path | None = None, workers: int | None = None, cache: bool = True
+    store: RunStore,
+    *,
+    tasks_dir: Path | None = None,
+    workers: int | None = None,
+    cache: bool = True,
+    sandbox: str = "auto",
 ) -> Graded:
     """Grade all stored results, through the runs folder's grade cache unless `cache` is False, and replace
-    the run's grades."""
+    the run's grades.  `sandbox` is the sandbox setting for model-written code (evalsuite/sandbox/levels.py);
+    each code grade records the level it ran at."""
+    with requested(sandbox):
+        return _grade_store(store, tasks_dir, workers, cache)
+
+
+def _grade_store(store: RunStore, tasks_dir: Path | None, workers: int | None, cache: bool) -> Graded:
     spec = grader_spec_for(store, tasks_dir)
     grader = get_grader(spec)
     samples = store.samples()
@@ -100,6 +112,8 @@ def grade_store(
     return Graded(grades, count)
 
 
-def grade_run(store: RunStore, *, tasks_dir: Path | None = None, workers: int | None = None) -> list[Grade]:
+def grade_run(
+    store: RunStore, *, tasks_dir: Path | None = None, workers: int | None = None, sandbox: str = "auto"
+) -> list[Grade]:
     """Grade all stored results and replace the run's grades; returns them in store order."""
-    return grade_store(store, tasks_dir=tasks_dir, workers=workers).grades
+    return grade_store(store, tasks_dir=tasks_dir, workers=workers, sandbox=sandbox).grades

@@ -39,6 +39,8 @@ class RunOptions:
     """First N samples of each task; None: the config's `defaults.limit`; "all": every sample."""
     max_tokens: int | None = None
     grade: bool = True
+    sandbox: str | None = None
+    """The sandbox setting for model-written code; None: the config's `defaults.sandbox`."""
 
 
 @dataclass
@@ -119,7 +121,9 @@ def run_target(
                 outcome = asyncio.run(execute(plan, progress=bar, on_warning=lambda w: say(f"warning: {w}")))
                 say(f"{label}: {outcome.recorded} new, {outcome.skipped} already stored -> {outcome.folder}")
                 if options.grade:
-                    graded = grade_store(outcome.store, tasks_dir=config.root / "tasks")
+                    graded = grade_store(
+                        outcome.store, tasks_dir=config.root / "tasks", sandbox=sandbox_setting(config, options)
+                    )
                     grades, saved = graded.grades, graded.count.saved
                     correct = sum(g.correct for g in grades)
                     ungraded = sum(g.status == "ungraded" for g in grades)
@@ -138,7 +142,8 @@ def plan_checked(config: Config, target_name: str, task: str, options: RunOption
     The dataset is read and every prompt rendered (plan_run), the generation
     parameters are range-checked, the limit must leave samples, and the
     task's grader is built once so an unknown grader or extraction step is
-    found before generation, not after it.
+    found before generation, not after it (and, when the run is graded, its
+    sandbox: a machine that cannot run model-written code says so now).
     """
     limit = options.limit if options.limit is not None else config.defaults.limit
     if limit == "all":
@@ -160,9 +165,19 @@ def plan_checked(config: Config, target_name: str, task: str, options: RunOption
     if not plan.samples:
         raise DatasetError(f"Task '{task}' has no samples to run ({plan.data.location}); nothing to evaluate.")
     from evalsuite.graders import get_grader
+    from evalsuite.sandbox.levels import requested
 
-    get_grader(plan.task.grader)
+    grader = get_grader(plan.task.grader)
+    ready = getattr(grader, "ready", None)
+    if options.grade and ready is not None:
+        with requested(sandbox_setting(config, options)):
+            ready()
     return plan
+
+
+def sandbox_setting(config: Config, options: RunOptions) -> str:
+    """The sandbox setting: --sandbox when given, else the config's `defaults.sandbox`."""
+    return options.sandbox or config.defaults.sandbox
 
 
 def eval_target(

@@ -24,11 +24,13 @@ examples:
   evalsuite report RUN RUN [RUN...]          compare stored runs again and write the reports
   evalsuite grade runs/baseline/gsm8k/1a2b3c4d5e6f7a8b
   evalsuite runs                             what is stored, with sample counts
+  evalsuite sandbox                          what isolation model-written code gets on this machine
   evalsuite rig build                        build the reference llama-server (CPU)
   evalsuite speed draft                      speed against the baseline: input lengths, concurrency
 
 exit codes: 0 ok, 1 verdict/gate failed, 2 bad input or config, 3 endpoint error, 4 this machine failed
-(disk full, permission denied, read-only filesystem), 5 the run is being written by another process,
+(disk full, permission denied, read-only filesystem, no sandbox for model-written code), 5 the run is being
+written by another process,
 130 interrupted by Ctrl-C, 143 stopped by SIGTERM (both keep finished work; re-run to resume).
 Docs: README.md (quick start), docs/ (design notes).
 """
@@ -83,6 +85,17 @@ def _data_options(p: argparse.ArgumentParser) -> None:
         "config, else all)",
     )
     p.add_argument("--max-tokens", type=positive_int, metavar="N", help="override the task's max_tokens")
+    _sandbox_option(p)
+
+
+def _sandbox_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--sandbox",
+        choices=["auto", "namespaces", "uid", "none"],
+        help="isolation of model-written code: auto (the best this machine allows; refused where there is none), "
+        "a level, or none to run it unisolated on purpose (default: defaults.sandbox in the config, else auto; "
+        "`evalsuite sandbox` shows what this machine allows)",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -208,6 +221,19 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("runs", nargs="+", metavar="RUN", help="run folders")
     p.add_argument("--workers", type=positive_int, help="grading processes (default: all cores)")
+    _sandbox_option(p)
+    _common(p)
+
+    p = sub.add_parser(
+        "sandbox",
+        help="what isolation model-written code gets here, and what each level protects",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Build the sandbox the code tasks would use, as this user on this machine, and say what "
+        "it protects. Exit 4 when the setting cannot be had here (the message says why and the ways out).",
+        epilog="examples:\n  evalsuite sandbox\n  evalsuite sandbox --sandbox none --json",
+    )
+    _sandbox_option(p)
+    p.add_argument("--json", action="store_true", help="print the description as JSON")
     _common(p)
 
     p = sub.add_parser("runs", help="list stored runs")

@@ -52,7 +52,12 @@ def _progress(args: argparse.Namespace) -> Callable[[str], Any] | None:
 
 def _options(args: argparse.Namespace) -> RunOptions:
     return RunOptions(
-        args.data, args.data_path, args.limit, args.max_tokens, grade=not getattr(args, "no_grade", False)
+        args.data,
+        args.data_path,
+        args.limit,
+        args.max_tokens,
+        grade=not getattr(args, "no_grade", False),
+        sandbox=args.sandbox,
     )
 
 
@@ -173,10 +178,11 @@ def cmd_report(args: argparse.Namespace) -> int:
 def cmd_grade(args: argparse.Namespace) -> int:
     config = _optional_config(args)
     tasks_dir = config.root / "tasks" if config else None
+    sandbox = _sandbox_setting(args, config)
     for path in args.runs:
         store = open_run(path, write=True)  # grades are written: one writer per run folder, as for `run`
         try:
-            graded = grade_store(store, tasks_dir=tasks_dir, workers=args.workers)
+            graded = grade_store(store, tasks_dir=tasks_dir, workers=args.workers, sandbox=sandbox)
         finally:
             store.close()
         counts: dict[str, int] = {}
@@ -184,6 +190,30 @@ def cmd_grade(args: argparse.Namespace) -> int:
             counts[g.status] = counts.get(g.status, 0) + 1
         counts["reused"] = graded.count.saved
         print(f"{store.folder}\t" + "\t".join(f"{k}={v}" for k, v in sorted(counts.items())))
+    return 0
+
+
+def _sandbox_setting(args: argparse.Namespace, config: Config | None) -> str:
+    """--sandbox, else the config's `defaults.sandbox` (when there is a config), else auto."""
+    return args.sandbox or (config.defaults.sandbox if config else "auto")
+
+
+def cmd_sandbox(args: argparse.Namespace) -> int:
+    """Build the sandbox the setting gives this user here and say what it protects; exit 4 where there is none."""
+    import json
+
+    from evalsuite.errors import HostError
+    from evalsuite.sandbox import Sandbox
+    from evalsuite.sandbox.levels import SandboxRefused, available, requested, summary
+
+    setting = _sandbox_setting(args, _optional_config(args))
+    try:
+        with requested(setting):
+            sandbox = Sandbox()
+    except SandboxRefused as exc:
+        raise HostError(str(exc)) from None
+    info = {"setting": setting, **sandbox.describe(), "available": available()}
+    print(json.dumps(info, indent=2) if args.json else summary(info))
     return 0
 
 

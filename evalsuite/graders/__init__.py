@@ -40,7 +40,9 @@ class Grader(Protocol):
     its grade of `item` depends on (the code grader: the tests and the
     extracted program).  The grade cache (`evalsuite.graders.cache`) reuses a
     grade for every item with the same key; without the method the key is
-    the whole sample (less its id) and the answer text.
+    the whole sample (less its id) and the answer text.  And `ready()`:
+    check, before any generation, that this machine can grade at all
+    (raising an `EvalsuiteError` that says why not).
     """
 
     name: str

@@ -20,11 +20,12 @@ from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from evalsuite.errors import ConfigError, DatasetError
+from evalsuite.errors import ConfigError, DatasetError, HostError
 from evalsuite.graders import GradeInput
 from evalsuite.records import Grade
 from evalsuite.sandbox import Limits, Sandbox
 from evalsuite.sandbox.checker import Checker, OutputMatcher, SandboxBusy, SandboxFailure, TestOutcome
+from evalsuite.sandbox.levels import SandboxRefused
 from evalsuite.serialize import to_jsonable
 from evalsuite.tasks.adapters import code_tests
 
@@ -98,13 +99,22 @@ class CodeGrader:
 
     @property
     def sandbox(self) -> Sandbox:
-        """Built on first use, so constructing a grader never probes the machine."""
+        """Built on first use, so constructing a grader never probes the machine; at the level the sandbox
+        setting in force gives (`evalsuite.sandbox.levels`), or HostError saying why there is none."""
         if self._sandbox is None:
-            limits = Limits(
-                memory_mb=self._options.get("memory_mb", 1024), processes=self._options.get("processes", 16)
-            )
-            self._sandbox = Sandbox(limits=limits)
+            try:
+                self._sandbox = Sandbox(limits=self.sandbox_limits())
+            except SandboxRefused as exc:
+                raise HostError(str(exc)) from None
         return self._sandbox
+
+    def sandbox_limits(self) -> Limits:
+        """The sandbox's limits from the grader's options (CPU time is the checker's, per test)."""
+        return Limits(memory_mb=self._options.get("memory_mb", 1024), processes=self._options.get("processes", 16))
+
+    def ready(self) -> None:
+        """Build the sandbox now, so a machine that cannot run model-written code says so before generation."""
+        self.sandbox  # noqa: B018 - built for its check
 
     def checker(self) -> Checker:
         return Checker(

@@ -14,10 +14,10 @@ The setting (`--sandbox`, `[defaults] sandbox`, `requested(...)` in code):
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Literal, cast, get_args
+from typing import Any, Literal, cast, get_args
 
 from evalsuite.sandbox.isolation import Isolation, probe_isolation
 
@@ -114,3 +114,12 @@ def refusal() -> str:
         "`kernel.apparmor_restrict_unprivileged_userns=0`); run evalsuite as root, for example in a container; or "
         f"{_OPT_OUT}. `evalsuite sandbox` shows what this machine allows."
     )
+
+
+def summary(info: Mapping[str, Any]) -> str:
+    """`Sandbox.describe()` (with the setting and the levels available) as lines for a person."""
+    shown = ("setting", "isolation", "uid", "files", "processes", "network", "memory", "starvation", "state", "python")
+    lines = [f"{key + ':':<12}{info[key]}" for key in shown if key in info]
+    lines.append(f"{'packages:':<12}{', '.join(info.get('packages') or ['(none)'])}")
+    lines.append(f"{'available:':<12}{', '.join(info.get('available', []))} (none only when asked for)")
+    return "\n".join(lines)

@@ -24,6 +24,7 @@ from evalsuite.graders.cache import saved_sentence
 from evalsuite.records import Grade, SampleResult
 from evalsuite.report import fmt
 from evalsuite.report.provenance import provenance, reproduce
+from evalsuite.report.sandboxing import notes as sandbox_notes
 from evalsuite.speed import SpeedSummary
 from evalsuite.speed.measure import TOKENS_PER_S_DEFINITION
 from evalsuite.store import RunManifest, RunReader
@@ -112,6 +113,7 @@ class TaskReport:
     reproduce: list[str]
     differences: list[str] = field(default_factory=list)
     grading: str = ""
+    sandbox: list[str] = field(default_factory=list)
 
     @property
     def speeds(self) -> dict[str, SpeedSummary]:
@@ -401,6 +403,7 @@ def task_report(c: Comparison, stores: Mapping[str, Any] | None) -> TaskReport:
         grading=saved_sentence(
             [(Path(a.folder), a.manifest.target, a.manifest.task) for a in arms.values() if a.folder]
         ),
+        sandbox=sandbox_notes(arms),
     )
 
 

@@ -9,6 +9,7 @@ from typing import Any
 
 from evalsuite.compare.roles import SHOWN_ORDER
 from evalsuite.report import fmt
+from evalsuite.report.sandboxing import level_cell
 from evalsuite.store.manifest import FingerprintFields, RunManifest
 
 
@@ -28,8 +29,8 @@ def _server(fields: FingerprintFields, manifest: RunManifest) -> tuple[str, str]
     return str(model), str(build)
 
 
-def run_provenance(role: str, manifest: RunManifest, folder: str = "") -> dict[str, Any]:
-    """One row of the provenance table from a run manifest."""
+def run_provenance(role: str, manifest: RunManifest, folder: str = "", sandbox: str = "") -> dict[str, Any]:
+    """One row of the provenance table from a run manifest (and the sandbox level its code grades ran at)."""
     fields = manifest.fields
     endpoint = fields.endpoint
     model, build = _server(fields, manifest)
@@ -48,6 +49,7 @@ def run_provenance(role: str, manifest: RunManifest, folder: str = "") -> dict[s
         "dataset": _compact(fields.dataset.as_mapping()),
         "suite_version": str(manifest.suite_version or fields.suite_version or "?"),
         "host": _compact(manifest.host),
+        "sandbox": sandbox,
         "folder": folder,
     }
 
@@ -61,7 +63,11 @@ def _identity(identity: Mapping[str, Any]) -> RunManifest:
 def provenance(comparison: Any, arms: Mapping[str, Any]) -> list[dict[str, Any]]:
     """Rows for every run in the report; without stores, the identities the comparison kept."""
     if arms:
-        return [run_provenance(r, arms[r].manifest, arms[r].folder) for r in SHOWN_ORDER if r in arms]
+        return [
+            run_provenance(r, arms[r].manifest, arms[r].folder, level_cell(arms[r].grades))
+            for r in SHOWN_ORDER
+            if r in arms
+        ]
     return [
         run_provenance("baseline", _identity(comparison.baseline)),
         run_provenance("candidate", _identity(comparison.candidate)),

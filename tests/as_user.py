@@ -238,6 +238,28 @@ def user_namespaces_work() -> bool:
     return done.returncode == 0
 
 
+LEVELS = ("namespaces", "uid", "none", "user")
+"""The levels a gold check grades at: root's three, and an unprivileged user's (a user namespace)."""
+
+
+def sandbox_at(level: str, limits: Limits) -> Any:
+    """Root's sandbox at `level`, or (`user`) a user's, which the caller closes; skips a level this machine lacks."""
+    if level != "user":
+        from evalsuite.sandbox import Sandbox
+        from evalsuite.sandbox.levels import SandboxRefused
+
+        try:
+            return Sandbox(limits=limits, isolation=level)  # type: ignore[arg-type]
+        except SandboxRefused as exc:
+            pytest.skip(str(exc))
+    try:
+        return start_user(limits=limits)
+    except NoUserSandbox as exc:
+        if user_namespaces_work():
+            raise
+        pytest.skip(f"this kernel refuses unprivileged users a user namespace: {exc}")
+
+
 @atexit.register
 def _clean_up() -> None:
     """Stop every user's server and remove its home and state folder, and the copied tree."""

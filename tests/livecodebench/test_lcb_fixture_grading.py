@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from as_user import LEVELS, UserSandbox, sandbox_at
 from lcb_helpers import SOLUTIONS, fenced
 
 from evalsuite.graders import GradeInput
@@ -31,9 +32,17 @@ def test_prompt_is_livecodebench_chat_prompt(lcb_samples: dict[str, Sample]) -> 
     assert "Read the inputs from stdin" not in f_user
 
 
-def test_reference_solutions_pass(grader: CodeGrader, lcb_samples: dict[str, Sample]) -> None:
+@pytest.mark.parametrize("level", LEVELS)
+def test_reference_solutions_pass(grader: CodeGrader, lcb_samples: dict[str, Sample], level: str) -> None:
+    """At every isolation level, root's and a user's: the grades do not depend on the level."""
     items = [GradeInput(s, fenced((SOLUTIONS / f"{qid}.py").read_text())) for qid, s in lcb_samples.items()]
-    grades = grader.grade_batch(items, workers=2)
+    at_level = CodeGrader(["last_code_block"], timeout_s=2.0, memory_mb=256, processes=8)
+    at_level._sandbox = sandbox_at(level, at_level.sandbox_limits())
+    try:
+        grades = at_level.grade_batch(items, workers=2)
+    finally:
+        if isinstance(at_level._sandbox, UserSandbox):
+            at_level._sandbox.close()
     failed = {g.sample_id: g.reason for g in grades if g.status != "correct"}
     assert failed == {}
     assert all(g.details["outcome"] == "passed" and g.details["n_passed"] == g.details["n_tests"] for g in grades)

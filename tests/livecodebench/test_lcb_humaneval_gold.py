@@ -2,8 +2,9 @@
 
 Each `assert candidate(args) == expected` with JSON-exact literals becomes a
 functional test (arguments one JSON value per line, as LiveCodeBench writes
-them); every problem with at least one such test is run.  Skips when
-../shared/data is absent.
+them); every problem with at least one such test is run, at every isolation
+level (root's three and an unprivileged user's): the verdicts must not
+depend on the level.  Skips when ../shared/data is absent.
 """
 
 from __future__ import annotations
@@ -15,9 +16,10 @@ import os
 from typing import Any
 
 import pytest
+from as_user import LEVELS, UserSandbox, sandbox_at
 from lcb_helpers import shared_data_dir
 
-from evalsuite.sandbox import Limits, Sandbox
+from evalsuite.sandbox import Limits
 from evalsuite.sandbox.checker import Checker
 
 pytestmark = pytest.mark.gold
@@ -68,10 +70,12 @@ def problems() -> list[dict[str, Any]]:
     return [r | {"tests": functional_tests(r["test"])} for r in rows]
 
 
-def test_canonical_solutions_pass_and_broken_ones_fail(problems: list[dict[str, Any]]) -> None:
+@pytest.mark.parametrize("level", LEVELS)
+def test_canonical_solutions_pass_and_broken_ones_fail(problems: list[dict[str, Any]], level: str) -> None:
     usable = [p for p in problems if p["tests"]]
     assert len(usable) >= 120, "the assert conversion lost most of HumanEval"
-    checker = Checker(Sandbox(limits=Limits(memory_mb=512, processes=8)), timeout_s=5.0, stop_on_first_failure=False)
+    sandbox = sandbox_at(level, Limits(memory_mb=512, processes=8))
+    checker = Checker(sandbox, timeout_s=5.0, stop_on_first_failure=False)
     from concurrent.futures import ThreadPoolExecutor
 
     def check(p: dict[str, Any]) -> tuple[str, list[str], list[str]]:
@@ -79,8 +83,12 @@ def test_canonical_solutions_pass_and_broken_ones_fail(problems: list[dict[str, 
         broken = checker.run(p["prompt"] + "    return None\n", p["tests"][:1], p["entry_point"])
         return p["task_id"], [o.outcome for o in good], [o.outcome for o in broken]
 
-    with ThreadPoolExecutor(2) as pool:
-        results = list(pool.map(check, usable))
+    try:
+        with ThreadPoolExecutor(2) as pool:
+            results = list(pool.map(check, usable))
+    finally:
+        if isinstance(sandbox, UserSandbox):
+            sandbox.close()
     failing = {tid: good for tid, good, _ in results if set(good) != {"passed"}}
     assert failing == {}
     # `return None` is right for a few problems whose first test expects null; all others must fail.

@@ -99,6 +99,7 @@ def host_check(request: pytest.FixtureRequest) -> Iterator[None]:
     before = job_dirs()
     users_before = {job for user in STARTED for job in _user_jobs(user)}
     yield
+
     def alive() -> list[Any]:
         return [*sandbox_processes(block), *(p for user in STARTED for p in user.programs())]
 

@@ -56,7 +56,7 @@ def test_report_works_offline_with_plots_and_viewer(
     plots = page.eval("""Array.from(document.querySelectorAll('svg.plot')).map(s => ({
         kind: s.dataset.plot, width: s.getBoundingClientRect().width,
         marks: s.querySelectorAll('rect, circle, line').length}))""")
-    assert {p["kind"] for p in plots} == {"forest", "accuracy", "positions", "margins", "speed"}
+    assert {p["kind"] for p in plots} == {"forest", "accuracy", "positions", "gaps", "speed"}
     assert all(p["width"] > 200 and p["marks"] > 5 for p in plots), plots
     top = page.screenshot(tmp_path / "report-top.png")
 

@@ -5,6 +5,7 @@ from evalsuite.diff.classify import (
     ALPHA,
     DEFAULT_CONTROL_SLACK,
     DEFAULT_NEAR_TIE_NATS,
+    THIN_CEILING_NATS,
     ControlKind,
     ControlProfile,
     Evidence,
@@ -12,6 +13,7 @@ from evalsuite.diff.classify import (
     calibrate,
     classify,
     classify_all,
+    flip_bound,
 )
 from evalsuite.diff.resolution import LogitResolution, logit_resolution
 
@@ -19,6 +21,7 @@ __all__ = [
     "ALPHA",
     "DEFAULT_CONTROL_SLACK",
     "DEFAULT_NEAR_TIE_NATS",
+    "THIN_CEILING_NATS",
     "ControlKind",
     "ControlProfile",
     "Evidence",
@@ -30,5 +33,6 @@ __all__ = [
     "classify_all",
     "diff_completions",
     "diff_runs",
+    "flip_bound",
     "logit_resolution",
 ]

@@ -19,7 +19,8 @@ Quantized or BF16 targets flip at larger gaps (a Q4_0 self-drafted control
 reached 2.5 nats), which is why control runs raise the threshold: to `slack`
 times the largest gap at which a control flipped, and, where a control
 flipped only a few times, to the gap a further numerics flip exceeds with
-probability `ALPHA` (`evalsuite.stats.tails`).
+probability `ALPHA` (`evalsuite.stats.tails`), but never by that prediction
+beyond `THIN_CEILING_NATS`: a flip further out must be shown by a control.
 """
 
 from __future__ import annotations
@@ -39,6 +40,20 @@ DEFAULT_NEAR_TIE_NATS = 0.1
 DEFAULT_CONTROL_SLACK = 2.0
 ALPHA = 0.01
 """The chance a further numerics flip lands above a control's bound (`evalsuite.stats.tails`)."""
+THIN_CEILING_NATS = 0.5
+"""How far a prediction from few flips may raise the threshold: a baseline that prefers its token 1.65 to 1
+(e^0.5) is no near-tie unless a control flipped that far itself (then `slack` x its largest flip applies)."""
+
+
+def flip_bound(gaps: Sequence[float], slack: float) -> float:
+    """The largest gap a control's flips make numerics: `slack` x the largest, or, with few flips, the gap a
+    further flip exceeds with probability `ALPHA`, that prediction capped at `THIN_CEILING_NATS`; NaN without
+    flips."""
+    if not len(gaps):
+        return math.nan
+    predicted = min(exceedance_bound(list(gaps), ALPHA), THIN_CEILING_NATS)
+    return max(slack * max(gaps), predicted)
+
 
 ControlKind = Literal["repeat", "control"]
 """A control run's role in its comparison: the baseline run again, or the target drafting for itself."""
@@ -95,12 +110,8 @@ class ControlProfile:
         return np.concatenate([self.own_gaps, np.array(self.elsewhere.gaps, dtype=np.float64)])
 
     def bound(self, slack: float) -> float:
-        """The largest gap this control's flips make numerics: `slack` x the largest, or, with few flips, the gap
-        a further flip exceeds with probability `ALPHA`; NaN without flips."""
-        g = self.gaps
-        if not len(g):
-            return math.nan
-        return max(slack * float(g.max()), exceedance_bound(g.tolist(), ALPHA))
+        """The largest gap this control's flips make numerics (`flip_bound`)."""
+        return flip_bound(self.gaps.tolist(), slack)
 
     def explains(self, diff: SampleDiff) -> bool:
         """Did this control diverge on the same sample at the same position (and to the same token, when known)?"""
@@ -190,11 +201,19 @@ def calibrate(
             eff, note = near_tie, f"near-tie default {near_tie:g} nats ({seen})"
         elif bound > slack * largest:
             eff, thin = bound, True
-            note = (
-                f"{bound:.3g} nats, the gap a further numerics flip exceeds with probability {ALPHA:.0%} given "
-                f"the {len(ctl.gaps)} flips of control '{ctl.name}' (up to {largest:.3g} nats; "
-                f"{_evidence_note(ctl)}), above {slack:g} x the largest: so few flips allow no less"
+            flips = (
+                f"the {len(ctl.gaps)} flips of control '{ctl.name}' (up to {largest:.3g} nats; {_evidence_note(ctl)})"
             )
+            if bound >= THIN_CEILING_NATS:
+                note = (
+                    f"{bound:.3g} nats, the most a prediction from {flips} may raise it: so few flips allow no less, "
+                    f"and flips further out must be shown by a control"
+                )
+            else:
+                note = (
+                    f"{bound:.3g} nats, the gap a further numerics flip exceeds with probability {ALPHA:.0%} given "
+                    f"{flips}, above {slack:g} x the largest: so few flips allow no less"
+                )
         else:
             eff = bound
             note = f"{slack:g} x the largest gap at which {seen}"

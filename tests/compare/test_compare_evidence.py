@@ -13,7 +13,7 @@ from two_choices import token_entries
 
 from evalsuite.compare import compare_runs
 from evalsuite.compare.evidence import engine_identity, stored_evidence
-from evalsuite.diff import ALPHA
+from evalsuite.diff import ALPHA, THIN_CEILING_NATS, flip_bound
 from evalsuite.engines.parse import trace_from_entries
 from evalsuite.gate.runs import GatePair, compare_pair
 from evalsuite.records import Completion, SampleResult
@@ -83,7 +83,7 @@ def _compare(roles: dict[str, Path]) -> Any:
 def test_a_task_alone_in_its_store_is_judged_on_its_own_flips_and_their_number(tmp_path: Path) -> None:
     math500 = _math(tmp_path / "runs")
     alone = _compare(math500)
-    assert alone.thresholds.thin and alone.thresholds.effective == pytest.approx(exceedance_bound([0.03], ALPHA))
+    assert alone.thresholds.thin and alone.thresholds.effective == pytest.approx(THIN_CEILING_NATS)
     assert alone.token.label == "NUMERICAL-ONLY"  # one flip at 0.03 cannot say a flip at 0.2 is no numerics
     assert alone.controls[0].elsewhere.samples == 0
 
@@ -93,6 +93,7 @@ def test_stored_flips_of_the_same_engines_on_another_task_count_in_every_way_of_
     math500, gsm8k = _math(root), _gsm8k(root)
     every = [0.03, *SPREAD]
     expected = max(2 * max(every), exceedance_bound(every, ALPHA))
+    assert expected == flip_bound(every, 2.0)
     compared = _compare(math500)
     (control,) = compared.controls
     assert (len(control.elsewhere.gaps), control.elsewhere.samples, control.elsewhere.tasks) == (30, 32, ("gsm8k",))

@@ -12,7 +12,7 @@ import math
 
 import pytest
 
-from evalsuite.diff import ControlProfile, calibrate, classify, diff_completions
+from evalsuite.diff import THIN_CEILING_NATS, ControlProfile, calibrate, classify, diff_completions, flip_bound
 from evalsuite.engines.parse import trace_from_entries
 from evalsuite.records import Completion
 from evalsuite.verdict import token_verdict
@@ -116,3 +116,27 @@ def test_a_controls_flips_are_measured_as_gaps_too() -> None:
     """A control that flipped to a far token raises the threshold by that gap, not by the top-two margin."""
     far = ControlProfile.from_diffs("control:self", "control", [diverge(5)])
     assert far.own_gaps.tolist() == pytest.approx([3.7], abs=1e-6)
+
+
+ONE_NAT = [(1, " a", -0.70), (2, " b", -0.72), (3, " c", -1.75), (4, " d", -3.6)]
+"""A near-tie whose third choice lies about one nat below the baseline's own."""
+
+
+def test_one_control_flip_cannot_excuse_a_token_a_nat_below() -> None:
+    """A single flip predicts little; the prediction from it stops at the ceiling, so a candidate that diverges
+    as rarely as the control, a nat below the baseline's token, is still a loss."""
+    control = ControlProfile.from_diffs("control:self", "control", [diverge(2)])
+    th = calibrate([control])
+    assert th.thin and th.effective == pytest.approx(THIN_CEILING_NATS) and "most a prediction" in th.source
+    far = classify(diverge(3, ONE_NAT), th, [control])
+    assert far.kind == "confident" and far.gap == pytest.approx(1.05, abs=1e-6)
+    assert token_verdict([far], th, [control]).label == "LOSSY"
+
+
+def test_the_ceiling_never_lowers_what_a_control_showed() -> None:
+    """A control that flipped far itself sets the threshold at twice that, above the ceiling."""
+    assert flip_bound([0.4], 2.0) == pytest.approx(0.8)
+    assert flip_bound([0.01], 2.0) == pytest.approx(THIN_CEILING_NATS)
+    many = [0.01 * i for i in range(1, 31)]
+    assert flip_bound(many, 2.0) == pytest.approx(0.6)  # enough flips: twice the largest, no prediction needed
+    assert math.isnan(flip_bound([], 2.0))

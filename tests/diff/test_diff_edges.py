@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 from evalsuite.diff import (
     ALPHA,
+    THIN_CEILING_NATS,
     ControlProfile,
     Evidence,
     LogitResolution,
@@ -305,16 +306,25 @@ def test_calibrate_names_the_control_that_set_the_threshold_and_keeps_its_inputs
     assert grid.source == "near-tie default 0.1 nats; " + GRID.description
 
 
-@pytest.mark.parametrize("flips", [[0.03], [0.03, 0.01], [0.047, 0.02, 0.01]])
+@pytest.mark.parametrize("flips", [[0.03, 0.01], [0.047, 0.02, 0.01], [0.03, 0.02, 0.02, 0.01]])
 def test_a_few_flips_widen_the_threshold_to_what_their_number_allows(flips: list[float]) -> None:
     th = calibrate([_profile("control:a", flips)])
     assert th.thin and th.effective == pytest.approx(exceedance_bound(flips, ALPHA))
-    assert th.effective > 2 * max(flips)
+    assert 2 * max(flips) < th.effective < THIN_CEILING_NATS
     assert th.effective == pytest.approx(sum(flips) * (ALPHA ** (-1 / len(flips)) - 1))
     assert f"given the {len(flips)} flips of control 'control:a'" in th.source
     assert th.source.endswith("above 2 x the largest: so few flips allow no less")
     wider = calibrate([_profile("control:a", flips[:1])])
     assert wider.effective >= th.effective  # fewer flips, no narrower
+
+
+@pytest.mark.parametrize("flips", [[0.03], [0.2, 0.1], [0.2, 0.1, 0.05, 0.05]])
+def test_a_prediction_from_few_flips_stops_at_the_ceiling(flips: list[float]) -> None:
+    assert exceedance_bound(flips, ALPHA) > THIN_CEILING_NATS > 2 * max(flips)
+    th = calibrate([_profile("control:a", flips)])
+    assert th.thin and th.effective == THIN_CEILING_NATS
+    assert th.source.startswith(f"0.5 nats, the most a prediction from the {len(flips)} flips of control 'control:a'")
+    assert th.source.endswith("flips further out must be shown by a control")
 
 
 def test_flips_on_stored_runs_of_the_same_engine_count_with_the_runs_own() -> None:

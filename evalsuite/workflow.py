@@ -212,11 +212,19 @@ def eval_target(
     return runs
 
 
-def _same_endpoint(a: TargetConfig, b: TargetConfig) -> bool:
+def _endpoint(t: TargetConfig) -> tuple[Any, ...]:
+    """Where a target's answers come from: its rig configuration and flags, its serve command, or its URL."""
     from evalsuite.compare.distinct import normal_url
 
-    where = lambda t: ("rig", t.rig) if t.rig else ("url", normal_url(t.base_url))  # noqa: E731
-    return where(a) == where(b) and (a.engine, a.api, a.extra, a.model) == (b.engine, b.api, b.extra, b.model)
+    if t.rig is not None:
+        return ("rig", t.rig)
+    if t.serve is not None:
+        return ("serve", tuple(t.serve.argv()), t.serve.cwd, tuple(sorted(t.serve.env.items())))
+    return ("url", normal_url(t.base_url))
+
+
+def _same_endpoint(a: TargetConfig, b: TargetConfig) -> bool:
+    return _endpoint(a) == _endpoint(b) and (a.engine, a.api, a.extra, a.model) == (b.engine, b.api, b.extra, b.model)
 
 
 def _check_roles_differ(config: Config, target: TargetConfig) -> None:

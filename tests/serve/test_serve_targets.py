@@ -213,3 +213,23 @@ def test_sample_test_starts_served_targets_and_records_their_model_files(
     assert manifests["spec"]["fingerprint_fields"]["endpoint"]["model_files"] == {
         "draft.gguf": "sha256:" + hashlib.sha256(b"GGUF drafter").hexdigest()
     }
+
+
+def test_a_served_control_is_its_own_endpoint_and_a_same_command_twin_is_refused(tmp_path: Path) -> None:
+    """Served targets are told apart by their commands: a control served by another command runs beside the
+    candidate, and only a control served by the very same command is the candidate under another name."""
+    config_path = _served_project(tmp_path, base_cmd=_fake_cmd(), spec_cmd=_fake_cmd("--tokens", "12"))
+    text = config_path.read_text().replace('baseline = "base"', 'baseline = "base"\ncontrol = "ctl"')
+
+    def control(command: str) -> str:
+        return (
+            text + f'\n[targets.ctl]\nengine = "llamacpp"\nbaseline = "base"\n[targets.ctl.serve]\n'
+            f'command = {command}\nhealth_path = "/v1/models"\nstartup_timeout_s = 30\n'
+        )
+
+    config_path.write_text(control(_fake_cmd("--tokens", "10")))
+    runs = eval_target(load_config(config_path), "spec", ["echo"], RunOptions(limit=2, grade=False))
+    assert set(runs.folders["echo"]) == {"baseline", "control", "candidate"}
+    config_path.write_text(control(_fake_cmd("--tokens", "12")))
+    with pytest.raises(ConfigError, match="is the same endpoint, asked the same way"):
+        eval_target(load_config(config_path), "spec", ["echo"], RunOptions(limit=2, grade=False))

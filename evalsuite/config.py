@@ -14,10 +14,21 @@ import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ModelWrapValidatorHandler,
+    PrivateAttr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from evalsuite import plugins
 from evalsuite.errors import ConfigError, format_validation_error, reading
+from evalsuite.folders import folder_name
+from evalsuite.grid import Scalar, expand_targets
 from evalsuite.records import GenerationParams
 
 
@@ -99,6 +110,10 @@ class TargetConfig(BaseModel):
     baseline: str | None = None
     control: str | None = None
     rig: str | None = Field(None, description="reference-rig configuration that serves this target")
+    rig_args: list[str] = Field(
+        default_factory=list,
+        description="server flags for a rig target: a flag its configuration passes takes this value, others are added",
+    )
     serve: ServeConfig | None = Field(None, description="a command that serves this target (started by the suite)")
     allow_differences: list[str] = Field(
         default_factory=list,
@@ -106,6 +121,12 @@ class TargetConfig(BaseModel):
     )
     description: str = ""
     sampling: SamplingDefaults | None = Field(None, description="sample-test settings for this target's model")
+    _grid: tuple[str, dict[str, Scalar]] | None = PrivateAttr(None)
+
+    @property
+    def grid_point(self) -> tuple[str, dict[str, Scalar]] | None:
+        """(grid table, parameter values) for a target a grid made (`evalsuite.grid`), else None."""
+        return self._grid
 
     @field_validator("engine")
     @classmethod
@@ -127,6 +148,11 @@ class TargetConfig(BaseModel):
             raise ValueError("needs base_url (or rig = '<rig configuration>', or a [serve] command)")
         if self.base_url and not self.base_url.startswith(("http://", "https://")):
             raise ValueError(f"base_url must start with http:// or https://, got {self.base_url!r}")
+        if self.rig_args and self.rig is None:
+            raise ValueError(
+                "has rig_args but no rig; rig_args change a rig configuration's command line (a serve command "
+                "takes its flags in serve.command)"
+            )
         return self
 
     def api_key(self) -> str | None:
@@ -167,6 +193,11 @@ class Defaults(BaseModel):
         description="isolation of model-written code: `auto` (the best this machine allows; refused where there is "
         "none), a level, or `none` to run it unisolated on purpose (see docs/sandbox.md)",
     )
+    one_server_at_a_time: bool = Field(
+        False,
+        description="`speed` and `leaderboard` measure the baseline, then the candidate, on the same prompts, instead "
+        "of both up together and interleaved (servers that cannot share the machine, e.g. one GPU)",
+    )
 
     def params(self, overrides: dict[str, Any] | None = None) -> GenerationParams:
         values: dict[str, Any] = {
@@ -204,7 +235,9 @@ def check_generation(values: dict[str, Any], source: str) -> None:
         raise ConfigError(format_validation_error(exc, source)) from None
 
 
-_NOT_GENERATION = frozenset({"runs_dir", "reports_dir", "tasks", "data", "limit", "repeat_baseline"})
+_NOT_GENERATION = frozenset(
+    {"runs_dir", "reports_dir", "tasks", "data", "limit", "repeat_baseline", "one_server_at_a_time"}
+)
 
 
 class Config(BaseModel):
@@ -212,11 +245,38 @@ class Config(BaseModel):
     defaults: Defaults = Field(default_factory=lambda: Defaults.model_validate({}))
     targets: dict[str, TargetConfig] = Field(default_factory=dict)
     _path: Path | None = PrivateAttr(None)
+    _grids: dict[str, dict[str, dict[str, Scalar]]] = PrivateAttr(default_factory=dict)
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _expand_grids(cls, data: Any, handler: ModelWrapValidatorHandler[Config]) -> Config:
+        """Grid tables become one target per point (`evalsuite.grid`) before the targets are validated."""
+        grids: dict[str, dict[str, dict[str, Scalar]]] = {}
+        if isinstance(data, dict) and isinstance(data.get("targets"), dict):
+            targets, grids = expand_targets(data["targets"])
+            data = {**data, "targets": targets}
+        config = handler(data)
+        config._grids = grids
+        for block, points in grids.items():
+            for name, values in points.items():
+                config.targets[name]._grid = (block, values)
+        return config
+
+    @property
+    def grids(self) -> dict[str, list[str]]:
+        """Each grid table's name -> the names of the targets it expanded into, in order."""
+        return {block: list(points) for block, points in self._grids.items()}
 
     @model_validator(mode="after")
     def _links(self) -> Config:
+        folders: dict[str, str] = {}
         for name, target in self.targets.items():
             target.name = name
+            taken = folders.setdefault(folder_name(name), name)
+            if taken != name:
+                raise ValueError(
+                    f"targets.{taken} and targets.{name} would share the runs folder '{folder_name(name)}'; rename one"
+                )
             for link in ("baseline", "control"):
                 other = getattr(target, link)
                 if other is not None and other not in self.targets:
@@ -245,8 +305,14 @@ class Config(BaseModel):
         try:
             return self.targets[name]
         except KeyError:
-            known = ", ".join(sorted(self.targets)) or "none"
             where = self.path or "the config"
+            if name in self._grids:
+                points = list(self._grids[name])
+                raise ConfigError(
+                    f"'{name}' in {where} is a grid of {len(points)} targets: {', '.join(points)}. Name one (quote "
+                    f"it in a shell: '{points[0]}'), or rank them all with `evalsuite leaderboard {name}`."
+                ) from None
+            known = ", ".join(sorted(self.targets)) or "none"
             raise ConfigError(f"No target named '{name}' in {where}. Targets: {known}.") from None
 
 

@@ -25,6 +25,7 @@ from evalsuite.config import Config, TargetConfig
 from evalsuite.engines import Engine, make_engine
 from evalsuite.engines.retry import RequestFailed, RetriesExhausted, RetryPolicy, with_retries
 from evalsuite.errors import EndpointError, HostError
+from evalsuite.folders import folder_name
 from evalsuite.heap import keep_freed_memory
 from evalsuite.records import GenerationParams, Sample, SampleResult
 from evalsuite.serialize import to_jsonable
@@ -179,7 +180,11 @@ def _manifest(plan: RunPlan, fields: dict[str, Any], probe: dict[str, Any]) -> R
 
 
 def run_folder(runs_dir: Path, target: str, task: str, fp: str) -> Path:
-    return runs_dir / target / task / fp[:16]
+    """`runs/<target's folder name>/<task>/<fingerprint>`; a run stored under the target's raw name before
+    folder names were made safe (`config.folder_name`) is found where it is, so it still resumes."""
+    folder = runs_dir / folder_name(target) / task / fp[:16]
+    legacy = runs_dir / target / task / fp[:16]
+    return legacy if legacy != folder and (legacy / "manifest.json").is_file() else folder
 
 
 async def execute(

@@ -88,7 +88,7 @@ def _started(
 
     threads = f" ({rig_threads} thread{'s' if rig_threads != 1 else ''})" if rig_threads else ""
     say(f"starting rig server '{target.rig}' for target '{target.name}'{threads}...")
-    with serve([str(target.rig)], threads=rig_threads) as servers:
+    with serve([str(target.rig)], threads=rig_threads, extra_args=target.rig_args) as servers:
         yield servers[str(target.rig)]
 
 
@@ -217,7 +217,7 @@ def _endpoint(t: TargetConfig) -> tuple[Any, ...]:
     from evalsuite.compare.distinct import normal_url
 
     if t.rig is not None:
-        return ("rig", t.rig)
+        return ("rig", t.rig, tuple(t.rig_args))
     if t.serve is not None:
         return ("serve", tuple(t.serve.argv()), t.serve.cwd, tuple(sorted(t.serve.env.items())))
     return ("url", normal_url(t.base_url))

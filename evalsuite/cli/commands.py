@@ -253,6 +253,10 @@ def cmd_targets(args: argparse.Namespace) -> int:
     config = load_config(args.config)
     print("name\tengine\tendpoint\tbaseline\tdescription")
     for name, t in config.targets.items():
-        endpoint = f"rig:{t.rig}" if t.rig else (f"serve:{t.serve.argv()[0]}" if t.serve else t.base_url)
+        endpoint = (
+            f"rig:{' '.join([t.rig, *t.rig_args])}"
+            if t.rig
+            else (f"serve:{t.serve.argv()[0]}" if t.serve else t.base_url)
+        )
         print(f"{name}\t{t.engine}\t{endpoint}\t{t.baseline or '-'}\t{t.description}")
     return 0

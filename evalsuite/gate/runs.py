@@ -22,6 +22,7 @@ from evalsuite.compare.comparable import check_comparable
 from evalsuite.diff.align import SampleDiff
 from evalsuite.diff.classify import ControlKind, Thresholds
 from evalsuite.errors import EvalsuiteError, NotComparableError, StoreError
+from evalsuite.folders import folder_name
 from evalsuite.records import Grade, SampleResult
 from evalsuite.store import RunManifest, open_run
 
@@ -74,7 +75,8 @@ def find_baseline(candidate: str, config_path: str | None, allow: Sequence[str] 
     if target.baseline is None:
         raise EvalsuiteError(f"Target '{target.name}' has no baseline in {config.path}; pass --evalsuite-baseline DIR.")
     found: list[tuple[float, str]] = []
-    for path in sorted((config.root / config.defaults.runs_dir / target.baseline / man.task).glob("*/manifest.json")):
+    baseline_runs = config.root / config.defaults.runs_dir / folder_name(target.baseline) / man.task
+    for path in sorted(baseline_runs.glob("*/manifest.json")):
         try:
             other = _manifest(str(path.parent))
             check_comparable(other, man, allow=allow)

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from evalsuite.folders import folder_name
 from evalsuite.records import Grade
 from evalsuite.serialize import to_jsonable
 
@@ -55,7 +56,7 @@ CREATE TABLE IF NOT EXISTS gradings (
 def cache_path(folder: Path, target: str, task: str) -> Path | None:
     """Where the cache of a run folder lives: the runs folder above `<target>/<task>/<id>`, else None."""
     folder = folder.resolve()
-    if folder.parent.name != task or folder.parent.parent.name != target:
+    if folder.parent.name != task or folder.parent.parent.name not in (target, folder_name(target)):
         return None
     return folder.parents[2] / CACHE_FILE
 

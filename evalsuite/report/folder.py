@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-import re
 import time
 from pathlib import Path
 
 from evalsuite.errors import writing
-
-_UNSAFE = re.compile(r"[^A-Za-z0-9._+-]+")
+from evalsuite.folders import folder_name
 
 
 def report_folder(reports_dir: Path, target: str, *, now: float | None = None) -> Path:
     """A new folder `reports_dir/<target>/<UTC timestamp>/` (a suffix is added if that second is taken)."""
-    name = _UNSAFE.sub("_", target).strip("._") or "target"
+    name = folder_name(target)
     stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime(time.time() if now is None else now))
     base = Path(reports_dir) / name
     folder, i = base / stamp, 1

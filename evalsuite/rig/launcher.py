@@ -9,7 +9,9 @@ stopped with SIGTERM, then SIGKILL, whatever happens in the `with` body
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
+import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +32,7 @@ __all__ = [
     "serve_with_assets",
     "server_args",
     "stop_server",
+    "with_args",
 ]
 
 CONTEXT_SIZE = 4096
@@ -262,14 +265,43 @@ REBUILD = {"smollm2-dflash": SMOLLM2_DFLASH_REBUILD}
 """Model roles a checkout may lack -> the command that makes the file (docs/rig.md has the others)."""
 
 
-def rig_command(config: RigConfig, assets: RigAssets, threads: int) -> ServerCommand:
-    """A rig configuration as an ordinary served command (`{port}` filled in at start)."""
+def _is_flag(arg: str) -> bool:
+    return arg.startswith("-") and not _NUMBER.match(arg)
+
+
+_NUMBER = re.compile(r"^-\d")
+
+
+def with_args(argv: Sequence[str], extra: Sequence[str]) -> list[str]:
+    """`argv` with `extra`'s flags: a flag already there takes the new value, a new one is added at the end.
+
+    The command line then says each setting once (as the run's provenance and fingerprint show it);
+    a flag given twice would also work on llama-server, where the last one wins.
+    """
+    out = list(argv)
+    i = 0
+    while i < len(extra):
+        flag = extra[i]
+        value = extra[i + 1] if i + 1 < len(extra) and not _is_flag(extra[i + 1]) else None
+        i += 1 if value is None else 2
+        if flag in out and value is not None:
+            at = out.index(flag)
+            if at + 1 < len(out) and not _is_flag(out[at + 1]):
+                out[at + 1] = value
+                continue
+        if flag not in out or value is not None:
+            out += [flag] if value is None else [flag, value]
+    return out
+
+
+def rig_command(config: RigConfig, assets: RigAssets, threads: int, extra_args: Sequence[str] = ()) -> ServerCommand:
+    """A rig configuration as an ordinary served command (`{port}` filled in at start), with `extra_args` merged
+    in (`with_args`)."""
     missing = [r for r in (config.model, config.draft) if r is not None and r not in assets.models]
     if missing:
         raise missing_models(config.name, {role: REBUILD.get(role) for role in missing})
-    return ServerCommand(
-        config.name, tuple(server_args(config, assets, "{port}", threads)), startup_timeout_s=HEALTH_TIMEOUT_S
-    )
+    argv = with_args(server_args(config, assets, "{port}", threads), extra_args)
+    return ServerCommand(config.name, tuple(argv), startup_timeout_s=HEALTH_TIMEOUT_S)
 
 
 @contextlib.contextmanager
@@ -278,10 +310,12 @@ def serve(
     *,
     log_dir: Path | None = None,
     threads: int | None = None,
+    extra_args: Sequence[str] = (),
     progress: Callable[[str], None] = lambda _msg: None,
 ) -> Iterator[dict[str, RunningServer]]:
     """Start the named configurations (building the rig if needed), yield them by name, stop them all.
 
+    `extra_args` are server flags merged into every named configuration's command line (`with_args`).
     Threads default to 2 for a single server and 1 each when several share
     the machine's cores; `EVALSUITE_RIG_THREADS` overrides that (1 on a busy
     machine: llama.cpp's worker threads spin at barriers, and two of them on
@@ -300,7 +334,7 @@ def serve(
     with contextlib.ExitStack() as stack:
         running: dict[str, RunningServer] = {}
         if vllm:
-            running |= stack.enter_context(serve_vllm(vllm, log_dir=log_dir, progress=progress))
+            running |= stack.enter_context(serve_vllm(vllm, log_dir=log_dir, extra_args=extra_args, progress=progress))
         if llama:
             roles = {r for n in llama for r in (RIG_CONFIGS[n].model, RIG_CONFIGS[n].draft) if r is not None}
             assets = ensure_assets(
@@ -309,20 +343,28 @@ def serve(
                 include_smollm2=any(r.startswith("smollm2") for r in roles),
             )
             running |= stack.enter_context(
-                serve_with_assets(llama, assets, log_dir=log_dir, threads=threads, progress=progress)
+                serve_with_assets(
+                    llama, assets, log_dir=log_dir, threads=threads, extra_args=extra_args, progress=progress
+                )
             )
         yield running
 
 
 @contextlib.contextmanager
 def serve_vllm(
-    names: Sequence[str], *, log_dir: Path | None = None, progress: Callable[[str], None] = lambda _msg: None
+    names: Sequence[str],
+    *,
+    log_dir: Path | None = None,
+    extra_args: Sequence[str] = (),
+    progress: Callable[[str], None] = lambda _msg: None,
 ) -> Iterator[dict[str, RunningServer]]:
     """Start the named vLLM configurations (installing vLLM and converting SmolLM2 the first time)."""
     from evalsuite.rig.vllm import vllm_commands
     from evalsuite.rig.vllm.env import vllm_home
 
-    commands = vllm_commands(list(names), progress)
+    commands = [
+        dataclasses.replace(c, argv=tuple(with_args(c.argv, extra_args))) for c in vllm_commands(list(names), progress)
+    ]
     progress(f"starting vLLM configuration(s) {', '.join(names)} (about 60-100 s each to load)")
     stack = contextlib.ExitStack()
     try:
@@ -342,12 +384,13 @@ def serve_with_assets(
     *,
     log_dir: Path | None = None,
     threads: int | None = None,
+    extra_args: Sequence[str] = (),
     progress: Callable[[str], None] = lambda _msg: None,
 ) -> Iterator[dict[str, RunningServer]]:
     """`serve` over already-resolved assets (no build or generation step)."""
     log_dir = log_dir or assets.home / "logs"
     threads = threads or int(os.environ.get("EVALSUITE_RIG_THREADS") or 0) or (2 if len(names) == 1 else 1)
-    commands = [rig_command(RIG_CONFIGS[name], assets, threads) for name in dict.fromkeys(names)]
+    commands = [rig_command(RIG_CONFIGS[name], assets, threads, extra_args) for name in dict.fromkeys(names)]
     stack = contextlib.ExitStack()
     try:
         running = stack.enter_context(served(commands, log_dir))

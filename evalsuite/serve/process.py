@@ -25,6 +25,7 @@ import httpx
 
 from evalsuite.blas import user_environ
 from evalsuite.errors import EndpointError
+from evalsuite.serve.memory import MemoryPeak, MemoryWatch
 
 STOP_GRACE_S = 10.0
 BIND_FAILURES = ("couldn't bind HTTP server socket", "Address already in use", "address already in use")
@@ -64,10 +65,21 @@ class RunningServer:
     process: subprocess.Popen[bytes] = field(repr=False)
     cwd: Path | None = None  # where relative paths in args are taken from
     model_files: dict[str, str] = field(default_factory=dict)  # digests of its model files, once it serves a run
+    memory: MemoryWatch | None = field(default=None, repr=False)  # reads its memory from start to stop
 
     @property
     def pid(self) -> int:
         return self.process.pid
+
+    def memory_peak(self) -> MemoryPeak:
+        """Its peak memory so far (the whole run once it is stopped)."""
+        return self.memory.peak() if self.memory is not None else MemoryPeak(None, None, 0, "not measured")
+
+    def stop(self) -> None:
+        """Take the last memory reading, then stop the process (SIGTERM, then SIGKILL)."""
+        if self.memory is not None:
+            self.memory.stop()
+        stop_server(self.process)
 
 
 def free_port() -> int:
@@ -138,7 +150,14 @@ def start(command: ServerCommand, log_dir: Path) -> RunningServer:
         except OSError as exc:
             raise ServeError(f"Could not start the server for '{command.name}' ({args[0]}): {exc.strerror}.") from None
     return RunningServer(
-        command.name, f"http://127.0.0.1:{port}", _model_name(args), args, log_path, process, command.cwd
+        command.name,
+        f"http://127.0.0.1:{port}",
+        _model_name(args),
+        args,
+        log_path,
+        process,
+        command.cwd,
+        memory=MemoryWatch(process.pid).start(),
     )
 
 
@@ -178,7 +197,7 @@ def served(commands: Sequence[ServerCommand], log_dir: Path) -> Iterator[dict[st
                     wait_healthy(server, command.health_path, command.startup_timeout_s)
                     break
                 except ServeError:
-                    stop_server(server.process)
+                    server.stop()
                     lost_port = any(m in tail(server.log_path, 5) for m in BIND_FAILURES)
                     if not lost_port or attempt == BIND_RETRIES:
                         raise
@@ -186,4 +205,4 @@ def served(commands: Sequence[ServerCommand], log_dir: Path) -> Iterator[dict[st
         yield running
     finally:
         for server in running.values():
-            stop_server(server.process)
+            server.stop()

@@ -53,8 +53,8 @@ def endpoint(url: str | None, threads: int) -> Iterator[str]:
         return
     from evalsuite.speedrun.rigslots import serve_slots
 
-    with serve_slots(["baseline"], 1, threads=threads, extra_args=["--metrics"]) as urls:
-        yield urls["baseline"]
+    with serve_slots(["baseline"], 1, threads=threads, extra_args=["--metrics"]) as running:
+        yield running["baseline"].base_url
 
 
 def server_clock(root: str) -> dict[str, float]:

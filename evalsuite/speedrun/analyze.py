@@ -28,6 +28,7 @@ from evalsuite.serialize import to_jsonable
 from evalsuite.speed.measure import TOKENS_PER_S_DEFINITION
 from evalsuite.speed.robust import mad_outliers, percentiles, ratio_estimate
 from evalsuite.speedrun.client import Measurement
+from evalsuite.speedrun.session import TURN_PREFIX, parting
 
 VERSION = 1
 CellKey = tuple[str, int, str]
@@ -57,9 +58,9 @@ def _speculation(m: Measurement) -> Speculation | None:
     return request_speculation(Completion("", m.finish_reason, timings=m.timings))
 
 
-def cell_figures(ms: Sequence[Measurement]) -> dict[str, Any]:
-    """Every figure of one cell from its successful requests."""
-    kept, out = split_outliers(ms)
+def speculation_totals(kept: Sequence[Measurement], steps: Sequence[Measurement]) -> dict[str, Any]:
+    """Acceptance and mean accepted length (tau) over requests: from each request's own report (llama.cpp
+    `timings`) of `kept`, else from the counters read around the `steps` they belong to (vLLM `/metrics`)."""
     per_request = [_speculation(m) for m in kept]
     counts = [x for x in per_request if x is not None and x.drafted is not None and x.accepted is not None]
     drafted = float(sum(x.drafted or 0 for x in counts))
@@ -68,13 +69,19 @@ def cell_figures(ms: Sequence[Measurement]) -> dict[str, Any]:
     acceptance = accepted / drafted if drafted > 0 else math.nan
     tau = predicted / (predicted - accepted) if drafted > 0 and predicted > accepted else math.nan
     source = counts[0].source if drafted > 0 else None
-    counters = [m.counters for m in ms if m.counters]  # vLLM: deltas over whole steps, outliers included
+    counters = [m.counters for m in steps if m.counters]  # vLLM: deltas over whole steps, outliers included
     counted = [counter_speculation(dict.fromkeys(c, 0.0), c) for c in counters]  # stored as deltas already
     spec = [c for c in counted if c is not None]
     if drafted == 0 and spec:
         total = sum(spec[1:], spec[0])
         acceptance, tau = total.acceptance_rate, total.mean_accepted_length
         drafted, source = total.draft_tokens, total.source
+    return {"acceptance": acceptance, "mean_accepted_length": tau, "drafted": drafted, "acceptance_source": source}
+
+
+def cell_figures(ms: Sequence[Measurement]) -> dict[str, Any]:
+    """Every figure of one cell from its successful requests."""
+    kept, out = split_outliers(ms)
     engine = [(m.tokens_per_s, m.engine_tokens_per_s) for m in kept]
     agree = [c / e for c, e in engine if math.isfinite(c) and math.isfinite(e) and e > 0]
     wall = _wall(kept)
@@ -92,10 +99,7 @@ def cell_figures(ms: Sequence[Measurement]) -> dict[str, Any]:
         "itl_s": percentiles(m.itl_s for m in kept),
         "chunk_gap_s": percentiles(g for m in kept for g in m.gaps_s),
         "latency_s": percentiles(m.latency_s for m in kept),
-        "acceptance": acceptance,
-        "mean_accepted_length": tau,
-        "drafted": drafted,
-        "acceptance_source": source,
+        **speculation_totals(kept, ms),
     }
 
 
@@ -131,6 +135,7 @@ def analyze(
                 }
             )
     groups = sorted({(w, c) for w, c, _ in cells}, key=lambda wc: (_order(wc[0]), wc[1]))
+    pooled: list[float] = []  # every kept pair at concurrency 1, across workloads
     for workload, conc in groups:
         base = {m.key: m for m in cells.get((workload, conc, "baseline"), [])}
         cand = {m.key: m for m in cells.get((workload, conc, "candidate"), [])}
@@ -139,7 +144,9 @@ def analyze(
             for k in sorted(base.keys() & cand.keys())
             if ("baseline", k) not in flagged and ("candidate", k) not in flagged
         ]
-        decode = ratio_estimate([cand[k].tokens_per_s / base[k].tokens_per_s for k in keys], seed=seed)
+        ratios = [cand[k].tokens_per_s / base[k].tokens_per_s for k in keys]
+        decode = ratio_estimate(ratios, seed=seed)
+        pooled += ratios if conc == 1 else []
         e2e = ratio_estimate([base[k].latency_s / cand[k].latency_s for k in keys], seed=seed)
         ttft = ratio_estimate([base[k].ttft_s / cand[k].ttft_s for k in keys], seed=seed)
         speedups.append(
@@ -168,6 +175,8 @@ def analyze(
             "cells": rows,
             "speedups": speedups,
             "outliers": outliers,
+            "overall": _overall(cells, flagged, pooled, seed),
+            "session": _session(ok) if record_plan.get("session") else None,
             "failed": [
                 {"arm": m.arm, "workload": m.workload, "concurrency": m.concurrency, "rep": m.rep, "error": m.error}
                 for m in failed
@@ -176,8 +185,37 @@ def analyze(
     )
 
 
+def _overall(
+    cells: dict[CellKey, list[Measurement]],
+    flagged: set[tuple[str, tuple[str, int, int, int]]],
+    pooled: list[float],
+    seed: int,
+) -> dict[str, Any]:
+    """One figure for the whole run: the decode speedup over every kept pair at concurrency 1 (all workloads
+    pooled), and the candidate's acceptance and tau over those requests."""
+    cand = [m for (_, conc, arm), ms in cells.items() if arm == "candidate" and conc == 1 for m in ms]
+    kept = [m for m in cand if ("candidate", m.key) not in flagged]
+    return {
+        "definition": "geometric mean of the paired decode speedups of every workload at concurrency 1 "
+        "(outliers' pairs left out), with its 95 % bootstrap interval",
+        "decode": ratio_estimate(pooled, seed=seed),
+        **speculation_totals(kept, cand),
+    }
+
+
+def _session(ok: Sequence[Measurement]) -> dict[str, Any]:
+    """Where the arms' session histories part, repetition by repetition (`speedrun.session.parting`)."""
+    texts: dict[str, dict[int, dict[int, str]]] = defaultdict(lambda: defaultdict(dict))
+    for m in ok:
+        if m.workload.startswith(TURN_PREFIX):
+            texts[m.arm][m.rep][int(m.workload[len(TURN_PREFIX) :]) - 1] = m.text
+    return {"parting": parting(texts)}
+
+
 def _order(workload: str) -> tuple[int, int]:
-    """Length workloads by length, the tasks workload last."""
+    """Length workloads by length, then the tasks workload, then the session's turns in order."""
     if workload.startswith("in-"):
         return (0, int(workload[3:]))
+    if workload.startswith(TURN_PREFIX):
+        return (2, int(workload[len(TURN_PREFIX) :]))
     return (1, 0)

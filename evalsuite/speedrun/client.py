@@ -43,6 +43,8 @@ class Measurement:
     error: str | None = None
     counters: dict[str, float] = field(default_factory=dict)
     """Engine counter deltas over this request's step (vLLM speculative counters), on the step's first request."""
+    text: str = ""
+    """The answer (without reasoning), kept for session turns: the next turn's history, and identity per turn."""
 
     @property
     def key(self) -> tuple[str, int, int, int]:
@@ -78,14 +80,14 @@ class Measurement:
         return Measurement(**data)
 
 
-def _content(chunk: dict[str, Any]) -> str:
-    text = []
+def _content(chunk: dict[str, Any]) -> tuple[str, str]:
+    """(answer text, reasoning text) a streamed chunk carries."""
+    answer, reasoning = [], []
     for choice in chunk.get("choices") or []:
         delta = choice.get("delta") or {}
-        text.append(
-            str(delta.get("content") or "") + str(delta.get("reasoning_content") or "") + str(choice.get("text") or "")
-        )
-    return "".join(text)
+        answer.append(str(delta.get("content") or "") + str(choice.get("text") or ""))
+        reasoning.append(str(delta.get("reasoning_content") or delta.get("reasoning") or ""))
+    return "".join(answer), "".join(reasoning)
 
 
 def _finish(chunk: dict[str, Any]) -> str | None:
@@ -95,12 +97,16 @@ def _finish(chunk: dict[str, Any]) -> str | None:
     return None
 
 
-async def measure(client: httpx.AsyncClient, url: str, body: dict[str, Any], m: Measurement) -> Measurement:
-    """Send one streamed chat request and fill `m` in; a failure is recorded in `m.error`, not raised."""
+async def measure(
+    client: httpx.AsyncClient, url: str, body: dict[str, Any], m: Measurement, *, keep_text: bool = False
+) -> Measurement:
+    """Send one streamed chat request and fill `m` in (with the answer's text when `keep_text`); a failure is
+    recorded in `m.error`, not raised."""
     body = {**body, "stream": True, "stream_options": {"include_usage": True}}
     m.started_at = time.time()
     start = time.perf_counter()
     arrivals: list[float] = []
+    answer: list[str] = []
     counted = 0
     try:
         async with client.stream("POST", url, json=body) as resp:
@@ -116,8 +122,10 @@ async def measure(client: httpx.AsyncClient, url: str, body: dict[str, Any], m: 
                     break
                 now = time.perf_counter() - start
                 chunk = json.loads(payload)
-                if _content(chunk):
+                text, reasoning = _content(chunk)
+                if text or reasoning:
                     arrivals.append(now)
+                    answer.append(text)
                     counted += 1
                 m.finish_reason = _finish(chunk) or m.finish_reason
                 usage = chunk.get("usage") or {}
@@ -137,6 +145,8 @@ async def measure(client: httpx.AsyncClient, url: str, body: dict[str, Any], m: 
     if not m.prompt_tokens and "prompt_n" in m.timings:
         m.prompt_tokens = int(m.timings["prompt_n"] + m.timings.get("cache_n", 0))
     m.chunks = counted
+    if keep_text:
+        m.text = "".join(answer)
     if arrivals:
         m.ttft_s, m.last_token_s = arrivals[0], arrivals[-1]
         m.gaps_s = [b - a for a, b in zip(arrivals, arrivals[1:])]

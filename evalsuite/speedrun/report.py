@@ -17,7 +17,8 @@ from typing import Any
 from markupsafe import Markup, escape
 
 from evalsuite.speedrun.client import Measurement
-from evalsuite.speedrun.plots import speedup_plot
+from evalsuite.speedrun.plots import Point, speedup_plot
+from evalsuite.speedrun.session import TURN_PREFIX, parting_sentence
 
 
 @dataclass(frozen=True)
@@ -113,6 +114,69 @@ def cell_rows(summary: dict[str, Any]) -> list[list[str]]:
     return rows
 
 
+def session_rows(summary: dict[str, Any]) -> list[list[str]]:
+    """The session's turns: context, both arms' decode speed, the paired speedup, drafting, identity of the answers."""
+    head = [
+        "turn",
+        "input tokens",
+        "baseline tokens/s",
+        "candidate tokens/s",
+        "decode speedup [95 %]",
+        "acceptance",
+        "tau",
+    ]
+    rows = [head]
+    cells = {(c["workload"], c["arm"]): c for c in summary["cells"] if c["concurrency"] == 1}
+    for s in summary["speedups"]:
+        if not s["workload"].startswith(TURN_PREFIX):
+            continue
+        base, cand = cells.get((s["workload"], "baseline"), {}), cells.get((s["workload"], "candidate"), {})
+        rows.append(
+            [
+                s["workload"][len(TURN_PREFIX) :],
+                _f(s["input_tokens"], 0),
+                _f(base.get("tokens_per_s")),
+                _f(cand.get("tokens_per_s")),
+                _ratio(s["decode"]),
+                _pct(cand.get("acceptance")),
+                _f(cand.get("mean_accepted_length"), 2),
+            ]
+        )
+    return rows
+
+
+def _pct(x: Any) -> str:
+    return f"{x * 100:.1f} %" if isinstance(x, (int, float)) and math.isfinite(x) else "-"
+
+
+def _session_lines(summary: dict[str, Any]) -> list[str]:
+    session, plan = summary.get("session"), summary["plan"].get("session")
+    if not session or not plan:
+        return []
+    return [
+        f"Session '{plan['name']}' ({plan['turns']} turns, {plan['source']}): every turn holds the earlier turns and "
+        "that arm's own answers; greedy identity is judged turn by turn.",
+        *[parting_sentence(p) for p in session["parting"]],
+    ]
+
+
+def _overall(summary: dict[str, Any]) -> str:
+    o = summary.get("overall") or {}
+    if not o or not o["decode"]["n"]:
+        return "Overall: no pair was measured."
+    return (
+        f"Overall decode speedup {_ratio(o['decode'])} over {o['decode']['n']} pairs ({o['definition']}); "
+        f"acceptance {_pct(o['acceptance'])}, tau {_f(o['mean_accepted_length'], 2)}."
+    )
+
+
+def _memory(s: dict[str, Any]) -> str:
+    if s.get("peak_memory_mb") is None:
+        return f"memory {s.get('memory') or 'not measured'}"
+    gpu = f", GPU {_f(s['gpu_memory_mb'], 0)} MiB" if s.get("gpu_memory_mb") is not None else ""
+    return f"peak memory {_f(s['peak_memory_mb'], 0)} MiB{gpu}"
+
+
 def _md_table(rows: list[list[str]]) -> str:
     lines = ["| " + " | ".join(r.replace("|", "\\|") for r in row) + " |" for row in rows]
     lines.insert(1, "|" + "---|" * len(rows[0]))
@@ -146,9 +210,9 @@ def _facts(summary: dict[str, Any]) -> list[str]:
     for role, s in summary["servers"].items():
         facts.append(
             f"{role}: {s['target']} ({s['dialect']}, model {s['model']}, context {s.get('n_ctx')}, "
-            f"slots {s.get('slots')})"
+            f"slots {s.get('slots')}, {_memory(s)})"
         )
-    return facts
+    return [_overall(summary), *facts]
 
 
 def _outliers(summary: dict[str, Any]) -> list[str]:
@@ -159,32 +223,48 @@ def _outliers(summary: dict[str, Any]) -> list[str]:
     ] + [f"failed: {f['arm']} {f['workload']} rep {f['rep']}: {f['error']}" for f in summary["failed"]]
 
 
-def plots(summary: dict[str, Any]) -> dict[str, Markup | None]:
-    length = [
-        (
-            s["input_tokens"] or 0,
-            s["decode"]["geometric_mean"] or math.nan,
-            s["decode"]["low95"] or math.nan,
-            s["decode"]["high95"] or math.nan,
-            f"{s['workload']}: {_ratio(s['decode'])}",
-        )
+def speedup_point(s: dict[str, Any], x: float, label: str) -> Point:
+    """A plot point for one row of `summary["speedups"]`: its decode speedup and interval at `x`."""
+    d = s["decode"]
+    return (
+        x,
+        d["geometric_mean"] or math.nan,
+        d["low95"] or math.nan,
+        d["high95"] or math.nan,
+        f"{label}: {_ratio(d)}",
+    )
+
+
+def length_points(summary: dict[str, Any], turns: bool = False) -> list[Point]:
+    """Decode speedup against input tokens: the length workloads at concurrency 1, or the session's turns."""
+    return [
+        speedup_point(s, s["input_tokens"] or 0, s["workload"])
         for s in summary["speedups"]
-        if s["workload"].startswith("in-") and s["concurrency"] == 1
+        if (
+            s["workload"].startswith(TURN_PREFIX)
+            if turns
+            else s["workload"].startswith("in-") and s["concurrency"] == 1
+        )
     ]
+
+
+def plots(summary: dict[str, Any]) -> dict[str, Markup | None]:
     sweep = summary["plan"]["sweep_length_run"]
     conc = [
-        (
-            float(s["concurrency"]),
-            s["decode"]["geometric_mean"] or math.nan,
-            s["decode"]["low95"] or math.nan,
-            s["decode"]["high95"] or math.nan,
-            f"concurrency {s['concurrency']}: {_ratio(s['decode'])}",
-        )
+        speedup_point(s, float(s["concurrency"]), f"concurrency {s['concurrency']}")
         for s in summary["speedups"]
         if s["workload"] == f"in-{sweep}"
     ]
     return {
-        "length": speedup_plot(length, "decode speedup against input length (concurrency 1)", "input tokens", "length"),
+        "length": speedup_plot(
+            length_points(summary), "decode speedup against input length (concurrency 1)", "input tokens", "length"
+        ),
+        "session": speedup_plot(
+            length_points(summary, turns=True),
+            "decode speedup per session turn (its context)",
+            "input tokens",
+            "session",
+        ),
         "concurrency": speedup_plot(
             conc, f"decode speedup against concurrency ({sweep} input tokens)", "concurrent requests", "concurrency"
         ),
@@ -206,6 +286,9 @@ def render_markdown(summary: dict[str, Any]) -> str:
         _md_table(cell_rows(summary)),
         "",
     ]
+    if len(session_rows(summary)) > 1:
+        parts += ["## Multi-turn session", "", *[f"- {line}" for line in _session_lines(summary)], ""]
+        parts += [_md_table(session_rows(summary)), ""]
     out = _outliers(summary)
     parts += ["## Outliers and failures", ""] + ([f"- {o}" for o in out] if out else ["None."]) + [""]
     return "\n".join(parts)
@@ -225,9 +308,18 @@ def render_html(summary: dict[str, Any]) -> str:
         f"<!doctype html><html><head><meta charset='utf-8'><title>{escape(_title(summary))}</title>"
         f"<style>{style}</style></head><body><h1>{escape(_title(summary))}</h1><ul>{facts}</ul>"
         f"<h2>Paired speedup</h2><div class='plots'>{figs}</div>{_html_table(speedup_rows(summary))}"
+        f"{_session_html(summary)}"
         f"<h2>Per workload and arm</h2>{_html_table(cell_rows(summary))}<h2>Outliers and failures</h2>{outs}"
         f"<script type='application/json' id='speed-data'>{escape(json.dumps(summary))}</script></body></html>"
     )
+
+
+def _session_html(summary: dict[str, Any]) -> str:
+    rows = session_rows(summary)
+    if len(rows) < 2:
+        return ""
+    lines = "".join(f"<li>{escape(line)}</li>" for line in _session_lines(summary))
+    return f"<h2>Multi-turn session</h2><ul>{lines}</ul>{_html_table(rows)}"
 
 
 def write_speed_report(summary: dict[str, Any], measurements: list[Measurement], folder: Path) -> SpeedPaths:

@@ -12,22 +12,21 @@ concurrent requests as they are, so they are served unchanged.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 from collections.abc import Callable, Iterator, Sequence
 
-from evalsuite.rig.assets import ensure_assets
-from evalsuite.rig.errors import RigError
-from evalsuite.rig.launcher import CONTEXT_SIZE, RIG_CONFIGS, rig_command, serve
+from evalsuite.rig.launcher import CONTEXT_SIZE, serve, with_args
 from evalsuite.rig.vllm import VLLM_CONFIGS
-from evalsuite.serve.process import ServeError, served
+from evalsuite.serve.process import RunningServer
 
 
-def with_slots(args: list[str], slots: int) -> list[str]:
+def slot_args(slots: int) -> list[str]:
+    """llama-server flags for `slots` slots, each with the rig's context."""
+    return ["--parallel", str(slots), "--ctx-size", str(CONTEXT_SIZE * slots)]
+
+
+def with_slots(args: Sequence[str], slots: int) -> list[str]:
     """The rig's command line with `--parallel slots` and the context multiplied to match."""
-    out = list(args)
-    for flag, value in (("--parallel", slots), ("--ctx-size", CONTEXT_SIZE * slots)):
-        out[out.index(flag) + 1] = str(value)
-    return out
+    return with_args(args, slot_args(slots))
 
 
 @contextlib.contextmanager
@@ -38,39 +37,16 @@ def serve_slots(
     threads: int = 2,
     extra_args: Sequence[str] = (),
     progress: Callable[[str], None] = lambda _m: None,
-) -> Iterator[dict[str, str]]:
-    """Base URLs of the named rig configurations, each with `slots` slots (and `extra_args`); all stopped on exit."""
+) -> Iterator[dict[str, RunningServer]]:
+    """The named rig configurations, llama-server ones with `slots` slots, all with `extra_args`; stopped on exit."""
     names = list(dict.fromkeys(names))
-    if all(n in VLLM_CONFIGS for n in names):
-        if extra_args:
-            raise RigError(f"Extra server arguments are for llama-server rig configurations, not {', '.join(names)}.")
-        with serve(names, progress=progress) as running:  # vLLM batches concurrent requests as it is
-            yield {n: s.base_url for n, s in running.items()}
-        return
-    if slots <= 1 and not extra_args:
-        with serve(names, threads=threads, progress=progress) as running:
-            yield {n: s.base_url for n, s in running.items()}
-        return
-    unknown = [n for n in names if n not in RIG_CONFIGS]
-    if unknown:
-        raise RigError(f"Unknown rig configuration(s) {', '.join(unknown)}; known: {', '.join(RIG_CONFIGS)}.")
-    roles = {r for n in names for r in (RIG_CONFIGS[n].model, RIG_CONFIGS[n].draft) if r is not None}
-    assets = ensure_assets(
-        progress,
-        include_learned=any(r.startswith("learned") for r in roles),
-        include_smollm2=any(r.startswith("smollm2") for r in roles),
-    )
-    commands = []
-    for name in names:
-        base = rig_command(RIG_CONFIGS[name], assets, threads)
-        argv = tuple(with_slots(list(base.argv), slots) + list(extra_args))
-        commands.append(dataclasses.replace(base, name=f"{name}-slots{slots}", argv=argv))
-    stack = contextlib.ExitStack()
-    try:
-        running = stack.enter_context(served(commands, assets.home / "logs"))
-    except ServeError as exc:
-        raise RigError(str(exc)) from None
-    with stack:
-        for server in running.values():
-            progress(f"rig '{server.name}' is up at {server.base_url} (log: {server.log_path})")
-        yield {name: running[f"{name}-slots{slots}"].base_url for name in names}
+    llama = [n for n in names if n not in VLLM_CONFIGS]
+    vllm = [n for n in names if n in VLLM_CONFIGS]  # vLLM batches concurrent requests as it is
+    with contextlib.ExitStack() as stack:
+        running: dict[str, RunningServer] = {}
+        for group, args in ((llama, slot_args(slots) if slots > 1 else []), (vllm, [])):
+            if group:
+                running |= stack.enter_context(
+                    serve(group, threads=threads, extra_args=[*args, *extra_args], progress=progress)
+                )
+        yield running

@@ -125,6 +125,39 @@ def test_reports_show_the_plots_and_the_same_numbers() -> None:
     assert "(output tokens - 1)" in md
 
 
+def test_session_turns_get_their_own_rows_plot_and_parting() -> None:
+    ms = []
+    for rep in range(3):
+        for turn, (context, base_itl, cand_itl) in enumerate(((200, 0.010, 0.008), (400, 0.012, 0.006))):
+            base = _m("baseline", f"turn-{turn + 1}", 1, rep, 0, base_itl)
+            cand = _m("candidate", f"turn-{turn + 1}", 1, rep, 0, cand_itl, drafted=(40.0, 30.0))
+            base.prompt_tokens = cand.prompt_tokens = context
+            base.text = cand.text = f"answer {turn}"
+            if turn == 1 and rep == 2:
+                cand.text = "answer x"
+            ms += [base, cand]
+    plan = {
+        "sweep_length_run": 1024,
+        "warmup": 1,
+        "reps": 3,
+        "output_tokens": 64,
+        "lengths_run": [],
+        "concurrency_run": [1],
+    }
+    plan["session"] = {"name": "mini", "source": "mini.json", "turns": 2}
+    servers = {r: {"target": r, "dialect": "llamacpp", "model": "m"} for r in ("baseline", "candidate")}
+    summary = analyze(plan, servers, [], ms)
+    speed = {s["workload"]: s for s in summary["speedups"]}
+    assert speed["turn-1"]["decode"]["geometric_mean"] == pytest.approx(1.25) and speed["turn-2"]["input_tokens"] == 400
+    assert speed["turn-2"]["decode"]["geometric_mean"] == pytest.approx(2.0)
+    assert summary["overall"]["decode"]["n"] == 6 and summary["overall"]["acceptance"] == pytest.approx(0.75)
+    assert [(p["turn"], p["identical_turns"]) for p in summary["session"]["parting"]] == [(None, 2), (None, 2), (2, 1)]
+    assert summary["session"]["parting"][2]["offset"] == len("answer ")
+    md, html = render_markdown(summary), render_html(summary)
+    assert "| 2 | 400 |" in md and "2.00x" in md and "at turn 2 the answers part at character 7" in md
+    assert 'data-plot="session"' in html
+
+
 def test_lengths_are_capped_at_the_context() -> None:
     assert cap_lengths([128, 1024, 4096, 16384], 4096, 128) == (
         [128, 1024, 3960],

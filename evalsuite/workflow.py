@@ -191,25 +191,63 @@ def eval_target(
     progress: ProgressFactory | None = None,
 ) -> EvalRuns:
     """Baseline (and its repeat when asked), control and candidate on every task."""
-    target = config.target(target_name)
+    runs = eval_targets(
+        config, [target_name], tasks, options, repeat_baseline=repeat_baseline, say=say, progress=progress
+    )
+    return runs[config.target(target_name).name]
+
+
+def eval_targets(
+    config: Config,
+    names: Sequence[str],
+    tasks: Sequence[str],
+    options: RunOptions,
+    *,
+    repeat_baseline: bool | None = None,
+    say: Callable[[str], None] = lambda _: None,
+    progress: ProgressFactory | None = None,
+) -> dict[str, EvalRuns]:
+    """`eval_target` for several candidates at once: a baseline, repeat or control they share runs once.
+
+    Every role's target is checked (its baseline, a control that is not the candidate itself, API keys,
+    served commands) before anything runs; then each distinct target runs once, baselines first.
+    """
+    twice = config.defaults.repeat_baseline if repeat_baseline is None else repeat_baseline
+    plans = {name: _roles(config, config.target(name), twice) for name in dict.fromkeys(names)}
+    jobs: dict[str, set[int]] = {}  # target -> repeats, baselines first, then controls, then candidates
+    for role in ("baseline", "control", "candidate"):
+        for roles in plans.values():
+            for _, name, repeats in (r for r in roles if r[0] == role):
+                jobs.setdefault(name, set()).update(repeats)
+    ordered = list(jobs)
+    for name in ordered:
+        config.target(name).api_key()  # a missing key stops the eval now, not after the baseline has run
+    preflight_targets(config, ordered)
+    folders: dict[tuple[str, str, int], Path] = {}
+    for name in ordered:
+        outcomes = run_target(config, name, tasks, options, repeats=sorted(jobs[name]), say=say, progress=progress)
+        folders |= {(name, task, repeat): outcome.folder for (task, repeat), outcome in outcomes.items()}
+    out: dict[str, EvalRuns] = {}
+    for candidate, roles in plans.items():
+        runs = out[candidate] = EvalRuns(candidate)
+        for role, name, repeats in roles:
+            for task in tasks:
+                for repeat in repeats:
+                    runs.folders.setdefault(task, {})["repeat" if repeat else role] = folders[(name, task, repeat)]
+    return out
+
+
+def _roles(config: Config, target: TargetConfig, twice: bool) -> list[tuple[str, str, tuple[int, ...]]]:
+    """(role, target, repeats) of one candidate's eval: its baseline (twice when asked), control, itself."""
     if target.baseline is None:
         where = config.path or "the config"
         raise ConfigError(f"Target '{target.name}' has no baseline; set targets.{target.name}.baseline in {where}.")
-    twice = config.defaults.repeat_baseline if repeat_baseline is None else repeat_baseline
-    runs = EvalRuns(target.name)
-    plan: list[tuple[str, str, tuple[int, ...]]] = [("baseline", target.baseline, (0, 1) if twice else (0,))]
+    roles: list[tuple[str, str, tuple[int, ...]]] = [("baseline", target.baseline, (0, 1) if twice else (0,))]
     if target.control:
-        plan.append(("control", target.control, (0,)))
-    plan.append(("candidate", target.name, (0,)))
+        roles.append(("control", target.control, (0,)))
+    roles.append(("candidate", target.name, (0,)))
     _check_roles_differ(config, target)
-    for _, name, _ in plan:
-        config.target(name).api_key()  # a missing key stops the eval now, not after the baseline has run
-    preflight_targets(config, [name for _, name, _ in plan])
-    for role, name, repeats in plan:
-        outcomes = run_target(config, name, tasks, options, repeats=repeats, say=say, progress=progress)
-        for (task, repeat), outcome in outcomes.items():
-            runs.folders.setdefault(task, {})["repeat" if repeat else role] = outcome.folder
-    return runs
+    return roles
 
 
 def _endpoint(t: TargetConfig) -> tuple[Any, ...]:

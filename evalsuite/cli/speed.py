@@ -67,17 +67,6 @@ def add_speed_options(p: argparse.ArgumentParser) -> None:
         help="measure the baseline alone, then the candidate on the same prompts, for servers that cannot be up "
         "together (one GPU); the report says so (default: defaults.one_server_at_a_time, else both up, interleaved)",
     )
-    p.add_argument(
-        "--rig-slots",
-        type=int,
-        default=1,
-        metavar="N",
-        help="start rig targets with N slots (--parallel N) so the concurrency sweep can batch (default 1)",
-    )
-    p.add_argument(
-        "--data", choices=["hf", "local", "fixture"], help="where the task text comes from (default: the config's)"
-    )
-    p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
 
 
 def speed_settings(args: argparse.Namespace, config: Any) -> tuple[Any, Any]:
@@ -98,8 +87,8 @@ def speed_settings(args: argparse.Namespace, config: Any) -> tuple[Any, Any]:
         output_tokens=args.output_tokens,
         reps=args.reps,
         warmup=args.warmup,
-        concurrency=args.concurrency,
-        sweep_length=args.sweep_length,
+        concurrency=getattr(args, "concurrency", (1,)),
+        sweep_length=getattr(args, "sweep_length", SpeedPlan.sweep_length),
         task_prompts=args.task_prompts,
         session_turns=len(session.turns) if session else None,
     )
@@ -135,6 +124,17 @@ def add_parser(sub: Any, common: Callable[[argparse.ArgumentParser], None]) -> N
         metavar="N",
         help="input length of the concurrency sweep (default 1024)",
     )
+    p.add_argument(
+        "--rig-slots",
+        type=int,
+        default=1,
+        metavar="N",
+        help="start rig targets with N slots (--parallel N) so the concurrency sweep can batch (default 1)",
+    )
+    p.add_argument(
+        "--data", choices=["hf", "local", "fixture"], help="where the task text comes from (default: the config's)"
+    )
+    p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
     p.add_argument("--out", metavar="DIR", help="write the report here instead of reports/<target>-speed/<timestamp>/")
     p.set_defaults(handler=cmd_speed)
     common(p)

@@ -177,13 +177,13 @@ def _memory(s: dict[str, Any]) -> str:
     return f"peak memory {_f(s['peak_memory_mb'], 0)} MiB{gpu}"
 
 
-def _md_table(rows: list[list[str]]) -> str:
+def md_table(rows: list[list[str]]) -> str:
     lines = ["| " + " | ".join(r.replace("|", "\\|") for r in row) + " |" for row in rows]
     lines.insert(1, "|" + "---|" * len(rows[0]))
     return "\n".join(lines)
 
 
-def _html_table(rows: list[list[str]]) -> str:
+def html_table(rows: list[list[str]]) -> str:
     head = "".join(f"<th>{escape(h)}</th>" for h in rows[0])
     body = "".join("<tr>" + "".join(f"<td>{escape(v)}</td>" for v in r) + "</tr>" for r in rows[1:])
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
@@ -279,16 +279,16 @@ def render_markdown(summary: dict[str, Any]) -> str:
         "",
         "## Paired speedup",
         "",
-        _md_table(speedup_rows(summary)),
+        md_table(speedup_rows(summary)),
         "",
         "## Per workload and arm",
         "",
-        _md_table(cell_rows(summary)),
+        md_table(cell_rows(summary)),
         "",
     ]
     if len(session_rows(summary)) > 1:
         parts += ["## Multi-turn session", "", *[f"- {line}" for line in _session_lines(summary)], ""]
-        parts += [_md_table(session_rows(summary)), ""]
+        parts += [md_table(session_rows(summary)), ""]
     out = _outliers(summary)
     parts += ["## Outliers and failures", ""] + ([f"- {o}" for o in out] if out else ["None."]) + [""]
     return "\n".join(parts)
@@ -307,9 +307,9 @@ def render_html(summary: dict[str, Any]) -> str:
     return (
         f"<!doctype html><html><head><meta charset='utf-8'><title>{escape(_title(summary))}</title>"
         f"<style>{style}</style></head><body><h1>{escape(_title(summary))}</h1><ul>{facts}</ul>"
-        f"<h2>Paired speedup</h2><div class='plots'>{figs}</div>{_html_table(speedup_rows(summary))}"
+        f"<h2>Paired speedup</h2><div class='plots'>{figs}</div>{html_table(speedup_rows(summary))}"
         f"{_session_html(summary)}"
-        f"<h2>Per workload and arm</h2>{_html_table(cell_rows(summary))}<h2>Outliers and failures</h2>{outs}"
+        f"<h2>Per workload and arm</h2>{html_table(cell_rows(summary))}<h2>Outliers and failures</h2>{outs}"
         f"<script type='application/json' id='speed-data'>{escape(json.dumps(summary))}</script></body></html>"
     )
 
@@ -319,7 +319,7 @@ def _session_html(summary: dict[str, Any]) -> str:
     if len(rows) < 2:
         return ""
     lines = "".join(f"<li>{escape(line)}</li>" for line in _session_lines(summary))
-    return f"<h2>Multi-turn session</h2><ul>{lines}</ul>{_html_table(rows)}"
+    return f"<h2>Multi-turn session</h2><ul>{lines}</ul>{html_table(rows)}"
 
 
 def write_speed_report(summary: dict[str, Any], measurements: list[Measurement], folder: Path) -> SpeedPaths:

@@ -27,6 +27,7 @@ examples:
   evalsuite sandbox                          what isolation model-written code gets on this machine
   evalsuite rig build                        build the reference llama-server (CPU)
   evalsuite speed draft                      speed against the baseline: input lengths, concurrency
+  evalsuite leaderboard dflash-n ngram draft several configurations against one baseline, ranked
 
 exit codes: 0 ok, 1 verdict/gate failed, 2 bad input or config, 3 endpoint error, 4 this machine failed
 (disk full, permission denied, read-only filesystem, no sandbox for model-written code), 5 the run is being
@@ -246,6 +247,10 @@ def build_parser() -> argparse.ArgumentParser:
     from evalsuite.cli.speed import add_parser as add_speed_parser
 
     add_speed_parser(sub, _common)
+
+    from evalsuite.cli.leaderboard import add_parser as add_leaderboard_parser
+
+    add_leaderboard_parser(sub, _common, _data_options)
 
     from evalsuite.cli.sample_test import add_parser as add_sample_test
 

@@ -12,7 +12,7 @@ comma  := ,
 SPEED_ARGS ?=
 GATE_ARGS := --evalsuite-target $(TARGET) $(foreach t,$(subst $(comma), ,$(TASKS)),--evalsuite-task $(t)) $(if $(LIMIT),--evalsuite-limit $(LIMIT))
 
-.PHONY: setup browser lint typecheck test test-fast test-stress eval gate speed sample-test rig rig-vllm gold bench mutation clean help
+.PHONY: setup browser lint typecheck test test-fast test-stress eval gate speed leaderboard sample-test rig rig-vllm gold bench mutation clean help
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -60,6 +60,13 @@ gate: setup  ## token-identity gate: one pytest item per sample of TARGET [TASKS
 
 speed: setup  ## speed of TARGET against its baseline: input lengths, concurrency, tasks [SPEED_ARGS="--reps 3"]
 	$(BIN)/evalsuite speed $(TARGET) $(SPEED_ARGS)
+
+# The rig's tuning grid (evalsuite.toml): DFlash at four draft lengths, n-gram lookup at two settings, the draft
+# model, and the synthetic configuration that is lossy by construction; docs/leaderboard.md has a measured run.
+LEADERBOARD      ?= dflash-n ngram-n draft smollm2-synthetic
+LEADERBOARD_ARGS ?= --lengths 128,1024 --output-tokens 128 --reps 3 --session coding
+leaderboard: setup  ## LEADERBOARD configurations against their one baseline, ranked [TASKS=a,b LIMIT=N LEADERBOARD_ARGS=...]
+	$(BIN)/evalsuite leaderboard $(LEADERBOARD) $(EVAL_ARGS) $(LEADERBOARD_ARGS)
 
 sample-test: setup  ## is TARGET's output distribution under sampling the baseline's? [DRAWS=N PROMPTS=P]
 	$(BIN)/evalsuite sample-test $(TARGET) $(if $(TASKS),--task $(TASKS)) $(if $(DRAWS),--draws $(DRAWS)) $(if $(PROMPTS),--prompts $(PROMPTS))

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 from collections.abc import Callable, Coroutine, Iterator, Sequence
 from typing import Any, TypeVar
 
@@ -56,7 +57,8 @@ def target_server(
         from evalsuite.speedrun.rigslots import serve_slots
 
         say(f"starting rig server '{target.rig}' for '{target.name}' with {slots} slot(s)...")
-        with serve_slots([target.rig], slots, threads=2, extra_args=target.rig_args, progress=say) as running:
+        threads = int(os.environ.get("EVALSUITE_RIG_THREADS") or 2)  # 1 on a busy machine, as for every rig server
+        with serve_slots([target.rig], slots, threads=threads, extra_args=target.rig_args, progress=say) as running:
             yield running[target.rig]
     elif target.serve is not None:
         from evalsuite.serve.target import default_log_dir, serve_target

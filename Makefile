@@ -64,9 +64,11 @@ speed: setup  ## speed of TARGET against its baseline: input lengths, concurrenc
 # The rig's tuning grid (evalsuite.toml): DFlash at four draft lengths, n-gram lookup at two settings, the draft
 # model, and the synthetic configuration that is lossy by construction; docs/leaderboard.md has a measured run.
 LEADERBOARD      ?= dflash-n ngram-n draft smollm2-synthetic
-LEADERBOARD_ARGS ?= --lengths 128,1024 --output-tokens 128 --reps 3 --session coding
+# Sized for two shared cores (41 minutes there, docs/rig.md); LIMIT=N and TASKS=a,b override its --limit and tasks.
+LEADERBOARD_ARGS ?= --limit 3 --max-tokens 128 --lengths 128,1024 --output-tokens 64 --reps 2 --task-prompts 3 \
+                    --session coding --session-turns 4
 leaderboard: setup  ## LEADERBOARD configurations against their one baseline, ranked [TASKS=a,b LIMIT=N LEADERBOARD_ARGS=...]
-	$(BIN)/evalsuite leaderboard $(LEADERBOARD) $(EVAL_ARGS) $(LEADERBOARD_ARGS)
+	EVALSUITE_RIG_THREADS=$${EVALSUITE_RIG_THREADS:-1} $(BIN)/evalsuite leaderboard $(LEADERBOARD) $(LEADERBOARD_ARGS) $(EVAL_ARGS)
 
 sample-test: setup  ## is TARGET's output distribution under sampling the baseline's? [DRAWS=N PROMPTS=P]
 	$(BIN)/evalsuite sample-test $(TARGET) $(if $(TASKS),--task $(TASKS)) $(if $(DRAWS),--draws $(DRAWS)) $(if $(PROMPTS),--prompts $(PROMPTS))

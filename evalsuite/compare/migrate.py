@@ -79,7 +79,27 @@ def _v3_to_v4(doc: dict[str, Any]) -> dict[str, Any]:
     return doc
 
 
-MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {1: _v1_to_v2, 2: _v2_to_v3, 3: _v3_to_v4}
+_HEADLINES = (("LOSSLESS within numerics: ", "NUMERICAL-ONLY: "), ("LOSSLESS: ", "IDENTICAL: "))
+"""Version 4's headline words, and the token labels that replaced them (the labels the file already held)."""
+
+
+def _v4_to_v5(doc: dict[str, Any]) -> dict[str, Any]:
+    """The headline opens with the token verdict's label, the one word used everywhere else."""
+    summary = doc.get("summary")
+    if isinstance(summary, str):
+        for old, new in _HEADLINES:
+            if summary.startswith(old):
+                doc["summary"] = new + summary.removeprefix(old)
+                break
+    return doc
+
+
+MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {
+    1: _v1_to_v2,
+    2: _v2_to_v3,
+    3: _v3_to_v4,
+    4: _v4_to_v5,
+}
 """Version N to N + 1, for every version before today's."""
 
 

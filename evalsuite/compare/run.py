@@ -47,15 +47,17 @@ from evalsuite.textfile import write_text
 from evalsuite.verdict.summary import summary_line
 from evalsuite.verdict.token import TokenVerdict, token_verdict
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 """2: control kinds named by their roles (`repeat`, `control`), `holm_family` and `speed` added.
 3: `token.thresholds.resolution` (the baseline's logit grid, its evidence in `source`) and each
 divergence's `margin_step` added.
 4: divergences judged on the gap between the tokens chosen: each divergence's `gap`, `gap_bound`,
 `gap_source` and `grid_step` (for `margin_step`), `explained_by` "near-tie" (for "margin"), the token
 verdict's `max_gap` (for `max_margin`), the controls' `max_gap`, `median_gap`, `elsewhere` and flips,
-`thresholds.thin`; the resolution's `step` is its common step (no `cap`).  `evalsuite.compare.migrate`
-reads older files as this version."""
+`thresholds.thin`; the resolution's `step` is its common step (no `cap`).
+5: `summary` opens with the token verdict's label, as `token.label` does ("IDENTICAL: ...", "NUMERICAL-ONLY:
+...", for "LOSSLESS: ..." and "LOSSLESS within numerics: ...").  `evalsuite.compare.migrate` reads older files
+as this version."""
 
 
 RunLike = RunReader  # the one reader protocol: stored and in-memory runs alike

@@ -4,7 +4,8 @@
 divergence pass when `evalsuite.diff.classify` called it numerical (a
 near-tie below the threshold, or the very place a control run also
 diverged); a confident divergence fails, and so does one without logprobs,
-since nothing then shows it was numerics.
+since nothing then shows it was numerics.  A failure opens with the token label the sample would get
+in a comparison (LOSSY, UNDETERMINED, NUMERICAL-ONLY), the words of the headline and the report.
 """
 
 from __future__ import annotations
@@ -73,18 +74,18 @@ def _verdict_line(diff: SampleDiff, thresholds: Thresholds, policy: Policy) -> s
     margin = f"{diff.margin:.3g} nats" if math.isfinite(diff.margin) else "unknown"
     if diff.kind == "confident":
         return (
-            f"confident divergence: the candidate chose a token {gap} below the baseline's own "
+            f"LOSSY: confident divergence: the candidate chose a token {gap} below the baseline's own "
             f"(the baseline's top two were {margin} apart), above the {thresholds.effective:.3g}-nat threshold "
             f"({thresholds.source})."
         )
     if diff.kind == "unknown":
         return (
-            "divergence without logprobs at that token, and no control run diverged there, so numerics cannot "
+            "UNDETERMINED: divergence without logprobs at that token, and no control run diverged there, so numerics cannot "
             "be told from a lossy drafter; request top_logprobs or add a control run."
         )
     how = f"explained by {diff.explained_by}" if diff.explained_by else "numerical"
     return (
-        f"numerical divergence ({how}; the tokens chosen {gap} apart, threshold {thresholds.effective:.3g}), "
+        f"NUMERICAL-ONLY: numerical divergence ({how}; the tokens chosen {gap} apart, threshold {thresholds.effective:.3g}), "
         f"which the {policy} policy does not allow; use --evalsuite-policy numerical to let near-ties pass."
     )
 

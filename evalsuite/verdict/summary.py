@@ -1,4 +1,8 @@
-"""The one-line summary that combines the token and accuracy verdicts."""
+"""The one-line summary that combines the token and accuracy verdicts.
+
+It opens with the token verdict's own label (IDENTICAL, NUMERICAL-ONLY, LOSSY, UNDETERMINED), the word the
+JSON, the report's tables and the gate use too, so a headline never needs translating.
+"""
 
 from __future__ import annotations
 
@@ -13,7 +17,7 @@ def _token_part(t: TokenVerdict) -> str:
     head = f"{t.identical}/{t.n} token-identical"
     div = t.divergent
     if t.label == "IDENTICAL":
-        return f"LOSSLESS: {head}"
+        return f"IDENTICAL: {head}"
     if t.label == "NUMERICAL-ONLY":
         if t.explained_by_control == 0:
             how = "all at near-ties"
@@ -21,7 +25,7 @@ def _token_part(t: TokenVerdict) -> str:
             how = "all where a control run also diverged"
         else:
             how = "all at near-ties or where a control run also diverged"
-        return f"LOSSLESS within numerics: {head}, {div} divergence{'s' if div != 1 else ''} {how}"
+        return f"NUMERICAL-ONLY: {head}, {div} divergence{'s' if div != 1 else ''} {how}"
     if t.label == "LOSSY":
         conf = t.kinds.get("confident", 0)
         if conf:
@@ -47,7 +51,7 @@ def _accuracy_part(s: PairedSummary | None, a: AccuracyVerdict | None, task: str
 
 
 def summary_line(token: TokenVerdict, accuracy: list[tuple[str, PairedSummary, AccuracyVerdict]] | None = None) -> str:
-    """E.g. 'LOSSLESS within numerics: 493/500 token-identical, 7 divergences all at near-ties;
+    """E.g. 'NUMERICAL-ONLY: 493/500 token-identical, 7 divergences all at near-ties;
     accuracy 87.0 % vs 86.8 %, equivalent within ±2 points'."""
     if not accuracy:
         return f"{_token_part(token)}; {_accuracy_part(None, None)}"

@@ -71,7 +71,7 @@ def test_comparison_json_lists_every_part_a_report_reads(tmp_path: Path) -> None
     cmp = compare_runs(cand, base, controls={"repeat": repeat}, n_resamples=200, seed=4, delta=0.1)
     text = cmp.to_json(tmp_path / "comparison.json")
     assert (tmp_path / "comparison.json").read_text(encoding="utf-8") == text + "\n"
-    assert text.startswith('{\n  "schema_version": 4,\n  "summary": ')
+    assert text.startswith('{\n  "schema_version": 5,\n  "summary": ')
     assert '"target": "spéc"' in text  # written as UTF-8, not \u escapes
     doc = json.loads(text)
     assert list(doc) == [
@@ -346,7 +346,7 @@ def test_the_summary_line_speaks_of_the_overall_accuracy_only() -> None:
     cmp = compare_runs(_run("spec", 20, diverge={1, 2}), _run("base", 20), n_resamples=100)
     assert [(r.stratum, r.value) for r in cmp.accuracy] == [("overall", "all"), ("level", "0"), ("level", "1")]
     assert cmp.summary == (
-        "LOSSLESS within numerics: 18/20 token-identical, 2 divergences all at near-ties; accuracy 65.0 % vs "
+        "NUMERICAL-ONLY: 18/20 token-identical, 2 divergences all at near-ties; accuracy 65.0 % vs "
         "65.0 %, inconclusive at ±2 points (about 133 items would settle it)"
     )
 
@@ -355,4 +355,4 @@ def test_a_run_without_grades_gets_no_accuracy_rows() -> None:
     cand, base = _run("spec", 6), _run("base", 6)
     cand.stored_grades = {}
     cmp = compare_runs(cand, base, n_resamples=50)
-    assert cmp.accuracy == [] and cmp.summary == "LOSSLESS: 6/6 token-identical; accuracy not graded"
+    assert cmp.accuracy == [] and cmp.summary == "IDENTICAL: 6/6 token-identical; accuracy not graded"

@@ -28,7 +28,9 @@ def test_a_version_3_comparison_reads_with_the_gaps_its_logprobs_tell_and_its_ve
     before = json.loads(V3.read_text())
     after = read_comparison(V3)
     assert after["schema_version"] == SCHEMA_VERSION and before["schema_version"] == 3
-    assert (after["token"]["label"], after["summary"]) == (before["token"]["label"], before["summary"])
+    assert after["token"]["label"] == before["token"]["label"] == "NUMERICAL-ONLY"
+    assert before["summary"].startswith("LOSSLESS within numerics: 12/24 token-identical")
+    assert after["summary"] == "NUMERICAL-ONLY: " + before["summary"].removeprefix("LOSSLESS within numerics: ")
     for old, new in zip(before["divergences"], after["divergences"]):
         assert TODAY_DIVERGENCE <= new.keys() and "margin_step" not in new
         assert new["gap"] == pytest.approx(old["baseline_logprob"] - old["candidate_logprob"])
@@ -51,6 +53,28 @@ def test_a_version_1_comparison_reads_with_its_roles_renamed() -> None:
     assert doc["divergences"][0]["explained_by"] == "control:repeat:base" and doc["divergences"][0]["gap"] is None
     assert {"holm_family", "speed", "truncation"} <= doc.keys() and doc["token"]["thresholds"]["resolution"] is None
     assert old["schema_version"] == 1 and "gap" not in old["divergences"][0]  # the caller's copy is untouched
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("LOSSLESS: 4/4 token-identical; accuracy not graded", "IDENTICAL: 4/4 token-identical; accuracy not graded"),
+        (
+            "LOSSLESS within numerics: 1/2 token-identical, 1 divergence",
+            "NUMERICAL-ONLY: 1/2 token-identical, 1 divergence",
+        ),
+        ("LOSSY: 1/2 token-identical, diverging more often", "LOSSY: 1/2 token-identical, diverging more often"),
+        ("UNDETERMINED: 0/1 token-identical", "UNDETERMINED: 0/1 token-identical"),
+    ],
+)
+def test_a_version_4_headline_opens_with_the_token_label_and_keeps_the_rest(old: str, new: str) -> None:
+    doc = migrate({"schema_version": 4, "summary": old})
+    assert doc["summary"] == new and doc["schema_version"] == SCHEMA_VERSION
+
+
+def test_a_version_1_headline_reads_in_todays_words() -> None:
+    doc = read_comparison(V1)
+    assert doc["summary"].startswith("IDENTICAL: 4/4 token-identical") and doc["token"]["label"] == "IDENTICAL"
 
 
 @pytest.mark.parametrize("version", [0, SCHEMA_VERSION + 1, "3"])

@@ -17,7 +17,7 @@ pytestmark = needs_recordings
 def test_baseline_is_deterministic() -> None:
     cmp = compare_runs(recording_run("base_f16", 1), recording_run("base_f16", 0))
     assert cmp.token.label == "IDENTICAL"
-    assert cmp.summary.startswith("LOSSLESS: 24/24 token-identical")
+    assert cmp.summary.startswith("IDENTICAL: 24/24 token-identical")
 
 
 @pytest.mark.parametrize("name", ["spec_f16_draftq4", "spec_f16_self"])
@@ -32,7 +32,7 @@ def test_real_drafters_are_numerical_only_without_a_control(name: str) -> None:
     assert all(0.0 < d.margin < 0.04 and d.margin_source == "baseline" for d in divergent)
     assert all(d.candidate_rank == 2 for d in divergent)  # the baseline's second choice
     assert all(d.gap == d.margin and not d.gap_bound and d.gap_source == "baseline" for d in divergent)
-    assert cmp.summary.startswith("LOSSLESS within numerics: 12/24 token-identical, 12 divergences all at near-ties")
+    assert cmp.summary.startswith("NUMERICAL-ONLY: 12/24 token-identical, 12 divergences all at near-ties")
 
 
 def test_real_drafters_are_numerical_only_with_controls() -> None:
@@ -81,7 +81,7 @@ def test_json_summary_and_frames_from_real_data() -> None:
         controls={"control": recording_run("spec_f16_self")},
     )
     doc = json.loads(cmp.to_json())
-    assert doc["schema_version"] == 4
+    assert doc["schema_version"] == 5
     assert doc["token"]["label"] == "NUMERICAL-ONLY"
     assert [c["kind"] for c in doc["controls"]] == ["control"]
     speedup = doc["speed"]["speedup"]  # the comparison carries the speedup; reports only format it

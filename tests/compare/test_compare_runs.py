@@ -119,11 +119,11 @@ def test_json_is_versioned_and_null_safe() -> None:
     c[:] = True
     b[:] = True  # 40/40: BCa undefined, must be null in JSON
     doc = json.loads(compare_runs(_run(c, set(), "spec"), _run(b, set(), "base"), n_resamples=200).to_json())
-    assert doc["schema_version"] == 4
+    assert doc["schema_version"] == 5
     boot = doc["accuracy"][0]["stats"]["candidate"]["bootstrap"]
     assert boot["low"] is None and boot["degenerate"] is True
     assert doc["token"]["label"] == "IDENTICAL"
-    assert doc["summary"].startswith("LOSSLESS: 40/40 token-identical")
+    assert doc["summary"].startswith("IDENTICAL: 40/40 token-identical")
 
 
 def test_field_differences_walks_nested_fields() -> None:

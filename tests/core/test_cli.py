@@ -59,7 +59,7 @@ def test_eval_runs_baseline_twice_and_candidate_then_judges(project: Path, capsy
     assert code == 0, out
     roles = {line.split("\t")[1] for line in out.splitlines() if line.startswith("echo\t")}
     assert roles == {"baseline", "repeat", "candidate"}
-    assert "LOSSLESS: 10/10 token-identical" in out
+    assert "IDENTICAL: 10/10 token-identical" in out
 
 
 def test_compare_refuses_runs_with_different_parameters(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -76,7 +76,7 @@ def test_report_rebuilds_the_comparison_from_run_folders(project: Path, capsys: 
     folders = [line.split("\t")[2] for line in capsys.readouterr().out.splitlines() if line.startswith("echo\t")]
     assert main(["report", *reversed(folders), "--config", str(project), "-q"]) == 0
     out = capsys.readouterr().out
-    assert "LOSSLESS: 10/10 token-identical" in out
+    assert "IDENTICAL: 10/10 token-identical" in out
     paths = [Path(line.split(": ", 1)[1]) for line in out.splitlines() if line.startswith("report: ")]
     assert [p.name for p in paths] == ["report.md", "report.html"] and all(p.exists() for p in paths)
     assert paths[0].parent.parent == project.parent / "reports" / "spec"

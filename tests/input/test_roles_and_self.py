@@ -101,7 +101,7 @@ def test_two_runs_of_one_target_measure_determinism(project: Path, capsys: pytes
     assert main(["eval", "spec", "--config", str(project), "--repeat-baseline", "--no-report", "-q"]) == 0
     folders = _eval_folders(capsys.readouterr().out)
     assert main(["compare", str(folders["repeat"]), str(folders["baseline"]), "--no-report"]) == 0
-    assert "LOSSLESS: 10/10 token-identical" in capsys.readouterr().out
+    assert "IDENTICAL: 10/10 token-identical" in capsys.readouterr().out
 
 
 # --- roles belong to the comparison -----------------------------------------
@@ -114,7 +114,7 @@ def test_readme_flow_run_then_eval_then_report(project: Path, capsys: pytest.Cap
     folders = _eval_folders(capsys.readouterr().out)
     assert folders["baseline"] == base
     assert main(["report", *map(str, folders.values()), "--config", str(project), "-q"]) == 0
-    assert "LOSSLESS: 10/10 token-identical" in capsys.readouterr().out
+    assert "IDENTICAL: 10/10 token-identical" in capsys.readouterr().out
 
 
 def test_one_run_is_a_baseline_here_and_a_control_there(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -126,7 +126,7 @@ def test_one_run_is_a_baseline_here_and_a_control_there(project: Path, capsys: p
     assert main(["report", str(spec), "--baseline", str(other), "-q"]) == 0  # other: baseline
     assert main(["compare", str(other), str(base), "--no-report"]) == 0  # other: candidate
     assert main(["compare", str(base), str(other), "--no-report"]) == 0  # base: candidate, created by `run`
-    assert capsys.readouterr().out.count("LOSSLESS") == 4
+    assert capsys.readouterr().out.count("IDENTICAL: ") == 4
 
 
 def test_refusal_names_the_cli_option_and_the_config_key(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -159,7 +159,7 @@ def test_every_reproduce_line_works_when_pasted(
     flag = "--repeat-baseline" if repeat else "--no-repeat-baseline"
     assert main(["eval", "spec", "--limit", "6", flag, "-q"]) == 0
     out = capsys.readouterr().out
-    summary = next(line for line in out.splitlines() if line.startswith("LOSSLESS"))
+    summary = next(line for line in out.splitlines() if line.startswith("IDENTICAL"))
     report = Path(next(line.split(": ", 1)[1] for line in out.splitlines() if line.startswith("report: ")))
     lines = _reproduce_lines(report)
     assert [line.split()[1] for line in lines] == ["eval", "report"]

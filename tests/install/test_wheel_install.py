@@ -115,9 +115,9 @@ def test_init_then_eval_on_packaged_tasks_in_an_empty_folder(
     command = [str(installed / "evalsuite"), "eval", "speculative", "--data", "fixture", "--limit", "2", "-q"]
     done = _run([*command, "--task", "gsm8k"], empty, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "LOSSLESS: 2/2 token-identical" in done.stdout, done.stdout
+    assert "IDENTICAL: 2/2 token-identical" in done.stdout, done.stdout
     [report] = (empty / "reports" / "speculative").glob("*/report.md")
-    assert "gsm8k" in report.read_text() and "LOSSLESS" in report.read_text()
+    assert "gsm8k" in report.read_text() and "IDENTICAL: " in report.read_text()
     assert (report.parent / "report.html").is_file()
     for target in ("baseline", "control", "speculative"):
         assert len(list((empty / "runs" / target / "gsm8k").glob("*/manifest.json"))) == 1

@@ -32,7 +32,7 @@ def two_tasks(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
 
 
 def _p_values(out: str) -> dict[str, str]:
-    """Task -> the p-value its summary line prints ("task: LOSSLESS ...; accuracy ..., different (..., p = ...)")."""
+    """Task -> the p-value its summary line prints ("task: IDENTICAL ...; accuracy ..., different (..., p = ...)")."""
     return dict(re.findall(r"^(\w+): .*accuracy [\d.]+ % vs [\d.]+ %, different \([^,]+, p = ([^)]+)\)", out, re.M))
 
 

@@ -106,9 +106,7 @@ def test_summary_line_reads_like_the_spec() -> None:
     tv = judge(diffs)
     s = paired_summary(*_arms(500, 2, 1), delta=0.02, n_resamples=500)
     line = summary_line(tv, [("math500", s, accuracy_verdict(s))])
-    assert line.startswith(
-        "LOSSLESS within numerics: 493/500 token-identical, 7 divergences all at near-ties; accuracy "
-    )
+    assert line.startswith("NUMERICAL-ONLY: 493/500 token-identical, 7 divergences all at near-ties; accuracy ")
     assert line.endswith("equivalent within ±2 points")
 
 
@@ -235,28 +233,27 @@ def test_every_token_verdict_and_summary_line_reads_as_specified() -> None:
             judge([sd("a", None)]),
             "IDENTICAL",
             "All 1/1 outputs are token-identical to the baseline (compared at the ids level).",
-            "LOSSLESS: 1/1 token-identical",
+            "IDENTICAL: 1/1 token-identical",
         ),
         (
             judge([sd("a", 3, 0.02), sd("b", None)]),
             "NUMERICAL-ONLY",
             "1 of 2 outputs diverge, all at near-ties (the tokens chosen at most 0.02 nats apart, threshold 0.1).",
-            "LOSSLESS within numerics: 1/2 token-identical, 1 divergence all at near-ties",
+            "NUMERICAL-ONLY: 1/2 token-identical, 1 divergence all at near-ties",
         ),
         (
             judge([sd("a", 3, 0.02)] + [sd(x, None) for x in "bcd"], [ctl]),
             "NUMERICAL-ONLY",
             "1 of 4 outputs diverge, all at the same positions where a control run also diverged; "
             "no more often than the control 'control:self' (1/4).",
-            "LOSSLESS within numerics: 3/4 token-identical, 1 divergence all where a control run also diverged",
+            "NUMERICAL-ONLY: 3/4 token-identical, 1 divergence all where a control run also diverged",
         ),
         (
             judge([sd("a", 3, 0.02), sd("b", 5, 0.03), sd("c", None), sd("d", None)], [ctl]),
             "NUMERICAL-ONLY",
             "2 of 4 outputs diverge, all at near-ties (the tokens chosen at most 0.03 nats apart, threshold 0.5), "
             "1 at the same positions as a control run; no more often than the control 'control:self' (1/4).",
-            "LOSSLESS within numerics: 2/4 token-identical, 2 divergences all at near-ties or where a control run "
-            "also diverged",
+            "NUMERICAL-ONLY: 2/4 token-identical, 2 divergences all at near-ties or where a control run also diverged",
         ),
         (
             judge([sd("a", 3, 2.5), sd("b", None)]),
@@ -312,7 +309,7 @@ def test_a_confident_divergence_on_a_bf16_grid_says_it_is_beyond_the_grid() -> N
 
 def test_summary_line_accuracy_parts_for_one_and_several_tasks() -> None:
     near = judge([sd("a", 3, 0.02), sd("b", None)])
-    head = "LOSSLESS within numerics: 1/2 token-identical, 1 divergence all at near-ties; "
+    head = "NUMERICAL-ONLY: 1/2 token-identical, 1 divergence all at near-ties; "
     lost = paired_summary(*_table(500, 30, 2, 60), delta=0.02, n_resamples=200)  # 410 vs 438 of 500 right
     assert summary_line(near, [("math500", lost, accuracy_verdict(lost))]) == (
         head + "accuracy 82.0 % vs 87.6 %, different (-5.6 points, p = 2.5e-07)"

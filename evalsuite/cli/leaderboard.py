@@ -68,7 +68,7 @@ def add_parser(
 
 
 def cmd_leaderboard(args: argparse.Namespace) -> int:
-    from evalsuite.cli.commands import _options, _progress, _say, _tasks
+    from evalsuite.cli.common import progress_for, run_options, say_for, task_names
     from evalsuite.cli.speed import speed_settings
     from evalsuite.config import load_config
     from evalsuite.leaderboard import LeaderboardOptions, run_leaderboard, summary_line
@@ -78,9 +78,9 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
     args.concurrency = (1,)
     args.sweep_length = SpeedPlan.sweep_length
     plan, session = speed_settings(args, config)
-    run = _options(args)
+    run = run_options(args)
     options = LeaderboardOptions(
-        _tasks(args, config),
+        task_names(args, config),
         run,
         plan,
         session=session,
@@ -89,7 +89,7 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
         seed=args.seed,
         repeat_baseline=args.repeat_baseline,
     )
-    board = run_leaderboard(config, args.targets, options, say=_say(args), progress=_progress(args))
+    board = run_leaderboard(config, args.targets, options, say=say_for(args), progress=progress_for(args))
     for row in [*board.ranked, *board.apart]:
         print(summary_line(row))
     print(f"leaderboard: {board.paths.markdown}\nleaderboard: {board.paths.html}\nleaderboard: {board.paths.csv}")

@@ -103,7 +103,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> int:
     """Draw (or read) both arms, judge, print the verdict, write the report; 0 only for SAME."""
-    from evalsuite.cli.commands import _optional_config
+    from evalsuite.cli.common import optional_config
     from evalsuite.config import load_config
     from evalsuite.sampling.run import judge_arms, load_arm, prompt_texts
     from evalsuite.sampling.verdict import JudgeSettings
@@ -116,7 +116,7 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise ConfigError(f"{exc}.") from None
     if args.from_runs:
-        config = _optional_config(args)
+        config = optional_config(args)
         base, cand = args.from_runs
         test = judge_arms(load_arm([base]), load_arm([cand]), judge_settings, prompt_texts([base]))
         _print_verdict(test)
@@ -169,10 +169,10 @@ def _draw_and_judge(
     args: argparse.Namespace, config: Config, flags: dict[str, Any], judge_settings: JudgeSettings
 ) -> SampleTest:
     """Draw both arms (resuming what is stored), judge them, and print the verdict and the drafting seen."""
-    from evalsuite.cli.commands import _progress, _say
+    from evalsuite.cli.common import progress_for, say_for
     from evalsuite.sampling.run import sample_test
 
-    say = _say(args)
+    say = say_for(args)
     resolved = resolved_for(config, args, flags)
     say(_settings_line(resolved))
     say(_power_up_front(resolved.settings, judge_settings))
@@ -186,7 +186,7 @@ def _draw_and_judge(
         data=args.data,
         data_path=args.data_path,
         say=say,
-        progress=_progress(args),
+        progress=progress_for(args),
     )
     test.verdict.notes.insert(0, _settings_line(resolved))
     _print_verdict(test)

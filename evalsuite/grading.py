@@ -21,7 +21,8 @@ from evalsuite.records import Grade
 from evalsuite.sandbox.levels import requested
 from evalsuite.serialize import to_jsonable
 from evalsuite.store import RunStore
-from evalsuite.tasks.spec import GraderSpec, load_task_spec, locate_task
+from evalsuite.tasks.schema import GraderSpec
+from evalsuite.tasks.spec import load_task_spec, locate_task
 
 
 @dataclass(frozen=True)

@@ -33,7 +33,8 @@ from evalsuite.serve.process import RunningServer
 from evalsuite.store import MANIFEST_VERSION, RunManifest, RunStore, fingerprint
 from evalsuite.tasks.build import build_samples, prompt_template_digest
 from evalsuite.tasks.data import DataChoice, DatasetIdentity, load_rows
-from evalsuite.tasks.spec import TaskSpec, find_task
+from evalsuite.tasks.schema import TaskSpec
+from evalsuite.tasks.spec import find_task
 
 log = logging.getLogger(__name__)
 

@@ -21,7 +21,7 @@ from typing import Protocol
 from evalsuite import plugins
 from evalsuite.errors import ConfigError
 from evalsuite.records import Grade, Sample
-from evalsuite.tasks.spec import GraderSpec
+from evalsuite.tasks.schema import GraderSpec
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from evalsuite.errors import ConfigError, DatasetError
 from evalsuite.lmeval.select import Leaf, LMEvalOptions, leaves
 from evalsuite.records import Sample
 from evalsuite.tasks.data import read_local
-from evalsuite.tasks.spec import TaskSpec
+from evalsuite.tasks.schema import TaskSpec
 
 FEWSHOT_SEED = 1234
 """lm-eval's default `fewshot_random_seed` (simple_evaluate), so few-shot examples match its own runs."""

@@ -18,7 +18,7 @@ from typing import Any
 from evalsuite.errors import ConfigError
 from evalsuite.lmeval import version
 from evalsuite.lmeval.select import DEFAULT_MAX_GEN_TOKS, LMEvalOptions, config_hash, generation_of, leaves
-from evalsuite.tasks.spec import DataSources, GraderSpec, HFSource, PromptSpec, TaskSpec
+from evalsuite.tasks.schema import DataSources, GraderSpec, HFSource, PromptSpec, TaskSpec
 
 ADAPTER = "evalsuite.lmeval.rows"
 STRATA = ["lmeval_task", "lmeval_group"]

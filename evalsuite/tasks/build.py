@@ -11,7 +11,8 @@ from evalsuite.errors import DatasetError
 from evalsuite.records import Sample
 from evalsuite.tasks.data import load_rows
 from evalsuite.tasks.packaged import data_root, packaged_tasks
-from evalsuite.tasks.spec import TaskSpec, load_task_spec
+from evalsuite.tasks.schema import TaskSpec
+from evalsuite.tasks.spec import load_task_spec
 
 _ENV = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=False, autoescape=False)
 

@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 from evalsuite.errors import DatasetError, describe_read_error, reading
 from evalsuite.tasks.packaged import packaged_fixtures
-from evalsuite.tasks.spec import TaskSpec
+from evalsuite.tasks.schema import TaskSpec
 
 DataChoice = Literal["hf", "local", "fixture"]
 

@@ -23,7 +23,7 @@ from evalsuite.errors import ConfigError
 from evalsuite.graders import get_grader, grader_names
 from evalsuite.speed import speed_summary
 from evalsuite.store.run import open_run
-from evalsuite.tasks.spec import GraderSpec
+from evalsuite.tasks.schema import GraderSpec
 
 OUTSIDE_ENGINE = '''
 """An engine no evalsuite module knows: one subclass, one extra request field, its own draft counts."""

@@ -14,7 +14,7 @@ from evalsuite.graders.cache import CACHE_FILE, GradeCache, cache_path, open_cac
 from evalsuite.graders.code import CodeGrader
 from evalsuite.records import Completion, Grade, Sample, SampleResult
 from evalsuite.store import RunStore, open_run
-from evalsuite.tasks.spec import GraderSpec
+from evalsuite.tasks.schema import GraderSpec
 
 SPEC = GraderSpec(name="counting")
 

@@ -18,7 +18,7 @@ from evalsuite.graders import GradeInput
 from evalsuite.graders.code import CodeGrader
 from evalsuite.tasks.build import build_samples
 from evalsuite.tasks.data import load_rows
-from evalsuite.tasks.spec import TaskSpec
+from evalsuite.tasks.schema import TaskSpec
 
 pytestmark = pytest.mark.gold
 

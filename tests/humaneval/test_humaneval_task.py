@@ -14,7 +14,7 @@ from evalsuite.records import Sample
 from evalsuite.sandbox.cases import CodeTests
 from evalsuite.tasks import humaneval
 from evalsuite.tasks.adapters import code_tests, find_adapter, registered
-from evalsuite.tasks.spec import TaskSpec
+from evalsuite.tasks.schema import TaskSpec
 
 
 def test_spec_pins_the_hub_and_uses_the_code_grader(he_spec: TaskSpec) -> None:

@@ -11,7 +11,8 @@ from evalsuite.graders.code import CodeGrader
 from evalsuite.records import Sample
 from evalsuite.tasks.build import build_samples
 from evalsuite.tasks.data import load_rows
-from evalsuite.tasks.spec import TaskSpec, load_task_spec
+from evalsuite.tasks.schema import TaskSpec
+from evalsuite.tasks.spec import load_task_spec
 
 
 @pytest.fixture(scope="session")

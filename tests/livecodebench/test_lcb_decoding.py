@@ -15,7 +15,7 @@ from lcb_helpers import ROOT
 from evalsuite.errors import DatasetError
 from evalsuite.tasks import livecodebench as lcb
 from evalsuite.tasks.data import load_rows
-from evalsuite.tasks.spec import TaskSpec
+from evalsuite.tasks.schema import TaskSpec
 
 TESTS = [{"input": "1 2\n", "output": "3\n", "testtype": "stdin"}]
 

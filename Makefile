@@ -42,8 +42,8 @@ browser:  ## Debian's chromium for the HTML report test (installed when missing 
 	  else echo "chromium not found and cannot be installed here: the browser test of the HTML report will skip"; fi; }
 
 lint: setup  ## ruff: lint and formatting (`ruff format` fixes the latter)
-	$(BIN)/ruff check evalsuite tests bench
-	$(BIN)/ruff format --check evalsuite tests bench
+	$(BIN)/ruff check evalsuite rigbuild tests bench
+	$(BIN)/ruff format --check evalsuite rigbuild tests bench
 
 typecheck: setup  ## mypy over the package (settings in pyproject.toml)
 	$(BIN)/mypy

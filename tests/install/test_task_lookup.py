@@ -18,7 +18,7 @@ import yaml
 from evalsuite.cli import main
 from evalsuite.config import load_config
 from evalsuite.errors import ConfigError, DatasetError
-from evalsuite.rig.learned import LEARNED_DFLASH, LEARNED_MODEL
+from evalsuite.rig.committed import LEARNED_DFLASH, LEARNED_MODEL
 from evalsuite.tasks.data import fixture_file, load_rows
 from evalsuite.tasks.packaged import data_root, packaged_fixtures, packaged_tasks
 from evalsuite.tasks.spec import find_task, known_tasks, locate_task

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from projects import shared_data_dir
 
-from evalsuite.rig.math_problems import math_problems
-from evalsuite.rig.smollm2_dflash import training_messages
 from evalsuite.tasks.build import packaged_fixture
+from rigbuild.math_problems import math_problems
+from rigbuild.smollm2_dflash import training_messages
 
 
 def test_the_same_seed_writes_the_same_problems_and_another_seed_others() -> None:
@@ -47,7 +47,7 @@ def test_excluded_problems_are_never_written() -> None:
 
 
 def test_asking_for_more_than_the_templates_can_write_is_an_error_not_a_loop(monkeypatch: pytest.MonkeyPatch) -> None:
-    import evalsuite.rig.math_problems as mp
+    import rigbuild.math_problems as mp
 
     monkeypatch.setattr(mp, "TEMPLATES", (lambda r: ("Algebra", f"What is ${r.randint(1, 3)} + 1$?"),))
     assert len(mp.math_problems(3)) == 3

@@ -2,7 +2,7 @@
 
 It must draft for real (acceptance >= 50 %, several tokens per verification),
 stay lossless, and draft exactly what llama.cpp's graph as written in
-`evalsuite.rig.dflash_graph` predicts: the server's per-request draft and
+`rigbuild.dflash_graph` predicts: the server's per-request draft and
 acceptance counts are compared with a replay of its draft/verify loop in torch
 (skipped where torch is not installed).
 """
@@ -16,9 +16,9 @@ import httpx
 import pytest
 
 from evalsuite.rig.assets import RigAssets
-from evalsuite.rig.dflash_train import DraftExample, eog_ids, fixture_messages, greedy_examples
+from evalsuite.rig.committed import LEARNED_DFLASH, LEARNED_MODEL, verify_learned_checksum
 from evalsuite.rig.launcher import RunningServer, serve_with_assets
-from evalsuite.rig.learned import LEARNED_DFLASH, LEARNED_MODEL, verify_learned_checksum
+from rigbuild.dflash_train import DraftExample, eog_ids, fixture_messages, greedy_examples
 
 pytestmark = pytest.mark.rig
 
@@ -84,8 +84,8 @@ def test_server_drafts_what_the_torch_graph_predicts(
     dflash_servers: dict[str, RunningServer], replies: dict[str, list[dict[str, Any]]]
 ) -> None:
     torch = pytest.importorskip("torch")
-    from evalsuite.rig.dflash_graph import DrafterShape, simulate_acceptance, target_features
     from evalsuite.rig.gguf_file import read_model, read_vocab_file
+    from rigbuild.dflash_graph import DrafterShape, simulate_acceptance, target_features
 
     _, tshape, target = read_model(LEARNED_MODEL)
     _, dshape_raw, drafter = read_model(LEARNED_DFLASH)

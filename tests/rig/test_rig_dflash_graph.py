@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from evalsuite.rig.dflash_graph import Acceptance, confident_prefix, walk
+from rigbuild.dflash_graph import Acceptance, confident_prefix, walk
 
 
 def test_walk_accepts_the_longest_matching_prefix_and_moves_past_the_target_token() -> None:
@@ -34,8 +34,8 @@ def test_p_min_cuts_a_draft_before_its_first_doubtful_token_and_the_loop_takes_t
 
 def test_a_block_sees_only_context_before_its_anchor_and_is_non_causal() -> None:
     torch = pytest.importorskip("torch")
-    from evalsuite.rig.dflash_graph import DrafterShape, block_logits
-    from evalsuite.rig.dflash_train import init_drafter
+    from rigbuild.dflash_graph import DrafterShape, block_logits
+    from rigbuild.dflash_train import init_drafter
 
     gen = torch.Generator().manual_seed(0)
     shape = DrafterShape(n_embd=32, n_layer=2, n_head=4, n_ff=64, n_draft=3, target_layers=(0, 1))

@@ -13,8 +13,9 @@ import httpx
 import pytest
 
 from evalsuite.rig.assets import RigAssets
+from evalsuite.rig.committed import verify_learned_checksum
 from evalsuite.rig.launcher import RunningServer, serve_with_assets
-from evalsuite.rig.learned import LearnedItem, is_correct, learned_items, verify_learned_checksum
+from rigbuild.learned import LearnedItem, is_correct, learned_items
 
 pytestmark = pytest.mark.rig
 

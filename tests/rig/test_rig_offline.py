@@ -17,7 +17,7 @@ from evalsuite.rig.assets import RigAssets
 from evalsuite.rig.command import build_parser, main
 from evalsuite.rig.gguf_file import Shape, Tensors, Vocab, read_model, write_gguf
 from evalsuite.rig.launcher import RIG_CONFIGS, free_port, server_args
-from evalsuite.rig.learned import extract_final, is_correct, learned_items
+from rigbuild.learned import extract_final, is_correct, learned_items
 
 
 def tiny_vocab(n: int = 600) -> Vocab:

@@ -15,14 +15,14 @@ import pytest
 from projects import shared_data_dir
 from test_rig_servers import Trace, assert_near_tie_divergences
 
-from evalsuite.rig.smollm2_dflash import (
+from evalsuite.tasks.build import packaged_fixture
+from rigbuild.smollm2_dflash import (
     PROMPT_TASKS,
     TARGET_LAYERS,
     Sequences,
     prompt_messages,
     train_questions,
 )
-from evalsuite.tasks.build import packaged_fixture
 
 
 def _rows(tmp_path: Path, n: int) -> Path:
@@ -75,8 +75,8 @@ def test_torch_target_decodes_what_llama_server_decodes(
     torch = pytest.importorskip("torch")
     from evalsuite.rig.assets import ensure_assets
     from evalsuite.rig.launcher import serve_with_assets
-    from evalsuite.rig.llama_torch import LlamaTarget
-    from evalsuite.rig.smollm2_dflash import EOG_IDS, tokenize
+    from rigbuild.llama_torch import LlamaTarget
+    from rigbuild.smollm2_dflash import EOG_IDS, tokenize
 
     torch.set_num_threads(1)
     assets = ensure_assets(lambda _m: None, include_smollm2=True)
@@ -131,7 +131,7 @@ def _stop_at(epoch: int) -> Callable[[str], None]:
 
 def test_an_interrupted_training_resumes_to_the_weights_of_an_uninterrupted_one(tmp_path: Path) -> None:
     torch = pytest.importorskip("torch")
-    from evalsuite.rig.smollm2_dflash import SmolDFlashConfig, train_smol_drafter
+    from rigbuild.smollm2_dflash import SmolDFlashConfig, train_smol_drafter
 
     gen = torch.Generator().manual_seed(1)
     train, held = _random_sequences(gen, 8, 40).split(2)
@@ -158,7 +158,7 @@ def test_an_interrupted_training_resumes_to_the_weights_of_an_uninterrupted_one(
 
 def test_a_second_stage_resumes_from_both_checkpoints_to_the_uninterrupted_weights(tmp_path: Path) -> None:
     torch = pytest.importorskip("torch")
-    from evalsuite.rig.smollm2_dflash import SmolDFlashConfig, train_smol_drafter
+    from rigbuild.smollm2_dflash import SmolDFlashConfig, train_smol_drafter
 
     gen = torch.Generator().manual_seed(2)
     # the added set brings tokens of its own
@@ -187,8 +187,8 @@ def test_a_second_stage_resumes_from_both_checkpoints_to_the_uninterrupted_weigh
 
 
 def test_math_train_problems_are_none_of_math500s() -> None:
-    from evalsuite.rig.smollm2_dflash import MATH_TRAIN, math_train_messages
     from evalsuite.tasks.data import read_jsonl
+    from rigbuild.smollm2_dflash import MATH_TRAIN, math_train_messages
 
     rows = list(read_jsonl(MATH_TRAIN))
     assert len(rows) == 1024 and len({r["problem"] for r in rows}) == 1024
@@ -207,7 +207,7 @@ def test_math_train_problems_are_none_of_math500s() -> None:
 
 
 def test_a_chunk_is_generated_by_one_process_and_a_dead_claim_is_taken_over(tmp_path: Path) -> None:
-    from evalsuite.rig.smollm2_dflash import _claim
+    from rigbuild.smollm2_dflash import _claim
 
     chunk = tmp_path / "chunk-000000-000256.pt"
     assert _claim(chunk)
@@ -225,7 +225,7 @@ def _tiny_llama(seed: int = 0) -> Any:
     """A random llama-layout target small enough to decode in milliseconds."""
     torch = pytest.importorskip("torch")
     from evalsuite.rig.gguf_file import Shape
-    from evalsuite.rig.llama_torch import LlamaTarget
+    from rigbuild.llama_torch import LlamaTarget
 
     shape = Shape(n_vocab=40, n_embd=32, n_layer=3, n_head=4, n_head_kv=2, n_ff=48)
     gen = torch.Generator().manual_seed(seed)
@@ -270,9 +270,9 @@ def test_kept_answers_replace_decoding_on_a_machine_without_the_cache(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     torch = pytest.importorskip("torch")
-    from evalsuite.rig import llama_torch
     from evalsuite.rig.errors import RigError
-    from evalsuite.rig.smollm2_dflash import generate_chunks, load_answers
+    from rigbuild import llama_torch
+    from rigbuild.smollm2_dflash import generate_chunks, load_answers
 
     target = _tiny_llama()
     monkeypatch.setattr(llama_torch, "LlamaTarget", lambda _path: target)
@@ -311,7 +311,7 @@ def test_a_damaged_answers_file_is_named(tmp_path: Path) -> None:
     import numpy as np
 
     from evalsuite.rig.errors import RigError
-    from evalsuite.rig.smollm2_dflash import load_answers, save_answers
+    from rigbuild.smollm2_dflash import load_answers, save_answers
 
     path = tmp_path / "a.npz"
     save_answers(path, [([1, 2, 3, 4], 2), ([7, 8], 1)])

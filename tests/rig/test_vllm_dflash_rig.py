@@ -75,11 +75,11 @@ def test_vllm_drafts_what_the_llama_cpp_graph_predicts(rig_servers: dict[str, Ru
     the target keeps."""
     torch = pytest.importorskip("torch")
     from evalsuite.rig.build import rig_paths
-    from evalsuite.rig.dflash_graph import Acceptance, DrafterShape, simulate_acceptance
-    from evalsuite.rig.llama_torch import LlamaTarget
     from evalsuite.rig.smollm2 import ensure_smollm2
-    from evalsuite.rig.smollm2_dflash import EOG_IDS
     from evalsuite.rig.vllm.dflash_export import read_drafter
+    from rigbuild.dflash_graph import Acceptance, DrafterShape, simulate_acceptance
+    from rigbuild.llama_torch import LlamaTarget
+    from rigbuild.smollm2_dflash import EOG_IDS
 
     base = rig_servers["vllm-dflash"].base_url
     body = {

@@ -24,8 +24,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from evalsuite.rig.build import file_lock, rig_paths, run_logged
+from evalsuite.rig.committed import sha256_of, verify_learned_checksum
 from evalsuite.rig.errors import RigError
-from evalsuite.rig.learned import sha256_of, verify_learned_checksum
 from evalsuite.rig.smollm2 import DRAFT_LAYERS, SMOLLM2_DFLASH, SMOLLM2_DFLASH_REBUILD, ensure_smollm2
 from evalsuite.rig.vllm.dflash_export import EXPORT_FORMAT, export_dflash
 from evalsuite.rig.vllm.env import ensure_vllm_env, vllm_home

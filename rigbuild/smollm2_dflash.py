@@ -26,11 +26,11 @@ from typing import Any
 
 import numpy as np
 
-from evalsuite.rig.dflash_graph import Acceptance, DrafterShape, block_logits, require_torch, simulate_acceptance
-from evalsuite.rig.dflash_train import init_drafter
 from evalsuite.rig.errors import RigError
 from evalsuite.rig.smollm2 import SMOLLM2_DFLASH_DRAFTS
 from evalsuite.tasks.packaged import packaged_fixtures
+from rigbuild.dflash_graph import Acceptance, DrafterShape, block_logits, require_torch, simulate_acceptance
+from rigbuild.dflash_train import init_drafter
 
 TARGET_LAYERS = (1, 8, 15, 22, 29)
 """Inputs of five SmolLM2 blocks, evenly spread from the first to the last (DFlash's recipe)."""
@@ -100,7 +100,7 @@ def generate_chunks(
     its answers there has them written: the hours of decoding are kept where the cache is not.
     """
     torch = require_torch()
-    from evalsuite.rig import llama_torch
+    from rigbuild import llama_torch
 
     out_dir.mkdir(parents=True, exist_ok=True)
     target: llama_torch.LlamaTarget | None = None
@@ -532,8 +532,8 @@ repository, not in the package, like the answers."""
 
 def training_messages(gsm8k_train: Path, questions: int, written: int) -> list[list[dict[str, str]]]:
     """The GSM8K train questions' prompts, then the written problems' (none of them a MATH-500 fixture problem)."""
-    from evalsuite.rig.math_problems import math_problems
     from evalsuite.tasks.data import read_jsonl
+    from rigbuild.math_problems import math_problems
 
     fixture = frozenset(str(row["problem"]) for row in read_jsonl(packaged_fixtures() / "math500.jsonl"))
     rows = math_problems(written, seed=0, exclude=fixture)

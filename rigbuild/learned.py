@@ -14,7 +14,6 @@ committed with its sha256; a rebuild reports whether it reproduced it.
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -23,15 +22,9 @@ from pathlib import Path
 import httpx
 
 from evalsuite.records import Sample
+from evalsuite.rig.committed import sha256_of
 from evalsuite.rig.errors import RigError
-from evalsuite.tasks.packaged import packaged_fixtures
 
-MODELS = packaged_fixtures() / "models"
-"""The committed models, shipped in the package (`fixtures/models/` in the repository)."""
-LEARNED_MODEL = MODELS / "rig-learned.gguf"
-LEARNED_CHECKSUM = LEARNED_MODEL.with_name(LEARNED_MODEL.name + ".sha256")
-LEARNED_DFLASH = MODELS / "rig-learned-dflash.gguf"
-"""A DFlash drafter trained against the learned model (`evalsuite rig models --train-dflash`)."""
 END_OF_TURN = "<|end|>"
 TASKS = ("math500", "gsm8k")
 
@@ -136,36 +129,12 @@ def tokenize_items(items: list[LearnedItem], base_url: str) -> list[tuple[list[i
     return pairs
 
 
-def sha256_of(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
-def verify_learned_checksum(
-    path: Path = LEARNED_MODEL, rebuild: str = "evalsuite rig models --retrain --update-checksum"
-) -> str:
-    """A committed model's sha256, checked against its committed `.sha256` sidecar; a mismatch is an error
-    that names `rebuild`, the command that makes the file again."""
-    sidecar = path.with_name(path.name + ".sha256")
-    expected = sidecar.read_text().split()[0] if sidecar.is_file() else None
-    actual = sha256_of(path)
-    if expected is not None and actual != expected:
-        raise RigError(
-            f"{path} has sha256 {actual}, but {sidecar} records {expected}. "
-            f"Restore the file with git, or rebuild it with `{rebuild}`."
-        )
-    return actual
-
-
 def retrain(out: Path, progress: Callable[[str], None] = print) -> str:
     """Train the learned model into `out` and return its sha256 (minutes on 2 CPU cores)."""
     from evalsuite.rig.assets import ensure_assets
     from evalsuite.rig.gguf_file import Tensors, read_vocab, write_gguf
     from evalsuite.rig.launcher import serve_with_assets
-    from evalsuite.rig.train import Sequence_, TrainConfig, train
+    from rigbuild.train import Sequence_, TrainConfig, train
 
     items = learned_items()
     assets = ensure_assets(progress, include_learned=False)

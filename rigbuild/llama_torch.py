@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from evalsuite.rig.dflash_graph import f16, require_torch, rms
 from evalsuite.rig.gguf_file import Shape, read_model
+from rigbuild.dflash_graph import f16, require_torch, rms
 
 
 def rope_norm(x: Any, pos: Any, base: float) -> Any:

@@ -24,8 +24,8 @@ from typing import Any
 
 import numpy as np
 
-from evalsuite.rig.dflash_graph import Acceptance, DrafterShape, block_logits, require_torch, simulate_acceptance
 from evalsuite.rig.gguf_file import Vocab
+from rigbuild.dflash_graph import Acceptance, DrafterShape, block_logits, require_torch, simulate_acceptance
 
 MASK_TOKEN = "<|assistant|>"
 
@@ -259,10 +259,10 @@ def greedy_examples(
 def retrain_learned_dflash(out: Path, progress: Callable[[str], None] = print) -> tuple[str, Acceptance]:
     """Train the DFlash drafter against the learned target into `out`; its sha256 and replayed acceptance."""
     from evalsuite.rig.assets import ensure_assets
-    from evalsuite.rig.dflash_graph import target_features
+    from evalsuite.rig.committed import LEARNED_MODEL, sha256_of
     from evalsuite.rig.gguf_file import read_model, read_vocab_file
     from evalsuite.rig.launcher import serve_with_assets
-    from evalsuite.rig.learned import LEARNED_MODEL, sha256_of
+    from rigbuild.dflash_graph import target_features
 
     assets = ensure_assets(progress)
     # one thread: llama.cpp's threads spin at barriers, and on a busy 2-core machine two of them crawl

@@ -41,9 +41,10 @@ browser:  ## Debian's chromium for the HTML report test (installed when missing 
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
 	  else echo "chromium not found and cannot be installed here: the browser test of the HTML report will skip"; fi; }
 
-lint: setup  ## ruff: lint and formatting (`ruff format` fixes the latter)
+lint: setup  ## ruff: lint and formatting (`ruff format` fixes the latter); no import circles in evalsuite/
 	$(BIN)/ruff check evalsuite rigbuild tests bench
 	$(BIN)/ruff format --check evalsuite rigbuild tests bench
+	$(BIN)/python tests/import_cycles.py evalsuite
 
 typecheck: setup  ## mypy over the package (settings in pyproject.toml)
 	$(BIN)/mypy

@@ -140,3 +140,76 @@ def test_the_ceiling_never_lowers_what_a_control_showed() -> None:
     many = [0.01 * i for i in range(1, 31)]
     assert flip_bound(many, 2.0) == pytest.approx(0.6)  # enough flips: twice the largest, no prediction needed
     assert math.isnan(flip_bound([], 2.0))
+
+
+def test_a_divergence_no_side_lists_alternatives_at_has_no_gap_at_all() -> None:
+    """Neither run gave logprobs at the divergence: no gap, so it is neither a bound nor anyone's."""
+    d = diverge(3, None, None)
+    assert math.isnan(d.gap) and not d.gap_bound and d.gap_source is None and math.isnan(d.grid_step)
+
+
+def test_an_unlisted_token_beside_a_sides_own_alone_is_no_bound() -> None:
+    """A side that lists only its own token bounds nothing, whichever side's logprobs are read."""
+    d = diverge(42, [(1, " a", -0.7)])
+    assert math.isnan(d.gap) and not d.gap_bound and d.gap_source is None
+    d = diverge(42, None, [(42, " q", -0.2)])
+    assert math.isnan(d.gap) and not d.gap_bound and d.gap_source is None
+
+
+def test_an_output_that_ended_where_the_other_listed_only_its_own_token_has_no_bound() -> None:
+    """The ended output's end is below the other's token, but no alternative says how far: no gap, no bound."""
+    base = completion([*PREFIX, entry(1, [(1, " a", -0.7)]), entry(7, None)])
+    d = diff_completions("s", completion(PREFIX), base)
+    assert d.ended == "candidate" and math.isnan(d.gap) and not d.gap_bound
+    cand = completion([*PREFIX, entry(1, [(1, " a", -0.7)]), entry(7, None)])
+    d = diff_completions("s", cand, completion(PREFIX))
+    assert d.ended == "baseline" and math.isnan(d.gap) and not d.gap_bound
+
+
+GRID = [(1, " a", -0.5), (2, " b", -0.625), (3, " c", -1.0), (4, " d", -1.5)]
+"""Alternatives on a 0.125-nat grid (bf16 logits): gaps 0.125, 0.5 and 1.0 below the baseline's token."""
+
+
+def test_an_unlisted_tokens_bound_comes_with_the_step_of_the_baselines_alternatives() -> None:
+    """A bound read from the last alternative is judged against the grid the baseline's row shows."""
+    d = diverge(42, GRID)
+    assert d.gap_bound and d.gap == pytest.approx(1.0, abs=1e-6) and d.grid_step == pytest.approx(0.125)
+
+
+def test_an_ended_outputs_step_is_read_without_the_nearest_alternative_it_is_judged_on() -> None:
+    """The ended output is judged on the nearest alternative below (0.1 nats, off any grid); the step comes from
+    the other alternatives (0.25 and 0.5 nats: a 0.25 grid), never from the gap being judged."""
+    row = [(1, " a", -0.5), (2, " b", -0.6), (3, " c", -0.75), (4, " d", -1.0)]
+    base = completion([*PREFIX, entry(1, row), entry(7, None)])
+    d = diff_completions("s", completion(PREFIX), base)
+    assert d.gap_bound and d.gap == pytest.approx(0.1, abs=1e-6) and d.grid_step == pytest.approx(0.25)
+
+
+def test_the_candidates_rank_is_by_logprob_at_the_divergence_not_by_listing_order() -> None:
+    """An engine may list alternatives out of order; the rank is the candidate's place among the baseline's
+    logprobs at the divergence (second here, though listed third)."""
+    shuffled = [(1, " a", -0.70), (3, " c", -2.9), (2, " b", -0.72)]
+    d = diverge(2, shuffled)
+    assert d.candidate_rank == 2 and d.candidate_logprob == pytest.approx(-0.72, abs=1e-6)
+
+
+def strings_entry(text: str, alts: list[tuple[str, float]] | None) -> dict:
+    """A token as an engine without ids lists it: its string and its alternatives' strings only."""
+    chosen = next((lp for t, lp in alts or [] if t == text), 0.0)
+    return {"token": text, "logprob": chosen, "top_logprobs": [{"token": t, "logprob": lp} for t, lp in alts or []]}
+
+
+def test_without_ids_a_token_not_among_the_alternatives_names_is_at_least_the_last_below() -> None:
+    """At the strings level the candidate's token is looked up by name; one not listed is a bound, as by id."""
+    alts = [(" a", -0.7), (" b", -0.72), (" c", -2.9)]
+    base = completion([strings_entry(" x", [(" x", -0.01)]), strings_entry(" a", alts), strings_entry(" z", None)])
+    cand = completion([strings_entry(" x", [(" x", -0.01)]), strings_entry(" q", None), strings_entry(" z", None)])
+    d = diff_completions("s", cand, base)
+    assert d.level == "strings" and d.first_divergence == 1 and d.candidate_rank is None
+    assert d.gap_bound and d.gap == pytest.approx(2.2, abs=1e-6) and d.gap_source == "baseline"
+    listed = diff_completions(
+        "s",
+        completion([strings_entry(" x", [(" x", -0.01)]), strings_entry(" c", None), strings_entry(" z", None)]),
+        base,
+    )
+    assert not listed.gap_bound and listed.gap == pytest.approx(2.2, abs=1e-6) and listed.candidate_rank == 3

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from evalsuite.diff import calibrate, classify, diff_completions, logit_resolution
+from evalsuite.diff.resolution import EXACT, FINEST_EXPONENT, Reading, ResolutionTally, position_steps, step_at
 from evalsuite.engines.parse import trace_from_entries
 from evalsuite.records import Completion
 
@@ -146,3 +147,54 @@ def test_fp32_logits_rounded_to_three_decimals_show_no_grid() -> None:
     rows = logits(200, 7, 16.0, 32.0, rounding=lambda x: x)
     res = logit_resolution([pair(rows, 0.25, 5, 3)[1].tokens])
     assert not res.quantized and res.decimals == 3 and res.share < 0.2
+
+
+@pytest.mark.parametrize("decimals", [1, 2, 3, 4])
+def test_a_roundings_finest_step_is_the_finest_power_of_two_over_twice_its_tolerance(decimals: int) -> None:
+    """One nearest multiple per gap needs a finest step over twice the tolerance, and no finer step is tried than
+    that (nor than the finest grid at all)."""
+    r = Reading.rounded_to(decimals)
+    assert r.decimals == decimals and r.tolerance == pytest.approx(10.0**-decimals + 1e-5, rel=1e-9)
+    assert 2.0**-r.finest > 2 * r.tolerance
+    assert r.finest == FINEST_EXPONENT or 2.0 ** -(r.finest + 1) <= 2 * r.tolerance
+
+
+def test_a_gap_one_unit_of_the_last_decimal_off_the_grid_still_fits_it() -> None:
+    """Two logprobs rounded to 4 decimals put their gap up to 1e-4 off the grid, and a little more after float32
+    storage: 0.125 + 1.095e-4 is still on the 0.125 grid, 0.125 + 1.2e-4 is not."""
+    reading = Reading.rounded_to(4)
+    assert position_steps(np.array([[0.0, -(0.125 + 1.095e-4)]]), reading)[0] == 0.125
+    assert position_steps(np.array([[0.0, -(0.125 + 1.2e-4)]]), reading)[0] == 0.0
+
+
+def rounded_trace(n: int = 40) -> list[dict]:
+    """A trace whose logprobs a server rounded to 3 decimals: a 0.125-nat gap shows as 0.126."""
+    alts = [{"id": 1, "token": "<1>", "logprob": -0.1}, {"id": 2, "token": "<2>", "logprob": -0.226}]
+    return [{"id": 1, "token": "<1>", "logprob": -0.1, "top_logprobs": alts} for _ in range(n)]
+
+
+def test_a_positions_step_is_read_within_its_traces_rounding() -> None:
+    """Read exactly, 0.126 fits only the finest grid; read within the 3-decimal rounding it is the 0.125 step."""
+    trace = trace_from_entries(rounded_trace())
+    assert step_at(trace, 0) == 0.125
+    assert position_steps(trace.top_logprobs[:1], EXACT)[0] == 2.0**-FINEST_EXPONENT
+
+
+def exact_trace(n: int = 40, seed: int = 0) -> list[dict]:
+    """A trace of unrounded logprobs."""
+    return entries(logits(n, seed, 20.0, 30.0), 5)
+
+
+def test_a_run_is_read_the_way_most_of_its_traces_are() -> None:
+    """Two exact traces outvote one rounded one, and two rounded ones outvote one exact; the run's tolerance is
+    the reading's that won."""
+    tally = ResolutionTally()
+    for items in (exact_trace(seed=1), exact_trace(seed=2), rounded_trace()):
+        tally.add(trace_from_entries(items))
+    res = tally.result()
+    assert res.decimals is None and res.tolerance == EXACT.tolerance
+    tally = ResolutionTally()
+    for items in (rounded_trace(), exact_trace(seed=1), rounded_trace()):
+        tally.add(trace_from_entries(items))
+    res = tally.result()
+    assert res.decimals == 3 and res.tolerance == pytest.approx(Reading.rounded_to(3).tolerance)

@@ -5,9 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from evalsuite.diff import ControlProfile, LogitResolution, SampleDiff, calibrate, classify_all
+from evalsuite.diff import ControlProfile, Evidence, LogitResolution, SampleDiff, calibrate, classify_all
 from evalsuite.stats import paired_summary
 from evalsuite.verdict import accuracy_verdict, summary_line, token_verdict
+from evalsuite.verdict.token import gap_text
 
 
 def sd(sid: str, pos: int | None, margin: float = float("nan"), token: int | None = 7) -> SampleDiff:
@@ -343,3 +344,23 @@ def test_token_verdict_counts_and_levels_at_its_edges() -> None:
     assert token_verdict(classify_all([sd("a", 3, 0.05)], th), th).reason == (
         "1 of 1 outputs diverge, all at near-ties (the tokens chosen at most 0.05 nats apart, threshold 0.1)."
     )
+
+
+def test_gap_text_says_when_the_candidates_logprobs_gave_the_gap() -> None:
+    """Reports name the candidate's logprobs as the gap's source, and say nothing for the baseline's."""
+    d = SampleDiff("s", "ids", False, 1, 1, 5, 5, gap=2.25, gap_bound=True, gap_source="candidate")
+    assert gap_text(d) == "at least 2.25 nats by the candidate's logprobs"
+    assert gap_text(SampleDiff("s", "ids", False, 1, 1, 5, 5, gap=2.25, gap_source="baseline")) == "2.25 nats"
+
+
+def _control(flips: int, elsewhere: Evidence | None = None) -> ControlProfile:
+    diffs = [SampleDiff(f"s{i}", "ids", False, 1, 1, 5, 5, gap=0.02) for i in range(flips)]
+    return ControlProfile.from_diffs("control:a", "control", diffs, elsewhere or Evidence())
+
+
+def test_a_controls_flips_are_counted_in_words_that_agree() -> None:
+    """'1 flip', '2 flips'; stored runs compared without a flip still count their samples."""
+    assert "; 1 flip in 1 samples)" in calibrate([_control(1)]).source
+    assert "; 2 flips in 2 samples)" in calibrate([_control(2)]).source
+    stored = calibrate([_control(2, Evidence((), 40, ("gsm8k",)))]).source
+    assert "2 flips in 42 samples, 0 of them on stored runs of gsm8k" in stored

@@ -476,3 +476,28 @@ def test_the_first_differing_piece_is_found_in_joined_strings(pair: tuple[list, 
     """The same over strings, lone surrogates included: a split emoji's halves are not the emoji."""
     keys, changed = pair
     assert _first_mismatch_joined(joined_pieces(keys), joined_pieces(changed)) == _first_different(keys, changed)
+
+
+def test_the_window_holds_the_last_prefix_tokens_and_the_next_few_of_each_side() -> None:
+    """A long shared prefix shows only its last 12 tokens; each continuation its next 4."""
+    toks = [entry(i, f"t{i}", [(i, f"t{i}", -0.1)]) for i in range(20)]
+    base = completion([*toks, *(entry(100 + j, f"b{j}", None) for j in range(8))])
+    cand = completion([*toks, *(entry(200 + j, f"c{j}", None) for j in range(8))])
+    d = diff_completions("s", cand, base)
+    assert d.first_divergence == 20 and d.context == "".join(f"t{i}" for i in range(8, 20))
+    assert (d.baseline_next, d.candidate_next) == ("b0b1b2b3", "c0c1c2c3")
+
+
+def test_tokens_on_one_side_only_are_compared_as_text() -> None:
+    """Without the candidate's tokens the outputs are compared character by character."""
+    base = completion([entry(1, "ab", None), entry(2, "c", None)])
+    d = diff_completions("s", Completion(text="abd", finish_reason="stop"), base)
+    assert (d.level, d.first_divergence) == ("text", 2)
+
+
+def test_a_difference_many_slices_in_is_found() -> None:
+    """Lists compared a slice at a time: a difference past the first few slices is still the first found."""
+    a = [b"a"] * 1000
+    b = list(a)
+    b[700] = b"b"
+    assert _first_mismatch_seq(a, b) == 700

@@ -25,11 +25,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
+from evalsuite.verdict.token import LOSSLESS_LABELS
+
 if TYPE_CHECKING:
     from evalsuite.compare import Comparison
 
 TOKEN_ORDER = ("LOSSY", "UNDETERMINED", "NUMERICAL-ONLY", "IDENTICAL")
-LOSSLESS = frozenset({"IDENTICAL", "NUMERICAL-ONLY"})
 BASELINE = "BASELINE"
 NAN = math.nan
 
@@ -75,7 +76,7 @@ class Row:
         """Why a candidate is kept out of the ranking (None: it is ranked, or it is the baseline)."""
         if self.baseline:
             return None
-        if self.verdict not in LOSSLESS:
+        if self.verdict not in LOSSLESS_LABELS:
             return self.verdict
         if self.accuracy == "DIFFERENT":
             return "accuracy DIFFERENT"

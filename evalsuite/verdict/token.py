@@ -23,6 +23,8 @@ from evalsuite.diff.classify import ControlProfile, Thresholds
 from evalsuite.stats.significance import sign_test_greater
 
 TokenLabel = Literal["IDENTICAL", "NUMERICAL-ONLY", "LOSSY", "UNDETERMINED"]
+LOSSLESS_LABELS: frozenset[str] = frozenset({"IDENTICAL", "NUMERICAL-ONLY"})
+"""The token labels that say lossless: identical, or within the engine's numerics."""
 ALPHA = 0.05
 
 
